@@ -1,0 +1,47 @@
+"""``import runtime as rt``: a TensorFlow-like tensor API on numpy with ``rt.function`` graphs.
+
+Example:
+    >>> import runtime as rt
+    >>> @rt.function
+    ... def double(a):
+    ...     return a + a
+    >>> print(double(rt.constant(1)))
+    rt.Tensor(2, shape=(), dtype=int32)
+"""
+from types import SimpleNamespace as _Namespace
+
+from runtime import config, dtypes, errors
+from runtime.context import executing_eagerly, init_scope, inside_function
+from runtime.dtypes import (DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int16, int32, int64,
+                            string, uint8, variant)
+from runtime.polymorphic_function import ConcreteFunction, Function, function
+from runtime.graph import Graph
+from runtime.module import Module
+from runtime.ops import logging_ops as _logging_ops
+from runtime.ops import math_ops as _math_ops
+from runtime.ops import random_ops as _random_ops
+from runtime.ops.api import *  # noqa: F401,F403
+from runtime.shapes import TensorShape, TensorSpec
+from runtime.tensor import Tensor, is_symbolic, is_tensor
+from runtime.tensor_array import TensorArray
+from runtime.variables import Variable
+
+__version__ = "0.1.0"
+
+random = _Namespace(uniform=_random_ops.uniform, normal=_random_ops.normal)
+nn = _Namespace(relu=_math_ops.relu, softmax=_math_ops.softmax, sigmoid=_math_ops.sigmoid, tanh=_math_ops.tanh)
+math = _Namespace(**{name: getattr(_math_ops, name) for name in dir(_math_ops)
+                     if not name.startswith("_") and callable(getattr(_math_ops, name))
+                     and getattr(getattr(_math_ops, name), "__module__", "") == _math_ops.__name__})
+debugging = _Namespace(assert_equal=_logging_ops.assert_equal, assert_greater=_logging_ops.assert_greater,
+                       assert_less=_logging_ops.assert_less, assert_greater_equal=_logging_ops.assert_greater_equal,
+                       assert_less_equal=_logging_ops.assert_less_equal, check_numerics=_logging_ops.check_numerics,
+                       Assert=_logging_ops.Assert)
+
+
+def __getattr__(name):
+    # ``rt.autograph`` is imported lazily: it pulls in the source converter.
+    if name == "autograph":
+        import importlib
+        return importlib.import_module("runtime.autograph")
+    raise AttributeError(f"module 'runtime' has no attribute {name!r}")

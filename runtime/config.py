@@ -1,0 +1,65 @@
+"""``rt.config``: eager mode switch and threading settings."""
+from __future__ import annotations
+
+import os
+
+_run_eagerly = False
+
+
+def run_functions_eagerly(run_eagerly: bool) -> None:
+    """Make every ``rt.function`` run its Python code eagerly (for debugging)."""
+    global _run_eagerly
+    _run_eagerly = bool(run_eagerly)
+
+
+def functions_run_eagerly() -> bool:
+    return _run_eagerly
+
+
+class threading:  # noqa: N801 - mirrors tf.config.threading
+    """Thread counts used by native code: intra-op (parallel loops) and inter-op (independent ops)."""
+
+    _intra = 0
+    _inter = 0
+
+    @staticmethod
+    def set_intra_op_parallelism_threads(num_threads: int) -> None:
+        threading._intra = int(num_threads)
+        _apply_threads()
+
+    @staticmethod
+    def get_intra_op_parallelism_threads() -> int:
+        return threading._intra
+
+    @staticmethod
+    def set_inter_op_parallelism_threads(num_threads: int) -> None:
+        threading._inter = int(num_threads)
+        _apply_threads()
+
+    @staticmethod
+    def get_inter_op_parallelism_threads() -> int:
+        return threading._inter
+
+
+def intra_op_threads() -> int:
+    """Threads for parallel loops: the setting, else OMP_NUM_THREADS, else the CPU count."""
+    if threading._intra > 0:
+        return threading._intra
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.strip().isdigit() and int(env) > 0:
+        return int(env)
+    return os.cpu_count() or 1
+
+
+def inter_op_threads() -> int:
+    if threading._inter > 0:
+        return threading._inter
+    return intra_op_threads()
+
+
+_listeners: list = []
+
+
+def _apply_threads() -> None:
+    for listener in _listeners:
+        listener()

@@ -1,0 +1,58 @@
+"""Where ops go: the stack of graphs being built (per thread) and eager mode.
+
+``rt.inside_function()`` is True while a graph is being traced. ``rt.init_scope()``
+steps out of every graph being built, back to eager execution.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.graphs: list = []          # graphs being built, innermost last
+        self.tracing_functions: list = []  # (Function, key) pairs being traced, for recursion checks
+
+
+_state = _State()
+
+
+def current_graph():
+    """The graph ops are added to, or None in eager mode."""
+    graphs = _state.graphs
+    return graphs[-1] if graphs else None
+
+
+def inside_function() -> bool:
+    """True while a graph is being traced (``tf.inside_function``)."""
+    return bool(_state.graphs)
+
+
+def executing_eagerly() -> bool:
+    return not _state.graphs
+
+
+@contextlib.contextmanager
+def graph_scope(graph):
+    """Make ``graph`` the target of new ops while the block runs."""
+    _state.graphs.append(graph)
+    try:
+        yield graph
+    finally:
+        _state.graphs.pop()
+
+
+@contextlib.contextmanager
+def init_scope():
+    """Run the block eagerly, outside every graph being traced (``tf.init_scope``)."""
+    saved = _state.graphs
+    _state.graphs = []
+    try:
+        yield
+    finally:
+        _state.graphs = saved
+
+
+def tracing_stack() -> list:
+    return _state.tracing_functions

@@ -1,0 +1,89 @@
+"""The reference executor: runs a graph's ops with their numpy kernels.
+
+It defines the semantics the native code must match, so it stays simple:
+non-strict (only ops that outputs, prints, assertions and variable updates need),
+in the graph's topological (program) order. A plan per graph is computed once.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from runtime import errors
+from runtime.graph import Graph
+
+
+class Plan:
+    """Which ops run, in order, with input/output slots in one flat value list."""
+
+    __slots__ = ("steps", "feed_slots", "output_slots", "num_slots")
+
+    def __init__(self, graph: Graph):
+        needed = needed_ops(graph)
+        slot_of: dict[int, int] = {}
+        feeds = graph.all_inputs()
+        for t in feeds:
+            slot_of[id(t)] = len(slot_of)
+        steps = []
+        for op in graph.operations:
+            if op.type == "Placeholder" or id(op) not in needed:
+                continue
+            ins = tuple(slot_of[id(t)] for t in op.inputs)
+            outs = []
+            for t in op.outputs:
+                slot_of[id(t)] = len(slot_of)
+                outs.append(slot_of[id(t)])
+            kinds = tuple(None if t.dtype.name == "variant" else t.dtype.np for t in op.outputs)
+            steps.append((op, op.opdef.kernel, op.attrs, ins, tuple(outs), kinds))
+        self.steps = steps
+        self.feed_slots = tuple(slot_of[id(t)] for t in feeds)
+        self.output_slots = tuple(slot_of[id(t)] for t in graph.outputs)
+        self.num_slots = len(slot_of)
+
+
+def needed_ops(graph: Graph) -> set[int]:
+    """ids of the ops the outputs and side effects depend on (non-strict execution)."""
+    roots = [t.op for t in graph.outputs]
+    roots += [op for op in graph.operations
+              if op.opdef.side_effect or any(g.has_side_effects() for g in op.subgraphs())]
+    needed: set[int] = set()
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        if id(op) in needed:
+            continue
+        needed.add(id(op))
+        stack.extend(t.op for t in op.inputs)
+    return needed
+
+
+def plan_for(graph: Graph) -> Plan:
+    plan = graph.__dict__.get("_plan")
+    if plan is None:
+        plan = graph._plan = Plan(graph)
+    return plan
+
+
+def run_graph(graph: Graph, feeds: list) -> list:
+    """Run ``graph`` on numpy ``feeds`` (inputs then captures); return the output arrays."""
+    plan = plan_for(graph)
+    values = [None] * plan.num_slots
+    for slot, value in zip(plan.feed_slots, feeds):
+        values[slot] = value
+    for op, kernel, attrs, ins, outs, kinds in plan.steps:
+        try:
+            results = kernel([values[i] for i in ins], attrs)
+        except errors.OpError as e:
+            raise _located(type(e), str(e), op) from None
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError) as e:
+            raise _located(errors.InvalidArgumentError, f"{op.type}: {e}", op) from None
+        for slot, value, kind in zip(outs, results, kinds):
+            if kind is not None and (type(value) is not np.ndarray or value.dtype != kind):
+                value = np.asarray(value).astype(kind, copy=False)
+            values[slot] = value
+    return [values[i] for i in plan.output_slots]
+
+
+def _located(cls, message: str, op):
+    if "\n  [[" in message:
+        return cls(message, op)
+    return cls(f"{message}\n  [[{op.where()}]]", op)

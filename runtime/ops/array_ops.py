@@ -1,0 +1,622 @@
+"""Creation and shape ops: constants, placeholders, reshape, concat, gather, slicing ..."""
+from __future__ import annotations
+
+import numpy as np
+
+from runtime import dtypes, errors
+from runtime.ops.registry import OpDef, apply, convert, convert_same, register
+from runtime.shapes import TensorShape, as_shape
+from runtime.tensor import EagerTensor, Tensor, to_array
+
+# -- graph leaves -------------------------------------------------------------------
+
+register(OpDef("Placeholder", "Placeholder", lambda specs, attrs: [(attrs["dtype"], attrs["shape"].dims)], None, 0))
+register(OpDef("Const", "Const", lambda specs, attrs: [(attrs["dtype"], attrs["value"].array.shape)],
+               lambda inputs, attrs: (attrs["value"].array,), 0))
+register(OpDef("Identity", "Identity", lambda specs, attrs: [(specs[0].dtype, specs[0].shape.dims)],
+               lambda inputs, attrs: (inputs[0],), 1, c_expr="{0}"))
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    """A constant tensor (``tf.constant``); inside rt.function it becomes a ``Const`` node."""
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else None
+    if isinstance(value, EagerTensor):
+        array = value._value if dtype is None else value._value.astype(dtype.np)
+    elif isinstance(value, Tensor):
+        return cast(value, dtype) if dtype is not None and dtype is not value.dtype else value
+    else:
+        array = to_array(value, dtype)
+    if shape is not None:
+        shape = tuple(as_shape(shape).as_list())
+        if array.size == 1:
+            array = np.broadcast_to(array.reshape(()), shape).copy()
+        elif int(np.prod(shape)) == array.size:
+            array = array.reshape(shape)
+        else:
+            raise TypeError(f"constant: value of {array.size} elements cannot have shape {shape}")
+    tensor = EagerTensor(np.array(array, copy=True) if not isinstance(value, np.ndarray) else array.copy(),
+                         dtype)
+    from runtime import context
+    graph = context.current_graph()
+    if graph is not None:
+        return graph.internalize(tensor)
+    return tensor
+
+
+def convert_to_tensor(value, dtype=None, name=None):
+    """``value`` as a tensor; tensors are returned as they are (checked against ``dtype``)."""
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else None
+    return convert(value, dtype, name or "value")
+
+
+def identity(x, name=None):
+    return apply("Identity", [convert(x)], name=name)
+
+
+def cast(x, dtype, name=None):
+    from runtime.ops.math_ops import cast as _cast
+    return _cast(x, dtype, name)
+
+
+# -- shape queries ----------------------------------------------------------------------
+
+register(OpDef("Shape", "Shape", lambda specs, attrs: [(attrs["out_type"], (specs[0].shape.rank,))],
+               lambda inputs, attrs: (np.array(inputs[0].shape, dtype=attrs["out_type"].np),), 1))
+register(OpDef("Size", "Size", lambda specs, attrs: [(attrs["out_type"], ())],
+               lambda inputs, attrs: (np.array(inputs[0].size, dtype=attrs["out_type"].np),), 1))
+register(OpDef("Rank", "Rank", lambda specs, attrs: [(dtypes.int32, ())],
+               lambda inputs, attrs: (np.array(inputs[0].ndim, dtype=np.int32),), 1))
+
+
+def shape(input, out_type=dtypes.int32, name=None):
+    return apply("Shape", [convert(input)], {"out_type": dtypes.as_dtype(out_type)}, name=name)
+
+
+def size(input, out_type=dtypes.int32, name=None):
+    return apply("Size", [convert(input)], {"out_type": dtypes.as_dtype(out_type)}, name=name)
+
+
+def rank(input, name=None):
+    return apply("Rank", [convert(input)], name=name)
+
+
+# -- creation ---------------------------------------------------------------------------
+
+def _dims_from(spec, op_type):
+    if spec.const is not None:
+        dims = tuple(int(d) for d in np.asarray(spec.const).reshape(-1))
+        if any(d < 0 for d in dims):
+            raise ValueError(f"{op_type}: dimensions must be non-negative, got {list(dims)}")
+        return dims
+    if spec.shape.rank != 1:
+        if spec.shape.rank is None:
+            return None
+        raise ValueError(f"{op_type}: the shape argument must be a vector, got shape {spec.shape}")
+    n = spec.shape[0]
+    return None if n is None else (None,) * n
+
+
+def _fill_infer(specs, attrs):
+    dims_spec, value = specs
+    if not dims_spec.dtype.is_integer:
+        raise TypeError(f"Fill: dims must be integers, got {dims_spec.dtype}")
+    if value.shape.rank not in (0, None):
+        raise ValueError(f"Fill: value must be a scalar, got shape {value.shape}")
+    return [(value.dtype, _dims_from(dims_spec, "Fill"))]
+
+
+def _fill_kernel(inputs, attrs):
+    dims, value = inputs
+    if np.any(dims < 0):
+        raise errors.InvalidArgumentError(f"Fill: dimensions must be non-negative, got {dims.tolist()}")
+    return (np.full(tuple(int(d) for d in dims), value, dtype=value.dtype),)
+
+
+register(OpDef("Fill", "Fill", _fill_infer, _fill_kernel, 2, dynamic_infer=True))
+
+
+def _shape_arg(shape_value):
+    if isinstance(shape_value, TensorShape):
+        shape_value = shape_value.as_list()
+    if isinstance(shape_value, (int, np.integer)):
+        shape_value = [shape_value]
+    if isinstance(shape_value, Tensor):
+        return shape_value if shape_value.dtype.is_integer else cast(shape_value, dtypes.int32)
+    return convert(shape_value if not isinstance(shape_value, (list, tuple)) or len(shape_value)
+                   else np.zeros(0, np.int32), dtypes.int32 if not any(isinstance(v, Tensor) for v in shape_value)
+                   else None)
+
+
+def fill(dims, value, name=None):
+    return apply("Fill", [_shape_arg(dims), convert(value)], name=name)
+
+
+def zeros(shape, dtype=dtypes.float32, name=None):
+    dtype = dtypes.as_dtype(dtype)
+    return apply("Fill", [_shape_arg(shape), convert(_zero(dtype), dtype)], name=name or "zeros")
+
+
+def ones(shape, dtype=dtypes.float32, name=None):
+    dtype = dtypes.as_dtype(dtype)
+    return apply("Fill", [_shape_arg(shape), convert(_one(dtype), dtype)], name=name or "ones")
+
+
+def _zero(dtype):
+    return b"" if dtype is dtypes.string else np.zeros((), dtype.np)
+
+
+def _one(dtype):
+    return np.ones((), dtype.np)
+
+
+register(OpDef("ZerosLike", "zeros_like", lambda specs, attrs: [(specs[0].dtype, specs[0].shape.dims)],
+               lambda inputs, attrs: (np.zeros_like(inputs[0]),), 1, c_expr="0"))
+register(OpDef("OnesLike", "ones_like", lambda specs, attrs: [(specs[0].dtype, specs[0].shape.dims)],
+               lambda inputs, attrs: (np.ones_like(inputs[0]),), 1, c_expr="1"))
+
+
+def zeros_like(input, dtype=None, name=None):
+    x = convert(input)
+    out = apply("ZerosLike", [x], name=name)
+    return cast(out, dtype) if dtype is not None and dtypes.as_dtype(dtype) is not x.dtype else out
+
+
+def ones_like(input, dtype=None, name=None):
+    x = convert(input)
+    out = apply("OnesLike", [x], name=name)
+    return cast(out, dtype) if dtype is not None and dtypes.as_dtype(dtype) is not x.dtype else out
+
+
+register(OpDef("Eye", "eye", lambda specs, attrs: [(attrs["dtype"], (attrs["num_rows"], attrs["num_columns"]))],
+               lambda inputs, attrs: (np.eye(attrs["num_rows"], attrs["num_columns"], dtype=attrs["dtype"].np),), 0))
+
+
+def eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
+    """The identity matrix (static sizes)."""
+    num_rows = int(num_rows)
+    num_columns = num_rows if num_columns is None else int(num_columns)
+    if num_rows < 0 or num_columns < 0:
+        raise ValueError(f"eye: sizes must be non-negative, got {num_rows}x{num_columns}")
+    return apply("Eye", [], {"num_rows": num_rows, "num_columns": num_columns, "dtype": dtypes.as_dtype(dtype)},
+                 name=name)
+
+
+def _range_infer(specs, attrs):
+    start, limit, delta = specs
+    if not (start.dtype is limit.dtype is delta.dtype):
+        raise TypeError(f"Range: start, limit and delta must have one dtype, got "
+                        f"{start.dtype}, {limit.dtype}, {delta.dtype}")
+    for s in specs:
+        if s.shape.rank not in (0, None):
+            raise ValueError(f"Range: arguments must be scalars, got shape {s.shape}")
+    if all(s.const is not None for s in specs):
+        return [(start.dtype, (_range_kernel([s.const for s in specs], attrs)[0].shape[0],))]
+    return [(start.dtype, (None,))]
+
+
+def _range_kernel(inputs, attrs):
+    start, limit, delta = (np.asarray(v)[()] for v in inputs)
+    if delta == 0:
+        raise errors.InvalidArgumentError("Range: delta must not be zero")
+    return (np.arange(start, limit, delta, dtype=np.asarray(inputs[0]).dtype),)
+
+
+register(OpDef("Range", "range", _range_infer, _range_kernel, 3, dynamic_infer=True))
+
+
+def range(start, limit=None, delta=1, dtype=None, name=None):
+    """``rt.range(5)``, ``rt.range(1, n + 1)``: like Python's range, as a tensor."""
+    if limit is None:
+        start, limit = 0, start
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else None
+    if dtype is None and not any(isinstance(v, Tensor) for v in (start, limit, delta)):
+        dtype = dtypes.float32 if any(isinstance(v, float) for v in (start, limit, delta)) else dtypes.int32
+    values = convert_same("Range", [start, limit, delta], dtype)
+    if dtype is not None:
+        values = [v if v.dtype is dtype else cast(v, dtype) for v in values]
+    return apply("Range", values, name=name)
+
+
+def _linspace_infer(specs, attrs):
+    start, stop, num = specs
+    if start.dtype is not stop.dtype or not start.dtype.is_floating:
+        raise TypeError(f"LinSpace: start and stop must share a floating dtype, got {start.dtype}, {stop.dtype}")
+    n = None if num.const is None else int(num.const)
+    return [(start.dtype, (n,))]
+
+
+register(OpDef("LinSpace", "LinSpace", _linspace_infer,
+               lambda inputs, attrs: (np.linspace(inputs[0], inputs[1], int(inputs[2]), dtype=inputs[0].dtype),), 3,
+               dynamic_infer=True))
+
+
+def linspace(start, stop, num, name=None):
+    start, stop = convert_same("LinSpace", [start, stop])
+    return apply("LinSpace", [start, stop, convert(num, dtypes.int32)], name=name)
+
+
+# -- reshaping --------------------------------------------------------------------------
+
+def _reshape_infer(specs, attrs):
+    x, target = specs
+    dims = _dims_from_signed(target)
+    if dims is None:
+        return [(x.dtype, None)]
+    if dims.count(-1) > 1:
+        raise ValueError(f"Reshape: only one dimension can be -1, got {list(dims)}")
+    n = x.shape.num_elements()
+    if -1 in dims:
+        known = int(np.prod([d for d in dims if d not in (-1, None)]))
+        if n is not None and None not in dims:
+            if known == 0 or n % known:
+                raise ValueError(f"Reshape: cannot reshape a tensor of shape {x.shape} into {list(dims)}")
+            dims = tuple(n // known if d == -1 else d for d in dims)
+        else:
+            dims = tuple(None if d == -1 else d for d in dims)
+    elif n is not None and None not in dims and int(np.prod(dims)) != n:
+        raise ValueError(f"Reshape: cannot reshape a tensor of shape {x.shape} ({n} elements) into {list(dims)}")
+    return [(x.dtype, dims)]
+
+
+def _dims_from_signed(spec):
+    if spec.const is not None:
+        return tuple(int(d) for d in np.asarray(spec.const).reshape(-1))
+    if spec.shape.rank == 1 and spec.shape[0] is not None:
+        return (None,) * spec.shape[0]
+    return None
+
+
+def _reshape_kernel(inputs, attrs):
+    x, target = inputs
+    try:
+        return (x.reshape(tuple(int(d) for d in target)),)
+    except ValueError:
+        raise errors.InvalidArgumentError(
+            f"Reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) into {target.tolist()}") from None
+
+
+register(OpDef("Reshape", "Reshape", _reshape_infer, _reshape_kernel, 2, dynamic_infer=True))
+
+
+def reshape(tensor, shape, name=None):
+    return apply("Reshape", [convert(tensor), _shape_arg(shape)], name=name)
+
+
+def _transpose_infer(specs, attrs):
+    x, perm = specs[0], attrs["perm"]
+    if x.shape.rank is None:
+        return [(x.dtype, None)]
+    perm = perm if perm is not None else tuple(reversed(builtins_range(x.shape.rank)))
+    if sorted(perm) != list(builtins_range(x.shape.rank)):
+        raise ValueError(f"Transpose: perm {list(perm)} is not a permutation of the {x.shape.rank} dims of {x.shape}")
+    return [(x.dtype, tuple(x.shape.dims[p] for p in perm))]
+
+
+import builtins as _builtins  # noqa: E402
+
+builtins_range = _builtins.range
+
+register(OpDef("Transpose", "transpose", _transpose_infer,
+               lambda inputs, attrs: (np.ascontiguousarray(np.transpose(inputs[0], attrs["perm"])),), 1))
+
+
+def transpose(a, perm=None, name=None):
+    perm = None if perm is None else tuple(int(p) for p in (perm.numpy() if isinstance(perm, EagerTensor) else perm))
+    return apply("Transpose", [convert(a)], {"perm": perm}, name=name)
+
+
+def _axis_in(axis, rank, op_type):
+    if not -rank <= axis < rank:
+        raise ValueError(f"{op_type}: axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def _concat_infer(specs, attrs):
+    if not specs:
+        raise ValueError("ConcatV2: needs at least one tensor")
+    dtype = specs[0].dtype
+    if any(s.dtype is not dtype for s in specs):
+        raise TypeError(f"ConcatV2: all tensors must have one dtype, got {', '.join(str(s.dtype) for s in specs)}")
+    ranks = {s.shape.rank for s in specs if s.shape.rank is not None}
+    if not ranks:
+        return [(dtype, None)]
+    if len(ranks) > 1:
+        raise ValueError(f"ConcatV2: tensors have different ranks: {', '.join(str(s.shape) for s in specs)}")
+    rank = ranks.pop()
+    axis = _axis_in(attrs["axis"], rank, "ConcatV2")
+    out = []
+    for i in builtins_range(rank):
+        dims = [s.shape.dims[i] for s in specs if s.shape.rank is not None]
+        if i == axis:
+            out.append(None if None in dims or len(dims) != len(specs) else sum(dims))
+        else:
+            known = {d for d in dims if d is not None}
+            if len(known) > 1:
+                raise ValueError(f"ConcatV2: dimension {i} differs: {', '.join(str(s.shape) for s in specs)}")
+            out.append(known.pop() if known else None)
+    return [(dtype, tuple(out))]
+
+
+register(OpDef("ConcatV2", "concat", _concat_infer,
+               lambda inputs, attrs: (np.concatenate(inputs, axis=attrs["axis"]),), None))
+
+
+def concat(values, axis, name=None):
+    values = convert_same("ConcatV2", list(values))
+    return apply("ConcatV2", values, {"axis": int(axis)}, name=name)
+
+
+def _pack_infer(specs, attrs):
+    if not specs:
+        raise ValueError("Pack: needs at least one tensor")
+    dtype = specs[0].dtype
+    if any(s.dtype is not dtype for s in specs):
+        raise TypeError(f"Pack: all tensors must have one dtype, got {', '.join(str(s.dtype) for s in specs)}")
+    shape = specs[0].shape
+    for s in specs[1:]:
+        if not shape.is_compatible_with(s.shape):
+            raise ValueError(f"Pack: shapes differ: {', '.join(str(x.shape) for x in specs)}")
+        shape = shape.merge_with(s.shape)
+    if shape.rank is None:
+        return [(dtype, None)]
+    axis = _axis_in(attrs["axis"], shape.rank + 1, "Pack")
+    dims = list(shape.dims)
+    dims.insert(axis, len(specs))
+    return [(dtype, tuple(dims))]
+
+
+register(OpDef("Pack", "stack", _pack_infer, lambda inputs, attrs: (np.stack(inputs, axis=attrs["axis"]),), None))
+
+
+def stack(values, axis=0, name=None):
+    values = convert_same("Pack", list(values))
+    return apply("Pack", values, {"axis": int(axis)}, name=name)
+
+
+def _unpack_infer(specs, attrs):
+    x = specs[0]
+    if x.shape.rank is None:
+        raise ValueError("Unpack: the rank of the input must be known")
+    axis = _axis_in(attrs["axis"], x.shape.rank, "Unpack")
+    dims = list(x.shape.dims)
+    if dims[axis] is not None and dims[axis] != attrs["num"]:
+        raise ValueError(f"Unpack: dimension {axis} of {x.shape} is not {attrs['num']}")
+    del dims[axis]
+    return [(x.dtype, tuple(dims))] * attrs["num"]
+
+
+def _unpack_kernel(inputs, attrs):
+    x, axis = inputs[0], attrs["axis"]
+    if x.shape[axis] != attrs["num"]:
+        raise errors.InvalidArgumentError(f"Unpack: dimension {axis} of {x.shape} is not {attrs['num']}")
+    return tuple(np.ascontiguousarray(np.take(x, i, axis=axis)) for i in builtins_range(attrs["num"]))
+
+
+register(OpDef("Unpack", "unstack", _unpack_infer, _unpack_kernel, 1))
+
+
+def unstack(value, num=None, axis=0, name=None):
+    value = convert(value)
+    if num is None:
+        if value.shape.rank is None or value.shape[axis] is None:
+            raise ValueError(f"unstack: cannot infer num from shape {value.shape}; pass num=")
+        num = value.shape[axis]
+    out = apply("Unpack", [value], {"num": int(num), "axis": int(axis)}, name=name)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+def _expand_infer(specs, attrs):
+    x = specs[0]
+    if x.shape.rank is None:
+        return [(x.dtype, None)]
+    axis = _axis_in(attrs["axis"], x.shape.rank + 1, "ExpandDims")
+    dims = list(x.shape.dims)
+    dims.insert(axis, 1)
+    return [(x.dtype, tuple(dims))]
+
+
+register(OpDef("ExpandDims", "ExpandDims", _expand_infer,
+               lambda inputs, attrs: (np.expand_dims(inputs[0], attrs["axis"]),), 1))
+
+
+def expand_dims(input, axis, name=None):
+    return apply("ExpandDims", [convert(input)], {"axis": int(axis)}, name=name)
+
+
+def _squeeze_infer(specs, attrs):
+    x, axes = specs[0], attrs["axis"]
+    if x.shape.rank is None:
+        return [(x.dtype, None)]
+    rank = x.shape.rank
+    if axes is None:
+        if None in x.shape.dims:
+            raise ValueError(f"Squeeze: cannot squeeze unknown dimensions of {x.shape} without axis=")
+        return [(x.dtype, tuple(d for d in x.shape.dims if d != 1))]
+    axes = {_axis_in(a, rank, "Squeeze") for a in axes}
+    for a in axes:
+        if x.shape.dims[a] not in (1, None):
+            raise ValueError(f"Squeeze: dimension {a} of {x.shape} is not 1")
+    return [(x.dtype, tuple(d for i, d in enumerate(x.shape.dims) if i not in axes))]
+
+
+def _squeeze_kernel(inputs, attrs):
+    axes = attrs["axis"]
+    try:
+        return (np.squeeze(inputs[0], axis=axes),)
+    except ValueError as e:
+        raise errors.InvalidArgumentError(f"Squeeze: {e}") from None
+
+
+register(OpDef("Squeeze", "Squeeze", _squeeze_infer, _squeeze_kernel, 1))
+
+
+def squeeze(input, axis=None, name=None):
+    axis = None if axis is None else ((int(axis),) if isinstance(axis, (int, np.integer)) else tuple(int(a) for a in axis))
+    return apply("Squeeze", [convert(input)], {"axis": axis}, name=name)
+
+
+def _tile_infer(specs, attrs):
+    x, multiples = specs
+    if multiples.const is None:
+        return [(x.dtype, None if x.shape.rank is None else (None,) * x.shape.rank)]
+    mult = [int(m) for m in np.asarray(multiples.const).reshape(-1)]
+    if x.shape.rank is not None and len(mult) != x.shape.rank:
+        raise ValueError(f"Tile: multiples {mult} must have one entry per dimension of {x.shape}")
+    if x.shape.rank is None:
+        return [(x.dtype, (None,) * len(mult))]
+    return [(x.dtype, tuple(None if d is None else d * m for d, m in zip(x.shape.dims, mult)))]
+
+
+def _tile_kernel(inputs, attrs):
+    x, multiples = inputs
+    if len(multiples) != x.ndim or np.any(multiples < 0):
+        raise errors.InvalidArgumentError(f"Tile: bad multiples {multiples.tolist()} for shape {x.shape}")
+    return (np.tile(x, tuple(int(m) for m in multiples)),)
+
+
+register(OpDef("Tile", "Tile", _tile_infer, _tile_kernel, 2, dynamic_infer=True))
+
+
+def tile(input, multiples, name=None):
+    return apply("Tile", [convert(input), _shape_arg(multiples)], name=name)
+
+
+def _gather_infer(specs, attrs):
+    params, indices = specs
+    if not indices.dtype.is_integer:
+        raise TypeError(f"GatherV2: indices must be integers, got {indices.dtype}")
+    if params.shape.rank is None or indices.shape.rank is None:
+        return [(params.dtype, None)]
+    axis = _axis_in(attrs["axis"], params.shape.rank, "GatherV2")
+    dims = params.shape.dims[:axis] + indices.shape.dims + params.shape.dims[axis + 1:]
+    return [(params.dtype, dims)]
+
+
+def _gather_kernel(inputs, attrs):
+    params, indices = inputs
+    axis = attrs["axis"] % params.ndim
+    n = params.shape[axis]
+    if indices.size and (indices.min() < 0 or indices.max() >= n):
+        bad = indices[(indices < 0) | (indices >= n)].reshape(-1)[0]
+        raise errors.InvalidArgumentError(f"GatherV2: indices[...] = {bad} is not in [0, {n})")
+    return (np.take(params, indices, axis=axis),)
+
+
+register(OpDef("GatherV2", "GatherV2", _gather_infer, _gather_kernel, 2))
+
+
+def gather(params, indices, axis=0, name=None):
+    """Elements of ``params`` at ``indices`` along ``axis``; an index out of range is an InvalidArgumentError."""
+    params = convert(params)
+    indices = convert(indices)
+    if isinstance(indices, EagerTensor) and not indices.dtype.is_integer:
+        raise TypeError(f"gather: indices must be integers, got {indices.dtype}")
+    return apply("GatherV2", [params, indices], {"axis": int(axis)}, name=name)
+
+
+# -- indexing -----------------------------------------------------------------------------
+# The index spec is a tuple of items: ("i", k) integer index, ("s", start, stop, step) slice,
+# ("n",) newaxis, ("e",) ellipsis. An entry that is ("t", j) refers to dynamic input j + 1.
+
+def _slice_infer(specs, attrs):
+    x, spec = specs[0], attrs["spec"]
+    for s in specs[1:]:
+        if not s.dtype.is_integer or s.shape.rank not in (0, None):
+            raise TypeError(f"StridedSlice: tensor indices must be integer scalars, got {s.dtype}{s.shape}")
+    if x.shape.rank is None:
+        return [(x.dtype, None)]
+    dims = list(x.shape.dims)
+    consumed = sum(1 for item in spec if item[0] in ("i", "s"))
+    if consumed > len(dims):
+        raise ValueError(f"StridedSlice: too many indices ({consumed}) for a tensor of shape {x.shape}")
+    out, pos = [], 0
+    for item in spec:
+        kind = item[0]
+        if kind == "e":
+            n = len(dims) - consumed
+            out.extend(dims[pos:pos + n])
+            pos += n
+        elif kind == "n":
+            out.append(1)
+        elif kind == "i":
+            k = item[1]
+            if isinstance(k, int) and dims[pos] is not None and not -dims[pos] <= k < dims[pos]:
+                raise ValueError(f"StridedSlice: index {k} is out of bounds for dimension {pos} "
+                                 f"of size {dims[pos]} (shape {x.shape})")
+            pos += 1
+        else:
+            _, start, stop, step = item
+            dim = dims[pos]
+            pos += 1
+            if dim is None or any(isinstance(v, tuple) for v in (start, stop, step)):
+                out.append(None)
+            else:
+                out.append(len(builtins_range(*slice(start, stop, step).indices(dim))))
+    out.extend(dims[pos:])
+    return [(x.dtype, tuple(out))]
+
+
+def _resolve(v, dynamic):
+    return int(dynamic[v[1]]) if isinstance(v, tuple) else v
+
+
+def _slice_kernel(inputs, attrs):
+    x, dynamic = inputs[0], inputs[1:]
+    index = []
+    for item in attrs["spec"]:
+        kind = item[0]
+        if kind == "e":
+            index.append(Ellipsis)
+        elif kind == "n":
+            index.append(None)
+        elif kind == "i":
+            index.append(_resolve(item[1], dynamic))
+        else:
+            start, stop, step = (_resolve(v, dynamic) for v in item[1:])
+            if step == 0:
+                raise errors.InvalidArgumentError("StridedSlice: slice step cannot be zero")
+            index.append(slice(start, stop, step))
+    try:
+        return (np.ascontiguousarray(x[tuple(index)]),)
+    except IndexError as e:
+        raise errors.InvalidArgumentError(f"StridedSlice: {e} (shape {x.shape})") from None
+
+
+register(OpDef("StridedSlice", "strided_slice", _slice_infer, _slice_kernel, None))
+
+
+def strided_slice(x, key, name=None):
+    """``x[key]`` for ints, slices, ``None``, ``...`` and integer scalar tensors."""
+    x = convert(x)
+    if not isinstance(key, tuple):
+        key = (key,)
+    dynamic: list = []
+
+    def entry(v):
+        if v is None:
+            return None
+        if isinstance(v, EagerTensor):
+            return int(v)
+        if isinstance(v, Tensor):
+            dynamic.append(v)
+            return ("t", len(dynamic) - 1)
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+        raise TypeError(f"Only integers, slices, None, ... and integer scalar tensors are valid indices, "
+                        f"got {type(v).__name__} {v!r}")
+
+    spec = []
+    for item in key:
+        if item is Ellipsis:
+            spec.append(("e",))
+        elif item is None:
+            spec.append(("n",))
+        elif isinstance(item, slice):
+            spec.append(("s", entry(item.start), entry(item.stop), entry(item.step)))
+        else:
+            if isinstance(item, (list, np.ndarray)) or (isinstance(item, Tensor) and item.shape.rank not in (0, None)):
+                raise TypeError("Tensor indexing with a list or array is not supported; use rt.gather")
+            spec.append(("i", entry(item)))
+    if sum(1 for s in spec if s[0] == "e") > 1:
+        raise ValueError("An index can only have a single ellipsis ('...')")
+    return apply("StridedSlice", [x] + dynamic, {"spec": tuple(spec)}, name=name)

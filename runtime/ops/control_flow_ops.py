@@ -1,0 +1,261 @@
+"""``rt.cond`` and ``rt.while_loop``: control flow as ops (``If``, ``While``) holding subgraphs.
+
+A branch or loop body is traced once into its own ``Graph``; tensors it uses from
+enclosing graphs become extra inputs of the op (captures), so every subgraph is a
+closed function of its inputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from runtime import context, dtypes, errors, nest
+from runtime.graph import Graph
+from runtime.ops.registry import OpDef, convert, register
+from runtime.shapes import TensorShape, as_shape
+from runtime.tensor import EagerTensor, Tensor, is_symbolic
+from runtime.tensor_array import TensorArray
+
+
+def _run(graph, feeds):
+    from runtime.executor import run_graph
+    return run_graph(graph, feeds)
+
+
+def _if_kernel(inputs, attrs):
+    pred = inputs[0]
+    branch = attrs["then_branch"] if bool(pred) else attrs["else_branch"]
+    return tuple(_run(branch, list(inputs[1:])))
+
+
+def _while_kernel(inputs, attrs):
+    n_vars = attrs["num_loop_vars"]
+    n_caps = len(inputs) - n_vars - (1 if attrs["has_max_iter"] else 0)
+    values = list(inputs[:n_vars])
+    captures = list(inputs[n_vars:n_vars + n_caps])
+    limit = int(inputs[-1]) if attrs["has_max_iter"] else None
+    cond, body = attrs["cond"], attrs["body"]
+    count = 0
+    while (limit is None or count < limit) and bool(_run(cond, values + captures)[0]):
+        values = list(_run(body, values + captures))
+        count += 1
+    return tuple(values)
+
+
+register(OpDef("If", "cond", None, _if_kernel, None, foldable=False))
+register(OpDef("While", "while", None, _while_kernel, None, foldable=False))
+
+
+# ---------------------------------------------------------------------------
+
+def _flat_leaves(structure):
+    """Flatten, replacing each TensorArray with its flow tensor; returns (flat, arrays-by-position)."""
+    flat, arrays = [], {}
+    for i, leaf in enumerate(nest.flatten(structure)):
+        if isinstance(leaf, TensorArray):
+            arrays[i] = leaf
+            flat.append(leaf.flow)
+        else:
+            flat.append(leaf)
+    return flat, arrays
+
+
+def _rebuild(structure, flat, arrays):
+    leaves = [arrays[i]._with(t) if i in arrays else t for i, t in enumerate(flat)]
+    return nest.pack_sequence_as(structure, leaves)
+
+
+def _names(names, n, what):
+    if names is not None and len(names) == n:
+        return [f"'{name}'" for name in names]
+    return [f"{what} {i}" for i in range(n)]
+
+
+def _trace_branch(graph, fn):
+    with context.graph_scope(graph):
+        out = fn()
+        flat, arrays = _flat_leaves(out)
+        tensors = []
+        for value in flat:
+            if value is None:
+                tensors.append(None)
+            else:
+                tensors.append(graph.internalize(convert(value)))
+    return out, tensors, arrays
+
+
+def cond(pred, true_fn=None, false_fn=None, name=None, output_names=None):
+    """Run ``true_fn()`` if ``pred`` else ``false_fn()``; in a graph both are traced into an ``If`` op.
+
+    ``output_names`` (one per flattened output) lets errors name the user's variables.
+    """
+    if true_fn is None or false_fn is None:
+        raise TypeError("rt.cond needs both true_fn and false_fn")
+    if not is_symbolic(pred):
+        return true_fn() if bool(pred) else false_fn()
+    outer = context.current_graph()
+    if outer is None:
+        raise TypeError(f"{pred} is a symbolic tensor used outside its function (leaked?)")
+    pred = outer.internalize(pred)
+    if pred.dtype is not dtypes.bool_:
+        raise TypeError(f"rt.cond: the condition must be a bool tensor, got {pred.dtype} ({pred})")
+    if pred.shape.rank not in (0, None):
+        raise ValueError(f"rt.cond: the condition must be a scalar, got shape {pred.shape}; "
+                         "use rt.reduce_all/rt.reduce_any or rt.where")
+    then_graph = Graph(f"{outer.name}_{name or 'cond'}_true", outer)
+    else_graph = Graph(f"{outer.name}_{name or 'cond'}_false", outer)
+    then_out, then_flat, then_arrays = _trace_branch(then_graph, true_fn)
+    else_out, else_flat, else_arrays = _trace_branch(else_graph, false_fn)
+    if nest.structure_key(then_out) != nest.structure_key(else_out):
+        raise ValueError(
+            "rt.cond: true_fn and false_fn must return the same structure; got "
+            f"{_describe(then_out)} in the true branch and {_describe(else_out)} in the false branch")
+    labels = _names(output_names, len(then_flat), "output")
+    specs = []
+    for label, a, b in zip(labels, then_flat, else_flat):
+        if (a is None) != (b is None):
+            raise ValueError(f"rt.cond: {label} is None in one branch only")
+        if a is None:
+            raise ValueError(f"rt.cond: {label} is None in both branches; branches must return tensors")
+        if a.dtype is not b.dtype:
+            raise TypeError(f"{label} has dtype {a.dtype} in the main branch but {b.dtype} in the else branch; "
+                            "both branches of a tensor `if` must give it the same dtype (use rt.cast)")
+        specs.append((a.dtype, a.shape.most_specific_compatible_shape(b.shape).dims))
+    then_graph.outputs, else_graph.outputs = then_flat, else_flat
+    captured = _unify_captures([then_graph, else_graph])
+    with context.graph_scope(outer):
+        op = outer.create_op(_IF, [pred] + captured, {"then_branch": then_graph, "else_branch": else_graph},
+                             name=name, output_specs=specs)
+    arrays = {i: then_arrays.get(i) or else_arrays.get(i) for i in set(then_arrays) | set(else_arrays)}
+    return _rebuild(then_out, list(op.outputs), arrays)
+
+
+def _describe(structure):
+    key = nest.structure_key(structure)
+    return "a single value" if key == "*" else repr(structure)
+
+
+def _unify_captures(graphs):
+    """Give every subgraph the same capture list (union, in first-seen order); return the outer tensors."""
+    order, seen = [], {}
+    for g in graphs:
+        for outer, _ in g.captures:
+            if id(outer) not in seen:
+                seen[id(outer)] = outer
+                order.append(outer)
+    for g in graphs:
+        mine = {id(o): p for o, p in g.captures}
+        unified = []
+        for outer in order:
+            placeholder = mine.get(id(outer))
+            if placeholder is None:
+                placeholder = g.capture(outer) if outer.op.graph is g.outer_graph else _dummy(g, outer)
+            unified.append((outer, placeholder))
+        g.captures = unified
+    return order
+
+
+def _dummy(graph, outer):
+    from runtime.ops.registry import get_opdef
+    op = graph.create_op(get_opdef("Placeholder"), [], {"dtype": outer.dtype, "shape": outer.shape},
+                         name="unused_capture", output_specs=[(outer.dtype, outer.shape)])
+    return op.outputs[0]
+
+
+_IF = None
+_WHILE = None
+
+
+def _opdefs():
+    global _IF, _WHILE
+    from runtime.ops.registry import get_opdef
+    _IF, _WHILE = get_opdef("If"), get_opdef("While")
+
+
+_opdefs()
+
+
+def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None, name=None,
+               loop_var_names=None):
+    """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; a ``While`` op in graphs.
+
+    Loop variables keep their dtype and shape (``shape_invariants``, parallel to the
+    flattened loop variables, may relax shapes with ``None`` dims).
+    """
+    single = not isinstance(loop_vars, (tuple, list))
+    structure = (loop_vars,) if single else loop_vars
+    outer = context.current_graph()
+    if outer is None:
+        values = structure
+        count = 0
+        while (maximum_iterations is None or count < int(maximum_iterations)) and bool(cond(*values)):
+            out = body(*values)
+            values = (out,) if single or not isinstance(out, (tuple, list)) else out
+            count += 1
+        return values[0] if single else type(structure)(values) if isinstance(structure, list) else values
+
+    flat, arrays = _flat_leaves(structure)
+    entry = [outer.internalize(convert(v)) for v in flat]
+    labels = _names(loop_var_names, len(entry), "loop variable")
+    invariants = list(nest.flatten(shape_invariants)) if shape_invariants is not None else [None] * len(entry)
+    if len(invariants) != len(entry):
+        raise ValueError(f"rt.while_loop: {len(invariants)} shape invariants for {len(entry)} loop variables")
+    shapes = []
+    for label, t, inv in zip(labels, entry, invariants):
+        if inv is None:
+            shapes.append(t.shape)
+        else:
+            inv = as_shape(inv)
+            if not inv.is_compatible_with(t.shape):
+                raise ValueError(f"rt.while_loop: the shape invariant {inv} of {label} is not compatible "
+                                 f"with its initial shape {t.shape}")
+            shapes.append(inv)
+
+    def placeholders(graph):
+        with context.graph_scope(graph):
+            return [graph.add_placeholder(f"loop_var_{i}", t.dtype, s) for i, (t, s) in enumerate(zip(entry, shapes))]
+
+    def wrap(values):
+        return _rebuild(list(structure), values, arrays)
+
+    cond_graph = Graph(f"{outer.name}_{name or 'while'}_cond", outer)
+    body_graph = Graph(f"{outer.name}_{name or 'while'}_body", outer)
+    cond_inputs = placeholders(cond_graph)
+    body_inputs = placeholders(body_graph)
+    with context.graph_scope(cond_graph):
+        pred = convert(cond(*wrap(cond_inputs)))
+        pred = cond_graph.internalize(pred)
+        if pred.dtype is not dtypes.bool_ or pred.shape.rank not in (0, None):
+            raise TypeError(f"rt.while_loop: the loop condition must be a scalar bool tensor, got {pred}")
+        cond_graph.outputs = [pred]
+    with context.graph_scope(body_graph):
+        out = body(*wrap(body_inputs))
+        out_struct = (out,) if single else out
+        if not isinstance(out_struct, (tuple, list)) or \
+                nest.structure_key(list(out_struct)) != nest.structure_key(list(structure)):
+            raise ValueError("rt.while_loop: the body must return the same structure as loop_vars; got "
+                             f"{out!r} for loop_vars {loop_vars!r}")
+        out_flat, out_arrays = _flat_leaves(list(out_struct))
+        body_out = [body_graph.internalize(convert(v)) for v in out_flat]
+    for label, t, new, shape in zip(labels, entry, body_out, shapes):
+        if new.dtype is not t.dtype:
+            raise TypeError(f"{label} changed dtype from {t.dtype} to {new.dtype} in the loop body; "
+                            "a loop variable must keep its dtype (use rt.cast)")
+        if not shape.is_compatible_with(new.shape):
+            raise ValueError(
+                f"{label} changed shape from {shape} to {new.shape} in the loop body; a loop variable must "
+                "keep its shape, or declare the shapes it may take with "
+                "rt.autograph.experimental.set_loop_options(shape_invariants=[(var, rt.TensorShape([None]))])")
+    body_graph.outputs = body_out
+    captured = _unify_captures([cond_graph, body_graph])
+    inputs = entry + captured
+    attrs = {"cond": cond_graph, "body": body_graph, "num_loop_vars": len(entry),
+             "has_max_iter": maximum_iterations is not None}
+    if maximum_iterations is not None:
+        inputs.append(outer.internalize(convert(maximum_iterations, dtypes.int32, "maximum_iterations")))
+    op = outer.create_op(_WHILE, inputs, attrs, name=name, output_specs=[(t.dtype, s.dims)
+                                                                          for t, s in zip(entry, shapes)])
+    arrays = {i: out_arrays.get(i, arrays.get(i)) for i in set(arrays) | set(out_arrays)}
+    result = _rebuild(list(structure), list(op.outputs), arrays)
+    if single:
+        return result[0]
+    return tuple(result) if isinstance(loop_vars, tuple) else result

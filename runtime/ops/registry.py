@@ -1,0 +1,198 @@
+"""One table of ops. Each ``OpDef`` gives the dtype/shape rule, the eager numpy kernel,
+the graph node type and a slot for the native emitter; ``apply`` runs an op eagerly or
+records it in the graph being traced.
+
+Example:
+    >>> import runtime as rt
+    >>> get_opdef("Add").default_name
+    'add'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from runtime import context, dtypes, errors
+from runtime.shapes import TensorShape
+from runtime.tensor import EagerTensor, Tensor, to_array
+
+
+class Spec(NamedTuple):
+    """What inference sees of an input: dtype, shape and, when known while tracing, its value."""
+    dtype: dtypes.DType
+    shape: TensorShape
+    const: Any = None
+
+
+@dataclass
+class OpDef:
+    """An op: graph type name, default node name, rules and kernels (see module docstring)."""
+    type: str
+    default_name: str
+    infer: Callable | None                # (list[Spec], attrs) -> list[(dtype, dims)]
+    kernel: Callable | None               # (list[np.ndarray], attrs) -> tuple[np.ndarray, ...]
+    num_inputs: int | None = None         # None: variadic
+    stateful: bool = False                # ordered with other stateful ops of its graph
+    side_effect: bool = False             # runs even when no output is used (print, assert, assign)
+    dynamic_infer: bool = False           # inference uses input values (verify only checks arity)
+    c_expr: str | None = None             # elementwise C expression over {0}, {1}, ... (native emitter)
+    native: Any = None                    # native emitter, filled by the code generator
+    foldable: bool = True                 # constant folding may evaluate it at build time
+    extra: dict = field(default_factory=dict)
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(opdef: OpDef) -> OpDef:
+    if opdef.type in _REGISTRY:
+        raise ValueError(f"op {opdef.type} registered twice")
+    _REGISTRY[opdef.type] = opdef
+    return opdef
+
+
+def get_opdef(op_type: str) -> OpDef:
+    try:
+        return _REGISTRY[op_type]
+    except KeyError:
+        raise errors.UnimplementedError(f"No op named {op_type!r} is registered") from None
+
+
+def all_opdefs() -> dict[str, OpDef]:
+    return dict(_REGISTRY)
+
+
+# ---------------------------------------------------------------------------
+# Running or recording an op.
+
+def constant_value(tensor) -> np.ndarray | None:
+    """The value of ``tensor`` if it is known without running a graph (eager, Const, static Shape)."""
+    if isinstance(tensor, EagerTensor):
+        return tensor._value
+    op = getattr(tensor, "op", None)
+    if op is None:
+        return None
+    if op.type == "Const":
+        return op.attrs["value"].array
+    if op.type == "Shape" and op.inputs[0].shape.is_fully_defined():
+        return np.array(op.inputs[0].shape.dims, dtype=op.outputs[0].dtype.np)
+    if op.type == "Identity":
+        return constant_value(op.inputs[0])
+    if op.type == "Pack":
+        parts = [constant_value(t) for t in op.inputs]
+        if all(p is not None for p in parts):
+            return np.stack(parts, axis=op.attrs["axis"])
+    return None
+
+
+def specs_of(tensors) -> list[Spec]:
+    return [Spec(t.dtype, t.shape, constant_value(t)) for t in tensors]
+
+
+def apply(op_type: str, inputs: list, attrs: dict | None = None, name: str | None = None):
+    """Run ``op_type`` on ``inputs`` (tensors) eagerly, or add it to the graph being traced.
+
+    Returns a single tensor for one-output ops, else a tuple.
+    """
+    opdef = _REGISTRY[op_type]
+    attrs = attrs or {}
+    graph = context.current_graph()
+    if graph is None:
+        for t in inputs:
+            if not isinstance(t, EagerTensor):
+                if isinstance(t, Tensor):
+                    raise TypeError(
+                        f"{t} is a symbolic tensor of a traced function used outside of it "
+                        f"(in {op_type}): a tensor leaked out of rt.function. Return it instead.")
+                raise TypeError(f"{op_type}: expected tensors, got {type(t).__name__}")
+        out_specs = opdef.infer(specs_of(inputs), attrs) if opdef.infer is not None else None
+        try:
+            results = opdef.kernel([t._value for t in inputs], attrs)
+        except errors.OpError:
+            raise
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError) as e:
+            raise errors.InvalidArgumentError(f"{op_type}: {e}") from None
+        if out_specs is None:
+            out = tuple(EagerTensor(np.asarray(r)) for r in results)
+        else:
+            out = tuple(EagerTensor(_as_dtype_array(r, dt), dt) for r, (dt, _) in zip(results, out_specs))
+    else:
+        op = graph.create_op(opdef, inputs, attrs, name=name)
+        out = op.outputs
+    if len(out) == 1:
+        return out[0]
+    if not out:
+        return None
+    return out
+
+
+def _as_dtype_array(value, dtype: dtypes.DType) -> np.ndarray:
+    if dtype is dtypes.variant:
+        return value
+    if dtype is dtypes.string:
+        return value if isinstance(value, np.ndarray) and value.dtype == object else np.asarray(value, dtype=object)
+    array = np.asarray(value)
+    if array.dtype != dtype.np:
+        array = array.astype(dtype.np)
+    return array
+
+
+# ---------------------------------------------------------------------------
+# Argument conversion.
+
+def convert(value, dtype: dtypes.DType | None = None, name: str = "value"):
+    """``value`` as a tensor (eager unless already symbolic), of ``dtype`` when given."""
+    from runtime.variables import Variable
+    if isinstance(value, Variable):
+        value = value.read_value()
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype is not dtype:
+            raise TypeError(f"{name}: expected a {dtype} tensor, got {value.dtype} ({value})")
+        return value
+    if hasattr(value, "__rt_tensor__"):
+        return convert(value.__rt_tensor__(), dtype, name)
+    if isinstance(value, (list, tuple)) and any(_is_tensor_like(v) for v in value):
+        from runtime.ops import array_ops
+        return array_ops.stack([convert(v, dtype, name) for v in value])
+    array = to_array(value, dtype)
+    return EagerTensor(array, dtype)
+
+
+def _is_tensor_like(value) -> bool:
+    from runtime.variables import Variable
+    return isinstance(value, (Tensor, Variable)) or (
+        isinstance(value, (list, tuple)) and any(_is_tensor_like(v) for v in value))
+
+
+def convert_same(op_name: str, values: list, dtype: dtypes.DType | None = None) -> list:
+    """Convert values that must share one dtype: tensors fix it, Python values adopt it.
+
+    With no tensor among them, the first value converts by the default rules and the
+    others adopt its dtype (``rt.maximum(0., [1, -1])`` is float32). Two tensors of
+    different dtypes are a ``TypeError`` naming the op (no implicit promotion).
+    """
+    from runtime.variables import Variable
+    if dtype is None:
+        for v in values:
+            if isinstance(v, (Tensor, Variable)):
+                dtype = v.dtype
+                break
+    out = []
+    for i, v in enumerate(values):
+        if dtype is None:
+            t = convert(v)
+            dtype = t.dtype
+        else:
+            try:
+                t = convert(v, dtype)
+            except TypeError as e:
+                if isinstance(v, (Tensor, Variable)):
+                    others = ", ".join(str(getattr(x, "dtype", type(x).__name__)) for x in values)
+                    raise TypeError(
+                        f"{op_name}: all inputs must have the same dtype, got {others} "
+                        f"(no implicit promotion between tensors; use rt.cast)") from None
+                raise TypeError(f"{op_name}: {e}") from None
+        out.append(t)
+    return out

@@ -1,0 +1,587 @@
+"""``rt.function``: ``Function`` (polymorphic, one trace per input signature) and ``ConcreteFunction``.
+
+Calling a ``Function`` computes a cache key from the arguments (tensors by dtype
+and shape, Python primitives by value, other objects by identity); a new key
+traces the (AutoGraph-converted) Python function into a ``Graph``; a known key
+runs that graph. Inside another trace, a Function is inlined into the caller's graph.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+
+import numpy as np
+
+from runtime import config, context, errors, nest
+from runtime.graph import Graph, SymbolicTensor
+from runtime.shapes import TensorShape, TensorSpec
+from runtime.tensor import EagerTensor, Tensor
+from runtime.variables import Variable
+
+_PRIMITIVES = (int, float, bool, str, bytes, type(None), complex)
+
+
+class _IdKey:
+    """An object in a cache key: compares by identity, holds the object weakly when it can."""
+
+    __slots__ = ("ref", "ident", "__weakref__")
+
+    def __init__(self, obj):
+        self.ident = id(obj)
+        try:
+            self.ref = weakref.ref(obj)
+        except TypeError:
+            self.ref = lambda obj=obj: obj
+
+    def __hash__(self):
+        return self.ident
+
+    def __eq__(self, other):
+        return isinstance(other, _IdKey) and self.ident == other.ident and self.ref() is not None \
+            and self.ref() is other.ref()
+
+
+def _leaf_key(value):
+    """Cache-key part for one leaf (see the module docstring)."""
+    if isinstance(value, EagerTensor):
+        return (value.dtype, value._value.shape)
+    if isinstance(value, (TensorSpec, SymbolicTensor)):
+        return (value.dtype, value.shape.dims)
+    if isinstance(value, np.ndarray):
+        from runtime.dtypes import as_dtype
+        return (as_dtype(value.dtype), value.shape)
+    if isinstance(value, _PRIMITIVES):
+        return ("py", type(value), value)
+    if isinstance(value, Variable):
+        return ("var", _IdKey(value))
+    return ("obj", _IdKey(value))
+
+
+def _structure_key(value):
+    if isinstance(value, (tuple, list, dict)):
+        return (nest.structure_key(value), tuple(_leaf_key(v) for v in nest.flatten(value)))
+    return _leaf_key(value)
+
+
+def _is_tensor_leaf(value) -> bool:
+    return isinstance(value, (Tensor, TensorSpec, np.ndarray))
+
+
+def _spec_of(value, name=None) -> TensorSpec:
+    if isinstance(value, TensorSpec):
+        return TensorSpec(value.shape, value.dtype, name)
+    if isinstance(value, np.ndarray):
+        return TensorSpec(value.shape, value.dtype, name)
+    return TensorSpec(value.shape, value.dtype, name)
+
+
+# ---------------------------------------------------------------------------
+# Variable creation while tracing (the singleton rule).
+
+def note_variable_created(variable) -> None:
+    stack = context.tracing_stack()
+    if stack:
+        stack[-1][0]._created_variables.append(variable)
+
+
+class Function:
+    """A polymorphic graph function: ``rt.function(f)``.
+
+    Example:
+        >>> import runtime as rt
+        >>> @rt.function
+        ... def double(a):
+        ...     return a + a
+        >>> double(rt.constant(2))
+        <rt.Tensor: shape=(), dtype=int32, numpy=4>
+    """
+
+    def __init__(self, python_function, input_signature=None, autograph=True, reduce_retracing=False,
+                 name=None, _instance=None):
+        if isinstance(python_function, Function):
+            python_function = python_function.python_function
+        self.python_function = python_function
+        self._instance_ref = None if _instance is None else weakref.ref(_instance)
+        self._autograph = autograph
+        self._reduce_retracing = reduce_retracing
+        self._signature = inspect.signature(python_function)
+        params = list(self._signature.parameters.values())
+        if _instance is not None:
+            params = params[1:]
+        self._params = params
+        self._simple = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+        self._num_params = len(params)
+        self.input_signature = None if input_signature is None else tuple(input_signature)
+        if self.input_signature is not None:
+            for spec in nest.flatten(list(self.input_signature)):
+                if not isinstance(spec, TensorSpec):
+                    raise TypeError(f"input_signature must contain rt.TensorSpec objects, got {spec!r}")
+        self._cache: dict = {}
+        self._concrete: list[ConcreteFunction] = []
+        self._tracing_count = 0
+        self._created_variables: list = []
+        self._shapes_seen: dict = {}
+        self._converted_fn = None
+        self._bound: dict = {}
+        self.__name__ = name or getattr(python_function, "__name__", "function")
+        self.__qualname__ = getattr(python_function, "__qualname__", self.__name__)
+        self.__doc__ = getattr(python_function, "__doc__", None)
+        self.__module__ = getattr(python_function, "__module__", None)
+        self.__wrapped__ = python_function
+
+    # -- binding to instances (methods) ------------------------------------------
+    def __get__(self, instance, owner=None):
+        if instance is None or self._instance_ref is not None:
+            return self
+        bound = self._bound.get(id(instance))
+        if bound is not None and bound._instance_ref() is instance:
+            return bound
+        bound = Function(self.python_function, self.input_signature, self._autograph, self._reduce_retracing,
+                         self.__name__, _instance=instance)
+        self._bound[id(instance)] = bound
+        try:
+            weakref.finalize(instance, self._bound.pop, id(instance), None)
+        except TypeError:
+            pass
+        return bound
+
+    def _with_instance(self, args):
+        if self._instance_ref is None:
+            return args
+        instance = self._instance_ref()
+        if instance is None:
+            raise ReferenceError(f"The object bound to {self.__name__} no longer exists")
+        return (instance,) + args
+
+    # -- the converted Python function -----------------------------------------------
+    def _traced_python_function(self):
+        if self._converted_fn is None:
+            if self._autograph:
+                from runtime import autograph
+                self._converted_fn = getattr(autograph, "convert", lambda f: f)(self.python_function)
+            else:
+                self._converted_fn = self.python_function
+        return self._converted_fn
+
+    # -- calling ------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if config.functions_run_eagerly():
+            return self.python_function(*self._with_instance(args), **kwargs)
+        if context.current_graph() is not None:
+            return self._call_inline(args, kwargs)
+        if not kwargs and self._simple and len(args) == self._num_params and self.input_signature is None:
+            try:
+                key = tuple([(a.dtype, a._value.shape) for a in args])
+            except AttributeError:
+                key = None
+            if key is not None:
+                concrete = self._cache.get(key)
+                if concrete is not None:
+                    return concrete._call_flat(args)
+        concrete, flat = self._lookup(args, kwargs)
+        return concrete._call_flat(flat)
+
+    def _bind(self, args, kwargs) -> inspect.BoundArguments:
+        args = self._with_instance(args)
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}(): {e}") from None
+        bound.apply_defaults()
+        return bound
+
+    def _lookup(self, args, kwargs):
+        """Find (or trace) the concrete function for a call; also return the flat tensor arguments."""
+        if self.input_signature is not None:
+            return self._lookup_signature(args, kwargs)
+        bound = self._bind(args, kwargs)
+        values = list(bound.arguments.values())
+        if self._instance_ref is not None:
+            values = values[1:]
+        key = tuple(_structure_key(v) for v in values)
+        flat = [_to_tensor(v) for v in nest.flatten(values) if _is_tensor_leaf(v)]
+        concrete = self._cache.get(key)
+        if concrete is None:
+            concrete = self._compatible(values) or self._trace(bound, self._relaxed(values, key))
+            self._cache[key] = concrete
+        return concrete, flat
+
+    def _lookup_signature(self, args, kwargs):
+        bound = self._bind(args, kwargs)
+        values = list(bound.arguments.values())
+        if self._instance_ref is not None:
+            values = values[1:]
+        flat_in = nest.flatten(values)
+        specs = nest.flatten(list(self.input_signature))
+        ok = len(flat_in) == len(specs) and len(values) == len(self.input_signature)
+        converted = []
+        if ok:
+            for value, spec in zip(flat_in, specs):
+                try:
+                    t = value if isinstance(value, Tensor) else _to_tensor(value, spec.dtype)
+                except (TypeError, ValueError):
+                    ok = False
+                    break
+                if t.dtype is not spec.dtype or not spec.shape.is_compatible_with(t.shape):
+                    ok = False
+                    break
+                converted.append(t)
+        if not ok:
+            inputs = ",\n    ".join(repr(v) for v in values)
+            signature = ",\n    ".join(repr(s) for s in self.input_signature)
+            raise ValueError(f"Python inputs incompatible with input_signature:\n  inputs: (\n    {inputs})\n"
+                             f"  input_signature: (\n    {signature}).")
+        if not self._concrete:
+            self._trace(bound, list(self.input_signature))
+        return self._concrete[0], converted
+
+    def _compatible(self, values):
+        """An existing concrete function whose (more general) signature accepts these arguments."""
+        leaves = nest.flatten(values)
+        for concrete in self._concrete:
+            if concrete._accepts(values, leaves):
+                return concrete
+        return None
+
+    def _relaxed(self, values, key):
+        """With reduce_retracing, tensor dims that vary between calls become None."""
+        if not self._reduce_retracing:
+            return values
+        leaves = nest.flatten(values)
+        pattern = tuple((v.dtype.name,) if _is_tensor_leaf(v) else _leaf_key(v) for v in leaves)
+        seen = self._shapes_seen.setdefault((nest.structure_key(values), pattern), [])
+        shapes = [tuple(v.shape) for v in leaves if _is_tensor_leaf(v)]
+        seen.append(shapes)
+        if len(seen) < 2:
+            return values
+        out, index = [], 0
+        for leaf in leaves:
+            if _is_tensor_leaf(leaf):
+                dims = []
+                variants = [s[index] for s in seen]
+                if len({len(v) for v in variants}) > 1:
+                    out.append(TensorSpec(None, leaf.dtype))
+                else:
+                    for axis in range(len(variants[0])):
+                        col = {v[axis] for v in variants}
+                        dims.append(col.pop() if len(col) == 1 else None)
+                    out.append(TensorSpec(dims, leaf.dtype))
+                index += 1
+            else:
+                out.append(leaf)
+        return nest.pack_sequence_as(values, out)
+
+    def _call_inline(self, args, kwargs):
+        """Called while another function is being traced: trace into the caller's graph."""
+        bound = self._bind(args, kwargs)
+        key = (self, tuple(_structure_key(v) for v in bound.arguments.values()))
+        stack = context.tracing_stack()
+        if any(entry[1] == key for entry in stack):
+            raise RecursionError(
+                f"rt.function '{self.__name__}' calls itself recursively with the same input signature "
+                "while tracing; recursive Functions are not supported (use a loop).")
+        stack.append((self, key))
+        try:
+            return self._traced_python_function()(*bound.args, **bound.kwargs)
+        finally:
+            stack.pop()
+
+    # -- tracing -------------------------------------------------------------------------
+    def _trace(self, bound, values):
+        """Trace the Python function for arguments ``values`` (tensors replaced by placeholders)."""
+        graph = Graph(self.__name__)
+        names = [p.name for p in self._params]
+        structured_inputs = []
+        placeholder_args = []
+        specs_for_signature = []
+        with context.graph_scope(graph):
+            for name, value in zip(names, values):
+                def make(leaf, name=name):
+                    if _is_tensor_leaf(leaf):
+                        spec = _spec_of(leaf)
+                        placeholder = graph.add_placeholder(name, spec.dtype, spec.shape)
+                        specs_for_signature.append(TensorSpec(spec.shape, spec.dtype, placeholder.op.name))
+                        return placeholder
+                    return leaf
+                placeholder_args.append(nest.map_structure(make, value) if nest.is_sequence(value) else make(value))
+        structured_inputs = [nest.map_structure(lambda leaf: _spec_of(leaf) if _is_tensor_leaf(leaf) else leaf, v)
+                             if nest.is_sequence(v) else (_spec_of(v) if _is_tensor_leaf(v) else v) for v in values]
+        arguments = dict(zip(names, placeholder_args))
+        call_args, call_kwargs = [], {}
+        if self._instance_ref is not None:
+            call_args.append(self._instance_ref())
+        for param in self._params:
+            value = arguments[param.name]
+            if param.kind is param.VAR_POSITIONAL:
+                call_args.extend(value)
+            elif param.kind is param.VAR_KEYWORD:
+                call_kwargs.update(value)
+            elif param.kind is param.KEYWORD_ONLY:
+                call_kwargs[param.name] = value
+            else:
+                call_args.append(value)
+        fn = self._traced_python_function()
+        stack = context.tracing_stack()
+        key = (self, tuple(_structure_key(v) for v in values))
+        stack.append((self, key))
+        self._created_variables = []
+        try:
+            with context.graph_scope(graph):
+                result = fn(*call_args, **call_kwargs)
+                outputs = _outputs_of(graph, result, self.__name__)
+        except Exception as e:
+            from runtime import autograph
+            annotate = getattr(autograph, "annotate_error", None)
+            if annotate is None:
+                raise
+            raise annotate(e)
+        finally:
+            stack.pop()
+        if self._created_variables and self._tracing_count > 0:
+            raise ValueError(
+                f"rt.function '{self.__name__}' only supports singleton rt.Variables created on the first "
+                "call: this call traced the function again and it created a new rt.Variable. Make sure "
+                "the rt.Variable is only created once (e.g. `if self.v is None: self.v = rt.Variable(...)`) "
+                "or create it outside rt.function.")
+        graph.outputs = [t for t in nest.flatten(outputs) if t is not None]
+        graph.finalized = True
+        self._tracing_count += 1
+        concrete = ConcreteFunction(graph, self, structured_inputs, outputs, specs_for_signature)
+        self._concrete.append(concrete)
+        return concrete
+
+    def get_concrete_function(self, *args, **kwargs) -> "ConcreteFunction":
+        """The ConcreteFunction for these arguments (tensors, ``rt.TensorSpec``s or Python values); traces if new."""
+        if self.input_signature is not None:
+            if not self._concrete:
+                if args or kwargs:
+                    self._lookup_signature(tuple(_spec_placeholder(a) for a in args), kwargs)
+                else:
+                    self._trace(self._bind(tuple(self.input_signature), {}), list(self.input_signature))
+            return self._concrete[0]
+        bound = self._bind(args, kwargs)
+        values = list(bound.arguments.values())
+        if self._instance_ref is not None:
+            values = values[1:]
+        key = tuple(_structure_key(v) for v in values)
+        concrete = self._cache.get(key)
+        if concrete is None:
+            concrete = self._trace(bound, values)
+            self._cache[key] = concrete
+        return concrete
+
+    def experimental_get_tracing_count(self) -> int:
+        return self._tracing_count
+
+    def pretty_printed_concrete_signatures(self, verbose=True) -> str:
+        return "\n\n".join(c.pretty_printed_signature(verbose) for c in self._concrete)
+
+    def concrete_functions(self) -> list["ConcreteFunction"]:
+        return list(self._concrete)
+
+    def __repr__(self):
+        return f"<rt.Function {self.__name__}>"
+
+
+def _spec_placeholder(value):
+    return value
+
+
+def _to_tensor(value, dtype=None):
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, TensorSpec):
+        return value
+    from runtime.ops.registry import convert
+    return convert(value, dtype)
+
+
+def _outputs_of(graph, result, name):
+    """The traced return value as graph tensors passed through Identity (Python values become constants)."""
+    from runtime.ops.registry import apply, convert
+    from runtime.tensor_array import TensorArray
+
+    def leaf(value):
+        if value is None:
+            return None
+        if isinstance(value, TensorArray):
+            value = value.stack()
+        if isinstance(value, Variable):
+            value = value.read_value()
+        try:
+            tensor = graph.internalize(convert(value))
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"rt.function '{name}' returned {value!r}, which cannot be converted to a tensor: "
+                            f"{e}") from None
+        return apply("Identity", [tensor], name="Identity")
+    if nest.is_sequence(result):
+        return nest.map_structure(leaf, result)
+    return leaf(result)
+
+
+def _describe_spec(spec) -> str:
+    return f"{spec.dtype} Tensor, shape={spec.shape}"
+
+
+def _describe_structure(value) -> str:
+    if isinstance(value, TensorSpec):
+        return _describe_spec(value)
+    if isinstance(value, SymbolicTensor):
+        return f"{value.dtype} Tensor, shape={value.shape}"
+    if value is None:
+        return "None"
+    if isinstance(value, dict):
+        return "Dict[" + ", ".join(f"[{k!r}, {_describe_structure(v)}]" for k, v in value.items()) + "]"
+    if isinstance(value, tuple):
+        return "Tuple[" + ", ".join(_describe_structure(v) for v in value) + "]"
+    if isinstance(value, list):
+        return "List[" + ", ".join(_describe_structure(v) for v in value) + "]"
+    return repr(value)
+
+
+class ConcreteFunction:
+    """One traced graph of a Function for one input signature; callable on tensors."""
+
+    native = False
+
+    def __init__(self, graph: Graph, function: Function, structured_inputs: list, structured_outputs,
+                 input_specs: list[TensorSpec]):
+        self.graph = graph
+        self._function = function
+        self.name = function.__name__
+        self._structured_inputs = structured_inputs
+        self.structured_outputs = structured_outputs
+        self._input_specs = input_specs
+        self._param_names = [p.name for p in function._params]
+        self._runner = None
+
+    @property
+    def inputs(self) -> list:
+        return list(self.graph.inputs)
+
+    @property
+    def outputs(self) -> list:
+        return list(self.graph.outputs)
+
+    @property
+    def structured_input_signature(self):
+        args = []
+        index = iter(self._input_specs)
+        for value in self._structured_inputs:
+            if nest.is_sequence(value):
+                args.append(nest.map_structure(lambda leaf: next(index) if isinstance(leaf, TensorSpec) else leaf,
+                                               value))
+            elif isinstance(value, TensorSpec):
+                args.append(next(index))
+            else:
+                args.append(value)
+        return (tuple(args), {})
+
+    def _accepts(self, values, leaves) -> bool:
+        """True when a call with these argument values fits this (possibly more general) signature."""
+        if len(values) != len(self._structured_inputs):
+            return False
+        for value, expected in zip(values, self._structured_inputs):
+            if nest.structure_key(value) != nest.structure_key(expected):
+                return False
+            for got, want in zip(nest.flatten(value), nest.flatten(expected)):
+                if isinstance(want, TensorSpec):
+                    if not _is_tensor_leaf(got) or not want.is_compatible_with(_spec_of(got)):
+                        return False
+                elif _leaf_key(got) != _leaf_key(want):
+                    return False
+        return True
+
+    # -- calling ----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        params = self._function._params
+        instance = self._function._with_instance(())
+        try:
+            bound = inspect.Signature(params).bind_partial(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"ConcreteFunction {self.name}: {e}") from None
+        flat = []
+        for param, fixed in zip(params, self._structured_inputs):
+            if param.name not in bound.arguments:
+                if nest.flatten(fixed) and any(isinstance(x, TensorSpec) for x in nest.flatten(fixed)):
+                    raise TypeError(f"ConcreteFunction {self.name}: missing argument '{param.name}'")
+                continue
+            value = bound.arguments[param.name]
+            for got, want in zip(nest.flatten(value), nest.flatten(fixed)):
+                if isinstance(want, TensorSpec):
+                    tensor = _to_tensor(got)
+                    if tensor.dtype is not want.dtype or not want.shape.is_compatible_with(tensor.shape):
+                        raise errors.InvalidArgumentError(
+                            f"ConcreteFunction {self.name}: argument '{param.name}' must be a {want.dtype} tensor "
+                            f"of shape {want.shape}, got {tensor.dtype} of shape {tensor.shape}")
+                    flat.append(tensor)
+                elif _leaf_key(got) != _leaf_key(want):
+                    raise TypeError(
+                        f"ConcreteFunction {self.name}: argument '{param.name}' was fixed to {want!r} when the "
+                        f"function was traced; got {got!r}. Trace a new ConcreteFunction for other values.")
+        del instance
+        return self._call_flat(flat)
+
+    def _call_flat(self, tensors):
+        from runtime.executor import run_graph
+        arrays = [t._value if isinstance(t, EagerTensor) else np.asarray(t) for t in tensors]
+        results = run_graph(self.graph, arrays)
+        return self._pack(results)
+
+    def _pack(self, results):
+        outs = self.graph.outputs
+        tensors = [EagerTensor(r, t.dtype) for r, t in zip(results, outs)]
+        structure = self.structured_outputs
+        if structure is None:
+            return None
+        if isinstance(structure, SymbolicTensor):
+            return tensors[0]
+        it = iter(tensors)
+        return nest.map_structure(lambda leaf: None if leaf is None else next(it), structure)
+
+    # -- printing -----------------------------------------------------------------------------
+    def _signature_text(self) -> str:
+        parts = []
+        for param, value in zip(self._function._params, self._structured_inputs):
+            tensor_like = any(isinstance(x, TensorSpec) for x in nest.flatten(value)) if nest.is_sequence(value) \
+                else isinstance(value, TensorSpec)
+            parts.append(param.name if tensor_like else f"{param.name}={value!r}")
+        return f"{self.name}({', '.join(parts)})"
+
+    def pretty_printed_signature(self, verbose=True) -> str:
+        lines = [self._signature_text(), "  Args:"]
+        any_arg = False
+        for param, value in zip(self._function._params, self._structured_inputs):
+            tensor_like = any(isinstance(x, TensorSpec) for x in nest.flatten(value)) if nest.is_sequence(value) \
+                else isinstance(value, TensorSpec)
+            if tensor_like:
+                lines.append(f"    {param.name}: {_describe_structure(value)}")
+                any_arg = True
+        if not any_arg:
+            lines[-1] = "  Args: none" if False else lines[-1]
+        lines += ["  Returns:", f"    {_describe_structure(self.structured_outputs)}"]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return "ConcreteFunction " + self.pretty_printed_signature()
+
+    def __repr__(self) -> str:
+        return f"<ConcreteFunction {self._signature_text()} at 0x{id(self):X}>"
+
+
+def function(func=None, *, input_signature=None, autograph=True, reduce_retracing=False,
+             experimental_relax_shapes=None, jit_compile=None, name=None):
+    """Make a ``Function`` from a Python function: as ``@rt.function``, ``@rt.function(...)`` or ``rt.function(f)``."""
+    if experimental_relax_shapes is not None:
+        reduce_retracing = reduce_retracing or experimental_relax_shapes
+
+    def decorate(fn):
+        wrapped = Function(fn, input_signature=input_signature, autograph=autograph,
+                           reduce_retracing=reduce_retracing, name=name)
+        functools.update_wrapper(wrapped, fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"),
+                                 updated=())
+        return wrapped
+    if func is None:
+        return decorate
+    return decorate(func)

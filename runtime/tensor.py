@@ -1,0 +1,300 @@
+"""``rt.Tensor``: eager tensors (wrapping a numpy array) and the shared operator API.
+
+Symbolic (graph) tensors subclass ``Tensor`` in ``runtime.graph``. Python values
+convert like ``tf.constant``: float -> float32, int -> int32, bool -> bool,
+str/bytes -> string; numpy arrays keep their dtype.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from runtime import dtypes
+from runtime.shapes import TensorShape
+
+
+class Tensor:
+    """Base class of eager and symbolic tensors; Python operators build ops."""
+
+    __slots__ = ()
+    __array_priority__ = 100
+
+    # -- arithmetic -----------------------------------------------------
+    def __add__(self, other):
+        return _ops().add(self, other)
+
+    def __radd__(self, other):
+        return _ops().add(other, self)
+
+    def __sub__(self, other):
+        return _ops().subtract(self, other)
+
+    def __rsub__(self, other):
+        return _ops().subtract(other, self)
+
+    def __mul__(self, other):
+        return _ops().multiply(self, other)
+
+    def __rmul__(self, other):
+        return _ops().multiply(other, self)
+
+    def __truediv__(self, other):
+        return _ops().divide(self, other)
+
+    def __rtruediv__(self, other):
+        return _ops().divide(other, self)
+
+    def __floordiv__(self, other):
+        return _ops().floordiv(self, other)
+
+    def __rfloordiv__(self, other):
+        return _ops().floordiv(other, self)
+
+    def __mod__(self, other):
+        return _ops().floormod(self, other)
+
+    def __rmod__(self, other):
+        return _ops().floormod(other, self)
+
+    def __pow__(self, other):
+        return _ops().pow(self, other)
+
+    def __rpow__(self, other):
+        return _ops().pow(other, self)
+
+    def __matmul__(self, other):
+        return _ops().matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _ops().matmul(other, self)
+
+    def __neg__(self):
+        return _ops().negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _ops().abs(self)
+
+    def __invert__(self):
+        return _ops().logical_not(self)
+
+    def __and__(self, other):
+        return _ops().logical_and(self, other)
+
+    def __rand__(self, other):
+        return _ops().logical_and(other, self)
+
+    def __or__(self, other):
+        return _ops().logical_or(self, other)
+
+    def __ror__(self, other):
+        return _ops().logical_or(other, self)
+
+    def __xor__(self, other):
+        return _ops().logical_xor(self, other)
+
+    # -- comparisons (elementwise, as in TF2) ------------------------------
+    def __lt__(self, other):
+        return _ops().less(self, other)
+
+    def __le__(self, other):
+        return _ops().less_equal(self, other)
+
+    def __gt__(self, other):
+        return _ops().greater(self, other)
+
+    def __ge__(self, other):
+        return _ops().greater_equal(self, other)
+
+    def __eq__(self, other):
+        if other is None:
+            return False
+        return _ops().equal(self, other)
+
+    def __ne__(self, other):
+        if other is None:
+            return True
+        return _ops().not_equal(self, other)
+
+    __hash__ = object.__hash__
+
+    def __getitem__(self, key):
+        return _ops().strided_slice(self, key)
+
+    @property
+    def ndim(self) -> int | None:
+        return self.shape.rank
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+
+def _ops():
+    from runtime.ops import api
+    return api
+
+
+class EagerTensor(Tensor):
+    """A concrete tensor holding a numpy array."""
+
+    __slots__ = ("_value", "dtype")
+
+    def __init__(self, value: np.ndarray, dtype: dtypes.DType | None = None):
+        self._value = value
+        self.dtype = dtype if dtype is not None else dtypes.as_dtype(value.dtype)
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self._value.shape)
+
+    def numpy(self):
+        """The value as numpy: an ndarray, or a numpy scalar (bytes for strings) for rank 0."""
+        value = self._value
+        return value[()] if value.ndim == 0 else value
+
+    def __array__(self, dtype=None, copy=None):
+        return self._value if dtype is None else self._value.astype(dtype)
+
+    def __bool__(self) -> bool:
+        if self._value.size != 1:
+            raise ValueError(
+                f"The truth value of a tensor with shape {self.shape} is ambiguous; "
+                "use rt.reduce_any or rt.reduce_all")
+        return bool(self._value.reshape(()))
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __index__(self) -> int:
+        if not self.dtype.is_integer:
+            raise TypeError(f"Only integer scalar tensors can be used as an index, got {self.dtype}")
+        return int(self._value)
+
+    def __len__(self) -> int:
+        if self._value.ndim == 0:
+            raise TypeError("len() of a scalar tensor")
+        return self._value.shape[0]
+
+    def __iter__(self):
+        if self._value.ndim == 0:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        for item in self._value:
+            yield EagerTensor(np.asarray(item), self.dtype)
+
+    def __format__(self, spec):
+        if self._value.ndim == 0 and spec:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    def __str__(self) -> str:
+        text = str(self._value)
+        if "\n" in text:
+            text = "\n" + text
+        return f"rt.Tensor({text}, shape={self.shape}, dtype={self.dtype})"
+
+    def __repr__(self) -> str:
+        value = self._value
+        text = str(value) if value.ndim == 0 else repr(value)
+        if "\n" in text:
+            text = "\n" + text
+        return f"<rt.Tensor: shape={self.shape}, dtype={self.dtype}, numpy={text}>"
+
+    def __reduce__(self):
+        return (EagerTensor, (self._value,))
+
+
+def is_tensor(value) -> bool:
+    """True for eager and symbolic tensors (``tf.is_tensor``)."""
+    return isinstance(value, Tensor)
+
+
+def is_symbolic(value) -> bool:
+    """True for graph tensors (the ones whose value is known only when the graph runs)."""
+    return isinstance(value, Tensor) and not isinstance(value, EagerTensor)
+
+
+# ---------------------------------------------------------------------------
+# Conversion of Python and numpy values.
+
+_DEFAULT_BY_KIND = {"f": dtypes.float32, "i": dtypes.int32, "u": dtypes.int32, "b": dtypes.bool_}
+
+
+def _python_to_array(value) -> np.ndarray:
+    """Convert a Python scalar / nested list by tf.constant's rules (no target dtype)."""
+    if isinstance(value, bool):
+        return np.array(value, dtype=np.bool_)
+    if isinstance(value, int):
+        return np.array(value, dtype=np.int32 if -2**31 <= value < 2**31 else np.int64)
+    if isinstance(value, float):
+        return np.array(value, dtype=np.float32)
+    if isinstance(value, (str, bytes)):
+        return _string_array(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        if array.dtype.kind in "SUO":
+            return _string_array(array)
+        return array
+    if isinstance(value, (list, tuple)):
+        if any(isinstance(v, Tensor) for v in value):
+            return np.stack([_python_to_array(v) if not isinstance(v, EagerTensor) else v._value
+                             for v in value])
+        array = np.array(value)
+        if array.dtype.kind in "SU":
+            return _string_array(value)
+        if array.dtype == object:
+            raise ValueError(f"Can't convert non-rectangular Python sequence to Tensor: {value!r}")
+        if array.dtype.kind == "i" and (array.size == 0 or (array.min() >= -2**31 and array.max() < 2**31)):
+            return array.astype(np.int32)
+        return array.astype(_DEFAULT_BY_KIND.get(array.dtype.kind, dtypes.float32).np) \
+            if array.dtype.kind in "fb" or array.size == 0 else array
+    if isinstance(value, numbers.Number):
+        return np.asarray(value)
+    raise TypeError(f"Can't convert {type(value).__name__} {value!r} to a Tensor")
+
+
+def _string_array(value) -> np.ndarray:
+    def enc(v):
+        return v.encode("utf-8") if isinstance(v, str) else bytes(v)
+    array = np.asarray(value, dtype=object)
+    out = np.empty(array.shape, dtype=object)
+    for index, item in np.ndenumerate(array):
+        out[index] = enc(item)
+    return out
+
+
+def to_array(value, dtype: dtypes.DType | None = None) -> np.ndarray:
+    """A numpy array for a Python/numpy value, of ``dtype`` when given.
+
+    Converting a float with a fractional part to an integer dtype (or any lossy
+    conversion of a Python value) raises ``TypeError`` as ``tf.constant`` does.
+    """
+    if isinstance(value, EagerTensor):
+        array = value._value
+        if dtype is not None and array.dtype != dtype.np:
+            raise TypeError(f"Tensor of dtype {value.dtype} cannot be used as {dtype}")
+        return array
+    if dtype is None:
+        return _python_to_array(value)
+    if dtype is dtypes.string:
+        return _string_array(value)
+    if isinstance(value, (np.ndarray, np.generic)) and np.asarray(value).dtype == dtype.np:
+        return np.asarray(value)
+    source = _python_to_array(value)
+    if source.dtype.kind in "SUO" or dtype is dtypes.variant:
+        raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype}")
+    with np.errstate(all="ignore"):
+        array = source.astype(dtype.np)
+    if source.dtype.kind == "f" and dtype.is_integer and not np.array_equal(array, source):
+        raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype}: it is not an integer")
+    if source.dtype.kind in "iu" and dtype.is_integer and not np.array_equal(array.astype(source.dtype), source):
+        raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype}: out of range")
+    if isinstance(value, (np.ndarray, np.generic)) and source.dtype != dtype.np and not (
+            source.dtype.kind in "iub" and dtype.is_numeric):
+        raise TypeError(f"Cannot convert a numpy array of dtype {source.dtype} to a tensor of dtype {dtype}")
+    return array

@@ -1,0 +1,192 @@
+"""``rt.TensorArray``: a list of tensors that works in tensor loops (functional: ``write`` returns a new array).
+
+Its graph value is a ``variant`` tensor (the "flow") threaded through TensorList ops.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from runtime import dtypes, errors
+from runtime.ops.registry import OpDef, apply, convert, register
+from runtime.shapes import TensorShape, as_shape
+from runtime.tensor import EagerTensor, Tensor
+
+
+class TensorList:
+    """The run-time value of a TensorArray: immutable tuple of arrays (None = not written)."""
+
+    __slots__ = ("items", "dynamic")
+
+    def __init__(self, items: tuple, dynamic: bool):
+        self.items = items
+        self.dynamic = dynamic
+
+    def __repr__(self):
+        return f"TensorList({len(self.items)} items)"
+
+
+def _box(value) -> np.ndarray:
+    box = np.empty((), dtype=object)
+    box[()] = value
+    return box
+
+
+def _scalar_variant(specs, attrs):
+    return [(dtypes.variant, ())]
+
+
+def _reserve_kernel(inputs, attrs):
+    n = int(inputs[0])
+    if n < 0:
+        raise errors.InvalidArgumentError(f"TensorArray: size must be non-negative, got {n}")
+    return (_box(TensorList((None,) * n, attrs["dynamic_size"])),)
+
+
+def _set_item_kernel(inputs, attrs):
+    tl, index, item = inputs[0][()], int(inputs[1]), inputs[2]
+    items = tl.items
+    if index < 0:
+        raise errors.InvalidArgumentError(f"TensorArray.write: index {index} is negative")
+    if index >= len(items):
+        if not tl.dynamic:
+            raise errors.InvalidArgumentError(
+                f"TensorArray.write: index {index} is out of range for a TensorArray of size {len(items)} "
+                "(use dynamic_size=True to grow it)")
+        items = items + (None,) * (index + 1 - len(items))
+    for other in items:
+        if other is not None and other.shape != item.shape:
+            raise errors.InvalidArgumentError(
+                f"TensorArray.write: element of shape {item.shape} does not match earlier elements of shape "
+                f"{other.shape}")
+    return (_box(TensorList(items[:index] + (np.array(item, copy=True),) + items[index + 1:], tl.dynamic)),)
+
+
+def _item_infer(specs, attrs):
+    return [(attrs["element_dtype"], attrs["element_shape"].dims)]
+
+
+def _element_shape(tl, attrs):
+    for item in tl.items:
+        if item is not None:
+            return item.shape
+    shape = attrs["element_shape"]
+    if shape.is_fully_defined():
+        return tuple(shape.dims)
+    return None
+
+
+def _get_item_kernel(inputs, attrs):
+    tl, index = inputs[0][()], int(inputs[1])
+    if not 0 <= index < len(tl.items):
+        raise errors.InvalidArgumentError(
+            f"TensorArray.read: index {index} is out of range for a TensorArray of size {len(tl.items)}")
+    item = tl.items[index]
+    if item is None:
+        shape = _element_shape(tl, attrs)
+        if shape is None:
+            raise errors.InvalidArgumentError(f"TensorArray.read: element {index} was never written")
+        return (np.zeros(shape, attrs["element_dtype"].np),)
+    return (item,)
+
+
+def _stack_infer(specs, attrs):
+    shape = attrs["element_shape"]
+    if shape.dims is None:
+        return [(attrs["element_dtype"], None)]
+    return [(attrs["element_dtype"], (attrs.get("num_elements"),) + shape.dims)]
+
+
+def _stack_kernel(inputs, attrs):
+    tl = inputs[0][()]
+    shape = _element_shape(tl, attrs)
+    if shape is None:
+        if not tl.items:
+            dims = attrs["element_shape"].dims
+            return (np.zeros((0,) + tuple(d or 0 for d in (dims or ())), attrs["element_dtype"].np),)
+        raise errors.InvalidArgumentError("TensorArray.stack: no element was written, the element shape is unknown")
+    dtype = attrs["element_dtype"].np
+    return (np.stack([np.zeros(shape, dtype) if item is None else item for item in tl.items])
+            if tl.items else np.zeros((0,) + tuple(shape), dtype),)
+
+
+def _from_tensor_kernel(inputs, attrs):
+    x = inputs[0]
+    return (_box(TensorList(tuple(np.array(x[i], copy=True) for i in range(x.shape[0])), attrs["dynamic_size"])),)
+
+
+def _length_kernel(inputs, attrs):
+    return (np.array(len(inputs[0][()].items), dtype=np.int32),)
+
+
+register(OpDef("TensorListReserve", "TensorArrayV3", _scalar_variant, _reserve_kernel, 1, foldable=False))
+register(OpDef("TensorListSetItem", "TensorArrayWrite", _scalar_variant, _set_item_kernel, 3, foldable=False))
+register(OpDef("TensorListGetItem", "TensorArrayRead", _item_infer, _get_item_kernel, 2, foldable=False))
+register(OpDef("TensorListStack", "TensorArrayStack", _stack_infer, _stack_kernel, 1, foldable=False))
+register(OpDef("TensorListFromTensor", "TensorArrayUnstack", _scalar_variant, _from_tensor_kernel, 1,
+               foldable=False))
+register(OpDef("TensorListLength", "TensorArraySize", lambda specs, attrs: [(dtypes.int32, ())], _length_kernel, 1,
+               foldable=False))
+
+
+class TensorArray:
+    """A growable/fixed list of same-shape tensors usable inside tensor loops.
+
+    Example:
+        >>> ta = TensorArray(dtypes.float32, size=2)
+        >>> ta = ta.write(0, 1.0).write(1, 2.0)
+        >>> ta.stack().numpy().tolist()
+        [1.0, 2.0]
+    """
+
+    def __init__(self, dtype, size=None, dynamic_size=False, clear_after_read=None, element_shape=None,
+                 infer_shape=True, _flow=None, _size_hint=None):
+        self.dtype = dtypes.as_dtype(dtype)
+        self.dynamic_size = bool(dynamic_size)
+        self.element_shape = as_shape(element_shape)
+        if _flow is not None:
+            self.flow = _flow
+            self._size_hint = _size_hint
+            return
+        if size is None:
+            size = 0
+            self.dynamic_size = True
+        size_t = convert(size, dtypes.int32, "size")
+        self._size_hint = int(size) if isinstance(size, (int, np.integer)) else (
+            int(size_t) if isinstance(size_t, EagerTensor) else None)
+        self.flow = apply("TensorListReserve", [size_t], {"element_dtype": self.dtype,
+                                                        "dynamic_size": self.dynamic_size})
+
+    def _with(self, flow, element_shape=None, size_hint=None):
+        return TensorArray(self.dtype, dynamic_size=self.dynamic_size,
+                           element_shape=self.element_shape if element_shape is None else element_shape,
+                           _flow=flow, _size_hint=self._size_hint if size_hint is None else size_hint)
+
+    def _attrs(self):
+        return {"element_dtype": self.dtype, "element_shape": self.element_shape,
+                "num_elements": None if self.dynamic_size else self._size_hint}
+
+    def write(self, index, value, name=None):
+        value = convert(value, self.dtype, "TensorArray.write")
+        if not self.element_shape.is_compatible_with(value.shape):
+            raise ValueError(f"TensorArray.write: element of shape {value.shape} is incompatible with "
+                             f"the element shape {self.element_shape}")
+        flow = apply("TensorListSetItem", [self.flow, convert(index, dtypes.int32, "index"), value])
+        return self._with(flow, self.element_shape.merge_with(value.shape))
+
+    def read(self, index, name=None):
+        return apply("TensorListGetItem", [self.flow, convert(index, dtypes.int32, "index")], self._attrs())
+
+    def stack(self, name=None):
+        return apply("TensorListStack", [self.flow], self._attrs())
+
+    def unstack(self, value, name=None):
+        value = convert(value, self.dtype, "TensorArray.unstack")
+        flow = apply("TensorListFromTensor", [value], {"dynamic_size": self.dynamic_size})
+        n = value.shape[0] if value.shape.rank else None
+        return self._with(flow, value.shape[1:], n)
+
+    def size(self, name=None):
+        return apply("TensorListLength", [self.flow])
+
+    def __repr__(self):
+        return f"<rt.TensorArray dtype={self.dtype} element_shape={self.element_shape}>"

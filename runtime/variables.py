@@ -1,0 +1,206 @@
+"""``rt.Variable``: mutable state shared by eager code and every graph that uses it.
+
+Graphs capture a variable by reference: ``ReadVariableOp`` reads its storage and
+``Assign*VariableOp`` write it when the graph runs, in program order.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+
+import numpy as np
+
+from runtime import context, dtypes
+from runtime.ops.registry import OpDef, apply, convert, register
+from runtime.tensor import EagerTensor, Tensor, is_symbolic
+
+_ids = itertools.count()
+
+
+class _Handle:
+    """An op attribute naming one variable (hashable by identity, weakly held)."""
+
+    __slots__ = ("ref", "name", "__weakref__")
+
+    def __init__(self, variable):
+        self.ref = weakref.ref(variable)
+        self.name = variable.name
+
+    def get(self) -> "Variable":
+        variable = self.ref()
+        if variable is None:
+            raise RuntimeError(f"The variable {self.name!r} used by this graph no longer exists")
+        return variable
+
+    def __repr__(self):
+        return f"<var {self.name}>"
+
+
+class Variable:
+    """A mutable tensor: ``assign``, ``assign_add``, ``assign_sub``, ``read_value``, ``numpy``.
+
+    Example:
+        >>> v = Variable(1.0)
+        >>> _ = v.assign_add(2.0)
+        >>> float(v.numpy())
+        3.0
+    """
+
+    def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, shape=None):
+        if callable(initial_value):
+            initial_value = initial_value()
+        graph = context.current_graph()
+        if is_symbolic(initial_value):
+            raise ValueError(
+                "The initial value of an rt.Variable created inside rt.function must not depend on "
+                "the function's inputs; create the variable outside, or from Python values")
+        with context.init_scope():
+            value = convert(initial_value, dtypes.as_dtype(dtype) if dtype is not None else None)
+        self.dtype = value.dtype
+        self._value = np.array(value._value, copy=True)
+        self.shape = value.shape
+        self.name = name or f"Variable{next(_ids) or ''}"
+        self.trainable = trainable
+        self.handle = _Handle(self)
+        self.lock = threading.Lock()
+        if graph is not None:
+            _note_created(self)
+
+    # -- reading ------------------------------------------------------------
+    def read_value(self):
+        if context.current_graph() is None:
+            return EagerTensor(self._value.copy(), self.dtype)
+        return apply("ReadVariableOp", [], {"variable": self.handle, "dtype": self.dtype, "shape": self.shape})
+
+    value = read_value
+
+    def numpy(self):
+        return self.read_value().numpy()
+
+    def __rt_tensor__(self):
+        return self.read_value()
+
+    # -- writing ------------------------------------------------------------
+    def _update(self, op_type, value):
+        value = convert(value, self.dtype, f"{self.name}.{op_type}")
+        if context.current_graph() is None:
+            new = _UPDATES[op_type](self._value, value._value)
+            self._check_shape(new.shape)
+            self._value = np.array(new, dtype=self.dtype.np)
+            return self
+        if value.shape.rank is not None and not self.shape.is_compatible_with(value.shape) and op_type == "assign":
+            raise ValueError(f"Variable {self.name}: cannot assign a value of shape {value.shape} "
+                             f"to a variable of shape {self.shape}")
+        return apply(op_type_names[op_type], [value], {"variable": self.handle, "dtype": self.dtype,
+                                                       "shape": self.shape})
+
+    def _check_shape(self, shape):
+        if tuple(shape) != tuple(self.shape.dims):
+            raise ValueError(f"Variable {self.name}: shape {self.shape} cannot change to {tuple(shape)}")
+
+    def assign(self, value, read_value=True):
+        return self._update("assign", value)
+
+    def assign_add(self, delta, read_value=True):
+        return self._update("assign_add", delta)
+
+    def assign_sub(self, delta, read_value=True):
+        return self._update("assign_sub", delta)
+
+    # -- tensor-like behaviour ------------------------------------------------
+    @property
+    def ndim(self):
+        return self.shape.rank
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("_value", "dtype", "shape", "handle", "name"):
+            raise AttributeError(name)
+        return getattr(self.read_value(), name)
+
+    def __str__(self):
+        return f"<rt.Variable '{self.name}' shape={self.shape} dtype={self.dtype}, numpy={self._value}>"
+
+    __repr__ = __str__
+
+    def __bool__(self):
+        return bool(self.read_value())
+
+    def __int__(self):
+        return int(self.read_value())
+
+    def __float__(self):
+        return float(self.read_value())
+
+    def __index__(self):
+        return self.read_value().__index__()
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._value, dtype=dtype)
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self.read_value() == other
+
+    def __ne__(self, other):
+        return self.read_value() != other
+
+
+def _binary(name):
+    def method(self, *args):
+        return getattr(self.read_value(), name)(*args)
+    method.__name__ = name
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__",
+              "__matmul__", "__rmatmul__", "__neg__", "__abs__", "__lt__", "__le__", "__gt__", "__ge__",
+              "__getitem__", "__and__", "__or__", "__invert__"):
+    setattr(Variable, _name, _binary(_name))
+
+_UPDATES = {
+    "assign": lambda old, new: np.broadcast_to(new, old.shape) if new.shape != old.shape and new.size == 1
+    else new,
+    "assign_add": lambda old, new: old + new,
+    "assign_sub": lambda old, new: old - new,
+}
+op_type_names = {"assign": "AssignVariableOp", "assign_add": "AssignAddVariableOp",
+                 "assign_sub": "AssignSubVariableOp"}
+
+
+def _note_created(variable):
+    """Tell the Function being traced (if any) that this trace created a variable."""
+    from runtime import polymorphic_function as function
+    function.note_variable_created(variable)
+
+
+def _var_infer(specs, attrs):
+    return [(attrs["dtype"], attrs["shape"].dims)]
+
+
+def _read_kernel(inputs, attrs):
+    variable = attrs["variable"].get()
+    return (variable._value.copy(),)
+
+
+def _update_kernel(update):
+    def run(inputs, attrs):
+        variable = attrs["variable"].get()
+        with variable.lock:
+            new = np.asarray(update(variable._value, inputs[0]), dtype=variable.dtype.np)
+            if new.shape != variable._value.shape:
+                from runtime import errors
+                raise errors.InvalidArgumentError(
+                    f"Variable {variable.name}: shape {variable._value.shape} cannot change to {new.shape}")
+            variable._value = new
+            return (new.copy(),)
+    return run
+
+
+register(OpDef("ReadVariableOp", "ReadVariableOp", _var_infer, _read_kernel, 0, stateful=True, foldable=False))
+for _kind, _type in op_type_names.items():
+    register(OpDef(_type, _type, _var_infer, _update_kernel(_UPDATES[_kind]), 1, stateful=True,
+                   side_effect=True, foldable=False))
