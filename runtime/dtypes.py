@@ -40,7 +40,7 @@ class DType:
         return (as_dtype, (self.name,))
 
 
-bool_ = DType("bool", np.bool_, "npy_bool")
+bool_ = DType("bool", np.bool_, "rt_bool")
 int8 = DType("int8", np.int8, "int8_t")
 int16 = DType("int16", np.int16, "int16_t")
 int32 = DType("int32", np.int32, "int32_t")

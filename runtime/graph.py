@@ -192,6 +192,15 @@ class Operation:
     def __repr__(self):
         return f"<Operation {self.name!r} type={self.type}>"
 
+    def __getstate__(self):
+        return {k: getattr(self, k) for k in self.__slots__ if k not in ("opdef", "__weakref__")}
+
+    def __setstate__(self, state):
+        from runtime.ops.registry import get_opdef
+        for key, value in state.items():
+            setattr(self, key, value)
+        self.opdef = get_opdef(self.type)
+
 
 class Graph:
     """A dataflow graph: ``get_operations()``, ``as_graph_def()``, ``verify()``, SSA ``str``."""
@@ -356,6 +365,16 @@ class Graph:
 
     def __repr__(self):
         return f"<rt.Graph {self.name!r} with {len(self.operations)} operations>"
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for transient in ("_plan", "_const_map", "_capture_map", "_last_stateful", "variables"):
+            state.pop(transient, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._const_map, self._capture_map, self._last_stateful, self.variables = {}, {}, None, []
 
     # -- checking -------------------------------------------------------------
     def verify(self) -> None:

@@ -129,6 +129,9 @@ class Function:
         self.__doc__ = getattr(python_function, "__doc__", None)
         self.__module__ = getattr(python_function, "__module__", None)
         self.__wrapped__ = python_function
+        if _instance is None:
+            from runtime import aot
+            aot.attach_prebuilt(self)
 
     # -- binding to instances (methods) ------------------------------------------
     def __get__(self, instance, owner=None):

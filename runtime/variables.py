@@ -19,19 +19,36 @@ _ids = itertools.count()
 
 
 class _Handle:
-    """An op attribute naming one variable (hashable by identity, weakly held)."""
+    """An op attribute naming one variable (hashable by identity, weakly held).
 
-    __slots__ = ("ref", "name", "__weakref__")
+    A built extension pickles handles with ``path`` (where the variable is found from
+    the module's globals, e.g. ``"model.v"``); importing it binds them again.
+    """
+
+    __slots__ = ("ref", "name", "path", "__weakref__")
 
     def __init__(self, variable):
         self.ref = weakref.ref(variable)
         self.name = variable.name
+        self.path = None
 
     def get(self) -> "Variable":
-        variable = self.ref()
+        variable = self.ref() if self.ref is not None else None
         if variable is None:
-            raise RuntimeError(f"The variable {self.name!r} used by this graph no longer exists")
+            raise RuntimeError(f"The variable {self.name!r} used by this graph no longer exists"
+                               + (f" (expected at {self.path!r})" if self.path else ""))
         return variable
+
+    def bind(self, variable) -> None:
+        self.ref = weakref.ref(variable)
+
+    def __getstate__(self):
+        return {"name": self.name, "path": self.path}
+
+    def __setstate__(self, state):
+        self.ref = None
+        self.name = state["name"]
+        self.path = state["path"]
 
     def __repr__(self):
         return f"<var {self.name}>"

@@ -1,0 +1,222 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""The native call path shared by every built extension module.
+
+``NativeFunction`` calls a generated C function (received as a capsule) on numpy
+arrays: it checks and packs the arguments, releases the GIL for the whole graph,
+and turns the results into arrays. Ops without a C kernel call back into Python
+through ``_callback`` (the only place generated code takes the GIL). String and
+variant values stay Python objects: in C they are an index into the call's list.
+"""
+import numpy as np
+cimport numpy as cnp
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_GetName
+from libc.stdint cimport int64_t, int32_t
+from libc.string cimport memcpy, memset
+from libc.stdlib cimport malloc, free
+
+from runtime import errors, config
+
+cnp.import_array()
+
+cdef extern from "kernels/rt_kernels.h" nogil:
+    ctypedef struct rt_tensor:
+        void *data
+        int64_t shape[8]
+        int32_t ndim
+        int32_t dtype
+        void *owner
+    ctypedef struct rt_ctx:
+        char msg[1024]
+        int py_error
+        void *callback
+        void *user
+        int num_threads
+    void *rt_alloc(rt_ctx *ctx, size_t nbytes)
+    void rt_ctx_free(rt_ctx *ctx)
+    int64_t rt_numel(const rt_tensor *t)
+    size_t rt_itemsize(int dtype)
+
+ctypedef int (*rt_fn)(rt_ctx *ctx, rt_tensor *inputs, rt_tensor *outputs) noexcept nogil
+
+DEF RT_STRING = 9
+DEF RT_VARIANT = 10
+
+_CODES = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "float16": 6,
+          "float32": 7, "float64": 8, "string": 9, "variant": 10}
+
+
+cdef class _CallState:
+    cdef public object function
+    cdef public list objects
+    cdef public object error
+
+
+cdef inline int _is_object(int code) noexcept nogil:
+    return code == RT_STRING or code == RT_VARIANT
+
+
+cdef int _pack(rt_ctx *ctx, rt_tensor *t, object array, int code, _CallState state) except -1:
+    cdef cnp.ndarray a
+    cdef int i
+    if _is_object(code):
+        state.objects.append(array)
+        t.data = rt_alloc(ctx, 8)
+        (<int64_t *>t.data)[0] = len(state.objects) - 1
+        t.ndim = 0
+        t.dtype = code
+        t.owner = NULL
+        return 0
+    a = <cnp.ndarray>array
+    t.data = cnp.PyArray_DATA(a)
+    t.ndim = cnp.PyArray_NDIM(a)
+    for i in range(t.ndim):
+        t.shape[i] = cnp.PyArray_DIMS(a)[i]
+    t.dtype = code
+    t.owner = <void *>a
+    return 0
+
+
+cdef object _unpack(rt_tensor *t, object dtype, _CallState state):
+    cdef cnp.ndarray out
+    cdef cnp.npy_intp dims[8]
+    cdef int i
+    if _is_object(t.dtype):
+        return state.objects[(<int64_t *>t.data)[0]]
+    for i in range(t.ndim):
+        dims[i] = t.shape[i]
+    out = cnp.PyArray_EMPTY(t.ndim, dims, cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, dtype.np)), 0)
+    memcpy(cnp.PyArray_DATA(out), t.data, <size_t>rt_numel(t) * rt_itemsize(t.dtype))
+    return out
+
+
+cdef int _callback(rt_ctx *ctx, int op_index, rt_tensor *ins, int n_in, rt_tensor *outs, int n_out) noexcept nogil:
+    with gil:
+        return _run_callback(ctx, op_index, ins, n_in, outs, n_out)
+
+
+cdef int _run_callback(rt_ctx *ctx, int op_index, rt_tensor *ins, int n_in, rt_tensor *outs, int n_out):
+    cdef _CallState state = <_CallState>ctx.user
+    cdef int i
+    try:
+        op = state.function.ops[op_index]
+        arrays = []
+        for i in range(n_in):
+            arrays.append(_unpack(&ins[i], op.inputs[i].dtype, state))
+        results = op.opdef.kernel(arrays, op.attrs)
+        for i in range(n_out):
+            dtype = op.outputs[i].dtype
+            code = _CODES[dtype.name]
+            value = results[i]
+            if _is_object(code):
+                _pack(ctx, &outs[i], value, code, state)
+            else:
+                value = np.ascontiguousarray(value, dtype=dtype.np)
+                _copy_in(ctx, &outs[i], value, code)
+        return 0
+    except errors.OpError as e:
+        state.error = _located(type(e), str(e), state.function.ops[op_index])
+    except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError) as e:
+        state.error = _located(errors.InvalidArgumentError, f"{state.function.ops[op_index].type}: {e}",
+                               state.function.ops[op_index])
+    except BaseException as e:
+        state.error = e
+    ctx.py_error = 1
+    return -1
+
+
+cdef int _copy_in(rt_ctx *ctx, rt_tensor *t, cnp.ndarray value, int code) except -1:
+    cdef int i
+    cdef size_t nbytes = <size_t>cnp.PyArray_NBYTES(value)
+    t.data = rt_alloc(ctx, nbytes)
+    if t.data == NULL:
+        raise MemoryError()
+    memcpy(t.data, cnp.PyArray_DATA(value), nbytes)
+    t.ndim = cnp.PyArray_NDIM(value)
+    for i in range(t.ndim):
+        t.shape[i] = cnp.PyArray_DIMS(value)[i]
+    t.dtype = code
+    t.owner = NULL
+    return 0
+
+
+def _located(cls, message, op):
+    if "\n  [[" in message:
+        return cls(message, op)
+    return cls(f"{message}\n  [[{op.where()}]]", op)
+
+
+cdef class NativeFunction:
+    """A generated C function for one concrete signature; ``call(arrays)`` runs it without the GIL."""
+
+    cdef rt_fn fn
+    cdef int n_in, n_out
+    cdef int in_codes[64]
+    cdef public list ops
+    cdef public list out_dtypes
+    cdef public list variables
+    cdef public object name
+
+    def __init__(self, capsule, graph, ops, variables, name=""):
+        self.fn = <rt_fn>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
+        self.ops = list(ops)
+        self.variables = list(variables)
+        self.n_in = len(graph.inputs)
+        if self.n_in + len(self.variables) > 64:
+            raise ValueError("native functions take at most 64 tensor inputs and variables")
+        for i, t in enumerate(graph.inputs):
+            self.in_codes[i] = _CODES[t.dtype.name]
+        for k, handle in enumerate(self.variables):
+            self.in_codes[self.n_in + k] = _CODES[handle.get().dtype.name] if handle.ref is not None else 0
+        self.out_dtypes = [t.dtype for t in graph.outputs]
+        self.n_out = len(self.out_dtypes)
+        self.name = name
+
+    def call(self, list arrays):
+        cdef rt_ctx ctx
+        cdef rt_tensor ins[64]
+        cdef rt_tensor outs[64]
+        cdef int i, rc
+        cdef int n_vars = len(self.variables)
+        cdef _CallState state = _CallState()
+        if self.n_out > 64:
+            raise ValueError("native functions return at most 64 tensors")
+        state.function = self
+        state.objects = []
+        memset(&ctx, 0, sizeof(rt_ctx))
+        ctx.callback = <void *>_callback
+        ctx.user = <void *>state
+        ctx.num_threads = config.intra_op_threads()
+        keep = []
+        try:
+            for i in range(self.n_in):
+                a = arrays[i]
+                if not _is_object(self.in_codes[i]) and not (<cnp.ndarray>a).flags.c_contiguous:
+                    a = np.ascontiguousarray(a)
+                    keep.append(a)
+                _pack(&ctx, &ins[i], a, self.in_codes[i], state)
+            for i in range(n_vars):
+                variable = self.variables[i].get()
+                storage = variable._value
+                if not storage.flags.c_contiguous or not storage.flags.writeable:
+                    storage = variable._value = np.array(storage, copy=True, order="C")
+                keep.append(storage)
+                _pack(&ctx, &ins[self.n_in + i], storage, _CODES[variable.dtype.name], state)
+            with nogil:
+                rc = self.fn(&ctx, ins, outs)
+            if rc != 0:
+                if state.error is not None:
+                    raise state.error
+                raise errors.InvalidArgumentError(ctx.msg.decode("utf-8", "replace"))
+            return [_unpack(&outs[i], self.out_dtypes[i], state) for i in range(self.n_out)]
+        finally:
+            rt_ctx_free(&ctx)
+
+
+def blas_capsules():
+    """Capsules of scipy's BLAS sgemm/dgemm (for large float matmuls), or (None, None)."""
+    try:
+        from scipy.linalg import cython_blas
+    except ImportError:
+        return None, None
+    capi = cython_blas.__pyx_capi__
+    return capi.get("sgemm"), capi.get("dgemm")

@@ -1,0 +1,346 @@
+/* The kernel library shared by generated native code and the generic executor.
+ *
+ * Tensors are dense, C-contiguous buffers described by rt_tensor. Every call
+ * runs with an rt_ctx: an arena of allocations released at scope ends, an
+ * error message buffer, and a callback into Python for ops that have no C
+ * kernel (taken with the GIL, only when such an op runs).
+ * Functions return 0 on success and -1 on error (message in ctx->msg, or a
+ * Python exception already set when ctx->py_error is 1).
+ */
+#ifndef RT_KERNELS_H
+#define RT_KERNELS_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <math.h>
+
+#define RT_MAX_DIMS 8
+
+typedef uint8_t rt_bool;
+
+enum rt_dtype {
+    RT_BOOL = 0, RT_INT8 = 1, RT_INT16 = 2, RT_INT32 = 3, RT_INT64 = 4, RT_UINT8 = 5,
+    RT_FLOAT16 = 6, RT_FLOAT32 = 7, RT_FLOAT64 = 8, RT_STRING = 9, RT_VARIANT = 10
+};
+
+typedef struct {
+    void *data;
+    int64_t shape[RT_MAX_DIMS];
+    int32_t ndim;
+    int32_t dtype;
+    void *owner;          /* Python object owning data (borrowed), or NULL when the arena owns it */
+} rt_tensor;
+
+struct rt_ctx;
+typedef int (*rt_callback_fn)(struct rt_ctx *ctx, int op_index, rt_tensor *inputs, int n_in,
+                              rt_tensor *outputs, int n_out);
+
+typedef struct rt_ctx {
+    void **allocs;
+    int64_t n_allocs, cap_allocs;
+    char msg[1024];
+    int py_error;
+    rt_callback_fn callback;
+    void *user;           /* the Python-side function object, for callbacks */
+    int num_threads;
+} rt_ctx;
+
+static inline int64_t rt_numel(const rt_tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+static inline size_t rt_itemsize(int dtype) {
+    switch (dtype) {
+    case RT_BOOL: case RT_INT8: case RT_UINT8: return 1;
+    case RT_INT16: case RT_FLOAT16: return 2;
+    case RT_INT32: case RT_FLOAT32: return 4;
+    default: return 8;
+    }
+}
+
+/* ---- arena ------------------------------------------------------------------------------- */
+
+static inline void *rt_alloc(rt_ctx *ctx, size_t nbytes) {
+    if (ctx->n_allocs == ctx->cap_allocs) {
+        int64_t cap = ctx->cap_allocs ? ctx->cap_allocs * 2 : 64;
+        void **grown = (void **)realloc(ctx->allocs, (size_t)cap * sizeof(void *));
+        if (!grown) return NULL;
+        ctx->allocs = grown;
+        ctx->cap_allocs = cap;
+    }
+    void *p = malloc(nbytes ? nbytes : 1);
+    if (p) ctx->allocs[ctx->n_allocs++] = p;
+    return p;
+}
+
+static inline int64_t rt_mark(rt_ctx *ctx) { return ctx->n_allocs; }
+
+/* Free every allocation made since `mark`, except the pointers listed in keep[0..n_keep). */
+static inline void rt_release(rt_ctx *ctx, int64_t mark, void **keep, int n_keep) {
+    int64_t w = mark;
+    for (int64_t i = mark; i < ctx->n_allocs; i++) {
+        void *p = ctx->allocs[i];
+        int kept = 0;
+        for (int k = 0; k < n_keep; k++) if (keep[k] == p) { kept = 1; break; }
+        if (kept) ctx->allocs[w++] = p; else free(p);
+    }
+    ctx->n_allocs = w;
+}
+
+/* Stop tracking p (its ownership moves to the caller, e.g. a numpy array). */
+static inline void rt_detach(rt_ctx *ctx, void *p) {
+    for (int64_t i = ctx->n_allocs - 1; i >= 0; i--)
+        if (ctx->allocs[i] == p) { ctx->allocs[i] = ctx->allocs[--ctx->n_allocs]; return; }
+}
+
+static inline void rt_ctx_free(rt_ctx *ctx) {
+    rt_release(ctx, 0, NULL, 0);
+    free(ctx->allocs);
+    ctx->allocs = NULL;
+    ctx->cap_allocs = 0;
+}
+
+static inline int rt_fail(rt_ctx *ctx, const char *msg) {
+    if (!ctx->msg[0]) snprintf(ctx->msg, sizeof(ctx->msg), "%s", msg);
+    return -1;
+}
+
+/* Allocate t's buffer for its current shape and dtype (arena-owned). */
+static inline int rt_alloc_tensor(rt_ctx *ctx, rt_tensor *t) {
+    size_t n = (size_t)rt_numel(t) * rt_itemsize(t->dtype);
+    t->data = rt_alloc(ctx, n);
+    t->owner = NULL;
+    if (!t->data) return rt_fail(ctx, "out of memory");
+    return 0;
+}
+
+static inline int rt_same_shape(const rt_tensor *a, const rt_tensor *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++) if (a->shape[i] != b->shape[i]) return 0;
+    return 1;
+}
+
+/* ---- scalar helpers used by elementwise expressions (one definition per C type) ---------- */
+
+#define RT_DEFINE_INT_HELPERS(T, S) \
+    static inline T rt_floordiv_##S(T a, T b) { if (b == 0) return 0; if ((T)-1 < 0 && b == (T)-1) return (T)(0 - (uint64_t)a); \
+        T q = (T)(a / b); return (T)(q - (((a % b) != 0) && ((a < 0) != (b < 0)))); } \
+    static inline T rt_floormod_##S(T a, T b) { if (b == 0 || ((T)-1 < 0 && b == (T)-1)) return 0; \
+        T r = (T)(a % b); return (T)((r != 0 && ((r < 0) != (b < 0))) ? r + b : r); } \
+    static inline T rt_pow_##S(T a, T b) { T r = 1; while (b > 0) { if (b & 1) r = (T)(r * a); a = (T)(a * a); b >>= 1; } return r; } \
+    static inline T rt_max_##S(T a, T b) { return a > b ? a : b; } \
+    static inline T rt_min_##S(T a, T b) { return a < b ? a : b; } \
+    static inline T rt_abs_##S(T a) { return (T)(a < 0 ? -a : a); } \
+    static inline T rt_sign_##S(T a) { return (T)((a > 0) - (a < 0)); } \
+    static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; }
+
+#define RT_DEFINE_FLOAT_HELPERS(T, S, F) \
+    static inline T rt_floordiv_##S(T a, T b) { return floor##F(a / b); } \
+    static inline T rt_floormod_##S(T a, T b) { T r = fmod##F(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
+    static inline T rt_pow_##S(T a, T b) { return pow##F(a, b); } \
+    static inline T rt_max_##S(T a, T b) { return (a > b || a != a) ? a : b; } \
+    static inline T rt_min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
+    static inline T rt_abs_##S(T a) { return fabs##F(a); } \
+    static inline T rt_sign_##S(T a) { return (T)((a > 0) - (a < 0)); } \
+    static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; } \
+    static inline T rt_sqrt_##S(T a) { return sqrt##F(a); } \
+    static inline T rt_exp_##S(T a) { return exp##F(a); } \
+    static inline T rt_log_##S(T a) { return log##F(a); } \
+    static inline T rt_tanh_##S(T a) { return tanh##F(a); } \
+    static inline T rt_sin_##S(T a) { return sin##F(a); } \
+    static inline T rt_cos_##S(T a) { return cos##F(a); } \
+    static inline T rt_sigmoid_##S(T a) { return (T)1 / ((T)1 + exp##F(-a)); }
+
+RT_DEFINE_INT_HELPERS(int8_t, int8)
+RT_DEFINE_INT_HELPERS(int16_t, int16)
+RT_DEFINE_INT_HELPERS(int32_t, int32)
+RT_DEFINE_INT_HELPERS(int64_t, int64)
+RT_DEFINE_INT_HELPERS(uint8_t, uint8)
+RT_DEFINE_FLOAT_HELPERS(float, float32, f)
+RT_DEFINE_FLOAT_HELPERS(double, float64, )
+
+/* ---- matmul -------------------------------------------------------------------------------- */
+
+typedef void (*rt_sgemm_fn)(char *transa, char *transb, int *m, int *n, int *k, float *alpha, float *a, int *lda,
+                            float *b, int *ldb, float *beta, float *c, int *ldc);
+typedef void (*rt_dgemm_fn)(char *transa, char *transb, int *m, int *n, int *k, double *alpha, double *a, int *lda,
+                            double *b, int *ldb, double *beta, double *c, int *ldc);
+/* Set once by the runtime from scipy.linalg.cython_blas (NULL: use the C loops). */
+static rt_sgemm_fn rt_sgemm = NULL;
+static rt_dgemm_fn rt_dgemm = NULL;
+#define RT_BLAS_MIN_FLOPS 32768
+
+/* c[m,n] = a[m,k] @ b[k,n] (row-major, c must not alias a or b). */
+#define RT_DEFINE_MATMUL(T, S) \
+    static inline void rt_matmul_##S(const T *restrict a, const T *restrict b, T *restrict c, \
+                                     int64_t m, int64_t k, int64_t n) { \
+        for (int64_t i = 0; i < m; i++) { \
+            T *restrict crow = c + i * n; \
+            for (int64_t j = 0; j < n; j++) crow[j] = 0; \
+            for (int64_t p = 0; p < k; p++) { \
+                const T av = a[i * k + p]; \
+                const T *restrict brow = b + p * n; \
+                for (int64_t j = 0; j < n; j++) crow[j] = (T)(crow[j] + av * brow[j]); \
+            } \
+        } \
+    }
+
+RT_DEFINE_MATMUL(int8_t, int8)
+RT_DEFINE_MATMUL(int16_t, int16)
+RT_DEFINE_MATMUL(int32_t, int32)
+RT_DEFINE_MATMUL(int64_t, int64)
+RT_DEFINE_MATMUL(uint8_t, uint8)
+RT_DEFINE_MATMUL(float, float32_loop)
+RT_DEFINE_MATMUL(double, float64_loop)
+
+static inline void rt_matmul_float32(const float *a, const float *b, float *c, int64_t m, int64_t k, int64_t n) {
+    if (rt_sgemm && m * n * k >= RT_BLAS_MIN_FLOPS && m < 2147483647 && n < 2147483647 && k < 2147483647) {
+        /* row-major C = A B is column-major C^T = B^T A^T */
+        char t = 'N'; int M = (int)n, N = (int)m, K = (int)k; float one = 1.0f, zero = 0.0f;
+        rt_sgemm(&t, &t, &M, &N, &K, &one, (float *)b, &M, (float *)a, &K, &zero, c, &M);
+        return;
+    }
+    rt_matmul_float32_loop(a, b, c, m, k, n);
+}
+
+static inline void rt_matmul_float64(const double *a, const double *b, double *c, int64_t m, int64_t k, int64_t n) {
+    if (rt_dgemm && m * n * k >= RT_BLAS_MIN_FLOPS && m < 2147483647 && n < 2147483647 && k < 2147483647) {
+        char t = 'N'; int M = (int)n, N = (int)m, K = (int)k; double one = 1.0, zero = 0.0;
+        rt_dgemm(&t, &t, &M, &N, &K, &one, (double *)b, &M, (double *)a, &K, &zero, c, &M);
+        return;
+    }
+    rt_matmul_float64_loop(a, b, c, m, k, n);
+}
+
+/* ---- reductions over one axis: x viewed as [outer, n, inner] -> out [outer, inner] ----------- */
+
+#define RT_DEFINE_REDUCE(T, S, ACC) \
+    static inline void rt_reduce_sum_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
+        for (int64_t o = 0; o < outer; o++) { \
+            if (inner == 1) { ACC acc = 0; const T *p = x + o * n; for (int64_t i = 0; i < n; i++) acc += p[i]; out[o] = (T)acc; continue; } \
+            T *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 0; \
+            for (int64_t i = 0; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (T)(q[j] + p[j]); } \
+        } \
+    } \
+    static inline void rt_reduce_prod_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
+        for (int64_t o = 0; o < outer; o++) { T *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 1; \
+            for (int64_t i = 0; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (T)(q[j] * p[j]); } } \
+    } \
+    static inline void rt_reduce_max_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
+        for (int64_t o = 0; o < outer; o++) { T *q = out + o * inner; const T *p0 = x + o * n * inner; for (int64_t j = 0; j < inner; j++) q[j] = p0[j]; \
+            for (int64_t i = 1; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (p[j] > q[j] || p[j] != p[j]) ? p[j] : q[j]; } } \
+    } \
+    static inline void rt_reduce_min_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
+        for (int64_t o = 0; o < outer; o++) { T *q = out + o * inner; const T *p0 = x + o * n * inner; for (int64_t j = 0; j < inner; j++) q[j] = p0[j]; \
+            for (int64_t i = 1; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (p[j] < q[j] || p[j] != p[j]) ? p[j] : q[j]; } } \
+    }
+
+RT_DEFINE_REDUCE(int8_t, int8, int64_t)
+RT_DEFINE_REDUCE(int16_t, int16, int64_t)
+RT_DEFINE_REDUCE(int32_t, int32, int64_t)
+RT_DEFINE_REDUCE(int64_t, int64, int64_t)
+RT_DEFINE_REDUCE(uint8_t, uint8, int64_t)
+RT_DEFINE_REDUCE(float, float32, double)
+RT_DEFINE_REDUCE(double, float64, double)
+
+static inline void rt_reduce_any_bool(const rt_bool *x, rt_bool *out, int64_t outer, int64_t n, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++) { rt_bool *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 0;
+        for (int64_t i = 0; i < n; i++) { const rt_bool *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = q[j] || p[j]; } }
+}
+
+static inline void rt_reduce_all_bool(const rt_bool *x, rt_bool *out, int64_t outer, int64_t n, int64_t inner) {
+    for (int64_t o = 0; o < outer; o++) { rt_bool *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 1;
+        for (int64_t i = 0; i < n; i++) { const rt_bool *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = q[j] && p[j]; } }
+}
+
+/* ---- data movement (dtype-agnostic, by element size) --------------------------------------------- */
+
+/* out = transpose(x, perm) for a C-contiguous x. */
+static inline void rt_transpose(const rt_tensor *x, rt_tensor *out, const int *perm) {
+    const int nd = x->ndim;
+    const size_t es = rt_itemsize(x->dtype);
+    int64_t in_strides[RT_MAX_DIMS], idx[RT_MAX_DIMS];
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) { in_strides[i] = s; s *= x->shape[i]; }
+    const int64_t total = rt_numel(out);
+    for (int i = 0; i < nd; i++) idx[i] = 0;
+    const char *src = (const char *)x->data;
+    char *dst = (char *)out->data;
+    for (int64_t k = 0; k < total; k++) {
+        int64_t off = 0;
+        for (int i = 0; i < nd; i++) off += idx[i] * in_strides[perm[i]];
+        memcpy(dst + k * es, src + off * es, es);
+        for (int i = nd - 1; i >= 0; i--) { if (++idx[i] < out->shape[i]) break; idx[i] = 0; }
+    }
+}
+
+/* Gather along `axis`; indices of dtype int32 or int64. Returns -1 on an out-of-range index. */
+static inline int rt_gather(rt_ctx *ctx, const rt_tensor *params, const rt_tensor *indices, int axis, rt_tensor *out) {
+    const size_t es = rt_itemsize(params->dtype);
+    int64_t outer = 1, inner = 1, n = params->shape[axis];
+    for (int i = 0; i < axis; i++) outer *= params->shape[i];
+    for (int i = axis + 1; i < params->ndim; i++) inner *= params->shape[i];
+    const int64_t ni = rt_numel(indices);
+    for (int64_t j = 0; j < ni; j++) {
+        int64_t v = indices->dtype == RT_INT64 ? ((const int64_t *)indices->data)[j] : ((const int32_t *)indices->data)[j];
+        if (v < 0 || v >= n) {
+            snprintf(ctx->msg, sizeof(ctx->msg), "GatherV2: indices[%lld] = %lld is not in [0, %lld)",
+                     (long long)j, (long long)v, (long long)n);
+            return -1;
+        }
+    }
+    const char *src = (const char *)params->data;
+    char *dst = (char *)out->data;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t v = indices->dtype == RT_INT64 ? ((const int64_t *)indices->data)[j] : ((const int32_t *)indices->data)[j];
+            memcpy(dst + (o * ni + j) * inner * es, src + (o * n + v) * inner * es, (size_t)inner * es);
+        }
+    return 0;
+}
+
+/* Concatenate inputs along axis into out (all C-contiguous, same dtype). */
+static inline void rt_concat(const rt_tensor *const *inputs, int n_inputs, int axis, rt_tensor *out) {
+    const size_t es = rt_itemsize(out->dtype);
+    int64_t outer = 1;
+    for (int i = 0; i < axis; i++) outer *= out->shape[i];
+    int64_t out_chunk = 1;
+    for (int i = axis; i < out->ndim; i++) out_chunk *= out->shape[i];
+    char *dst = (char *)out->data;
+    int64_t offset = 0;
+    for (int t = 0; t < n_inputs; t++) {
+        const rt_tensor *x = inputs[t];
+        int64_t chunk = 1;
+        for (int i = axis; i < x->ndim; i++) chunk *= x->shape[i];
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(dst + (o * out_chunk + offset) * es, (const char *)x->data + o * chunk * es, (size_t)chunk * es);
+        offset += chunk;
+    }
+}
+
+/* Strided slice: per input dim d, out index i reads x at begin[d] + i * step[d]; dims with
+ * keep[d] == 0 are indexed (removed from out). out's shape is set by the caller. */
+static inline void rt_strided_copy(const rt_tensor *x, const int64_t *begin, const int64_t *step,
+                                   const int64_t *count, rt_tensor *out) {
+    const int nd = x->ndim;
+    const size_t es = rt_itemsize(x->dtype);
+    int64_t strides[RT_MAX_DIMS], idx[RT_MAX_DIMS];
+    int64_t s = 1;
+    for (int i = nd - 1; i >= 0; i--) { strides[i] = s; s *= x->shape[i]; }
+    int64_t total = 1;
+    for (int i = 0; i < nd; i++) { total *= count[i]; idx[i] = 0; }
+    const char *src = (const char *)x->data;
+    char *dst = (char *)out->data;
+    for (int64_t k = 0; k < total; k++) {
+        int64_t off = 0;
+        for (int i = 0; i < nd; i++) off += (begin[i] + idx[i] * step[i]) * strides[i];
+        memcpy(dst + k * es, src + off * es, es);
+        for (int i = nd - 1; i >= 0; i--) { if (++idx[i] < count[i]) break; idx[i] = 0; }
+    }
+}
+
+#endif /* RT_KERNELS_H */

@@ -1,0 +1,129 @@
+"""Code generation for the ahead-of-time build: a module's traced graphs -> a Cython extension.
+
+``render_module`` collects every built signature of the module's ``rt.function``s,
+emits one C function per signature (``native.FunctionEmitter``), and renders the
+extension's ``.pyx`` and C header from ``templates/``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+from dataclasses import dataclass, field
+
+import runtime
+from runtime.polymorphic_function import Function
+from runtime.variables import Variable
+
+from transpiler.codegen.native import FunctionEmitter
+from transpiler.codegen.render import render
+
+KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(runtime.__file__)), "kernels")
+
+COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-function",
+                "-Wno-unused-variable", "-Wno-unused-label", "-Wno-unused-but-set-variable"]
+LINK_ARGS = ["-fopenmp", "-lm"]
+
+
+@dataclass
+class RenderedModule:
+    """Files for one extension module and how to compile them."""
+    name: str
+    files: dict
+    pyx: str
+    include_dirs: list = field(default_factory=list)
+    extra_compile_args: list = field(default_factory=list)
+    extra_link_args: list = field(default_factory=list)
+    libraries: list = field(default_factory=list)
+    report: list = field(default_factory=list)
+
+
+def compile_flags() -> dict:
+    return {"extra_compile_args": list(COMPILE_ARGS), "extra_link_args": list(LINK_ARGS)}
+
+
+def module_functions(module) -> list[tuple[str, Function]]:
+    """The module's Functions (module-level and class attributes), by qualified name."""
+    found = []
+    for name, value in sorted(vars(module).items()):
+        if isinstance(value, Function) and getattr(value.python_function, "__module__", None) == module.__name__:
+            found.append((value.python_function.__qualname__, value))
+        elif isinstance(value, type) and value.__module__ == module.__name__:
+            for attr, member in sorted(vars(value).items()):
+                if isinstance(member, Function):
+                    found.append((member.python_function.__qualname__, member))
+    return found
+
+
+def _variable_paths(module) -> dict[int, str]:
+    """id(variable) -> a dotted path from the module's globals (module-level objects, one level of attributes)."""
+    paths: dict[int, str] = {}
+    for name, value in vars(module).items():
+        if name.startswith("__"):
+            continue
+        if isinstance(value, Variable):
+            paths.setdefault(id(value), name)
+        elif hasattr(value, "__dict__") and not isinstance(value, type) and not callable(value):
+            for attr, member in vars(value).items():
+                if isinstance(member, Variable):
+                    paths.setdefault(id(member), f"{name}.{attr}")
+    return paths
+
+
+def render_module(module, source_path: str, module_name: str) -> RenderedModule:
+    """Generate the extension for an imported module (see the module docstring)."""
+    with open(source_path, encoding="utf-8") as f:
+        source = f.read()
+    short = module_name.rsplit(".", 1)[-1]
+    paths = _variable_paths(module)
+    functions_c, entries, report = [], [], []
+    for qualname, function in module_functions(module):
+        if function.input_signature is not None and not function.concrete_functions():
+            function.get_concrete_function()
+        for concrete in function.concrete_functions():
+            if getattr(concrete, "native", False):
+                continue
+            index = len(entries)
+            graph = concrete.graph
+            emitter = FunctionEmitter(graph, f"rt_fn_{index}", [])
+            code = emitter.emit()
+            for handle in emitter.variables:
+                variable = handle.get()
+                path = paths.get(id(variable))
+                if path is None:
+                    raise ValueError(
+                        f"{qualname}: the rt.Variable {variable.name!r} it uses is not reachable from the module's "
+                        "globals (a module-level variable or an attribute of a module-level object), so the built "
+                        "module could not find it again at import")
+                handle.path = path
+            functions_c.append(f"/* {concrete._signature_text()} */\n{code}")
+            entries.append({"index": index, "qualname": qualname, "graph": graph,
+                            "structured_inputs": concrete._structured_inputs,
+                            "structured_outputs": concrete.structured_outputs,
+                            "input_specs": concrete._input_specs, "variables": list(emitter.variables)})
+            nodes = sum(1 for _ in _all_ops(graph))
+            line = f"  {concrete._signature_text()}: {nodes} nodes"
+            if emitter.report.fused:
+                line += f", {emitter.report.fused} elementwise ops fused"
+            if emitter.report.callbacks:
+                line += ", through Python: " + ", ".join(f"{k} x{v}" for k, v in sorted(emitter.report.callbacks.items()))
+            report.append(line)
+    payload = pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
+                            "source_hash": hashlib.sha256(source.encode("utf-8")).hexdigest(),
+                            "version": runtime.__version__, "functions": entries}, protocol=4)
+    header_name = f"{short}_rt_native.h"
+    header = render("native.h.tmpl", source_name=("c_comment", os.path.basename(source_path)),
+                    functions=("raw", "\n\n".join(functions_c)),
+                    table=("raw", ", ".join(f"(void *)rt_fn_{i}" for i in range(len(entries))) or "NULL"),
+                    count=("raw", str(len(entries))))
+    pyx = render("module.pyx.tmpl", source_name=("c_comment", os.path.basename(source_path)),
+                 header=("raw", header_name), payload=("py", payload))
+    return RenderedModule(name=module_name, files={f"{short}.pyx": pyx, header_name: header}, pyx=f"{short}.pyx",
+                          include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
+                          extra_link_args=list(LINK_ARGS), report=report)
+
+
+def _all_ops(graph):
+    from runtime.aot import op_table
+    return op_table(graph)

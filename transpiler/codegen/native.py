@@ -1,0 +1,170 @@
+"""The native emitter: C code for one concrete function's graph.
+
+It is the sibling of ``runtime.executor``: it walks the same graph in the same
+order and dispatches on the op type, but instead of running numpy kernels it
+writes C that calls the kernel library (``runtime/kernels/rt_kernels.h``).
+Elementwise chains become one loop (fusion); ``If``/``While`` become C control
+flow; an op with no C emitter calls back into Python (with the GIL) to run its
+numpy kernel, and the build report names it.
+
+Every tensor is an ``rt_tensor`` local named by one namer; buffers come from the
+call's arena and are released at the end of the scope (branch, loop iteration)
+that made them, except the scope's results.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from runtime import dtypes
+from runtime.graph import Graph, Operation, SymbolicTensor
+
+DTYPE_CODES = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "float16": 6,
+               "float32": 7, "float64": 8, "string": 9, "variant": 10}
+
+
+from runtime.aot import op_table  # noqa: E402  (one numbering for the emitter and the runtime callback)
+
+
+def native_dtype(dtype) -> bool:
+    """True when values of this dtype live in C buffers (strings and variants stay Python objects)."""
+    return dtype.c_type is not None
+
+
+@dataclass
+class EmitReport:
+    callbacks: dict = field(default_factory=dict)   # op type -> count of ops run through Python
+    fused: int = 0                                   # elementwise ops folded into another op's loop
+
+
+class FunctionEmitter:
+    """Emits ``static int NAME(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` for one graph."""
+
+    def __init__(self, graph: Graph, c_name: str, variables: list):
+        self.graph = graph
+        self.c_name = c_name
+        self.variables = variables            # variable handles, in order; storage follows the inputs
+        self.lines: list[str] = []
+        self.indent = 1
+        self.names: dict[int, str] = {}
+        self.counter = 0
+        self.table = {id(op): i for i, op in enumerate(op_table(graph))}
+        self.report = EmitReport()
+        self.inlined: dict[int, str] = {}     # id(tensor) -> C expression (fused, no buffer)
+
+    # -- naming & lines -------------------------------------------------------------
+    def fresh(self, base: str = "t") -> str:
+        self.counter += 1
+        return f"{base}{self.counter}"
+
+    def var(self, tensor: SymbolicTensor) -> str:
+        name = self.names.get(id(tensor))
+        if name is None:
+            name = self.names[id(tensor)] = self.fresh("t")
+            self.line(f"rt_tensor {name}; {name}.owner = NULL; {name}.dtype = {DTYPE_CODES[tensor.dtype.name]};")
+        return name
+
+    def alias(self, tensor: SymbolicTensor, c_var: str) -> None:
+        self.names[id(tensor)] = c_var
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+
+    def block(self, head: str):
+        emitter = self
+
+        class _Block:
+            def __enter__(self):
+                emitter.line(head + " {")
+                emitter.indent += 1
+
+            def __exit__(self, *exc):
+                emitter.indent -= 1
+                emitter.line("}")
+        return _Block()
+
+    # -- shapes -----------------------------------------------------------------------
+    def dim(self, tensor: SymbolicTensor, axis: int) -> str:
+        """C expression for one dim: a constant when the graph knows it."""
+        dims = tensor.shape.dims
+        if dims is not None and dims[axis] is not None:
+            return str(dims[axis])
+        return f"{self.var(tensor)}.shape[{axis}]"
+
+    def numel(self, tensor: SymbolicTensor) -> str:
+        if tensor.shape.is_fully_defined():
+            return str(tensor.shape.num_elements())
+        return f"rt_numel(&{self.var(tensor)})"
+
+    def ptr(self, tensor: SymbolicTensor) -> str:
+        return f"(({tensor.dtype.c_type} *){self.var(tensor)}.data)"
+
+    def set_shape(self, tensor: SymbolicTensor, dims: list[str]) -> None:
+        name = self.var(tensor)
+        self.line(f"{name}.ndim = {len(dims)};" + "".join(f" {name}.shape[{i}] = {d};" for i, d in enumerate(dims)))
+
+    def alloc(self, tensor: SymbolicTensor, dims: list[str] | None = None) -> str:
+        """Set the shape (static dims, or the given C expressions) and allocate the buffer."""
+        if dims is None:
+            dims = [self.dim(tensor, i) for i in range(tensor.shape.rank)]
+        self.set_shape(tensor, dims)
+        name = self.var(tensor)
+        self.line(f"if (rt_alloc_tensor(ctx, &{name})) goto fail;")
+        return name
+
+    def fail(self, message: str, *args: str) -> str:
+        """C statement: format an error message (printf-style) and jump to the failure exit."""
+        fmt = message.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        extra = "".join(f", (long long)({a})" for a in args)
+        return f'{{ snprintf(ctx->msg, sizeof(ctx->msg), "{fmt}"{extra}); goto fail; }}'
+
+    # -- the function ---------------------------------------------------------------------
+    def emit(self) -> str:
+        from transpiler.codegen import emitters
+        graph = self.graph
+        for i, t in enumerate(graph.inputs):
+            self.alias(t, f"in[{i}]")
+        self.line("int64_t rt_loop_guard = 0; (void)rt_loop_guard;")
+        self.emit_graph(graph, emitters)
+        for i, t in enumerate(graph.outputs):
+            self.line(f"out[{i}] = {self.var(t)};")
+        self.line("return 0;")
+        self.indent = 0
+        self.line("fail:")
+        self.indent = 1
+        self.line("return -1;")
+        head = f"static int {self.c_name}(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {{"
+        return "\n".join([head] + self.lines + ["}"])
+
+    def emit_graph(self, graph: Graph, emitters) -> None:
+        from runtime.executor import needed_ops
+        needed = needed_ops(graph)
+        ops = [op for op in graph.operations if id(op) in needed and op.type != "Placeholder"]
+        emitters.plan_fusion(self, graph, ops)
+        for op in ops:
+            if any(id(t) in self.inlined for t in op.outputs):
+                continue
+            self.line(f"/* {op.name} = {op.type} */")
+            emitter = emitters.EMITTERS.get(op.type)
+            if emitter is None or not emitter(self, op):
+                self.callback(op)
+
+    def var_index(self, handle) -> int:
+        for i, h in enumerate(self.variables):
+            if h is handle:
+                return i
+        self.variables.append(handle)
+        return len(self.variables) - 1
+
+    def callback(self, op: Operation) -> None:
+        """Run the op's numpy kernel through Python (the GIL is taken only here)."""
+        self.report.callbacks[op.type] = self.report.callbacks.get(op.type, 0) + 1
+        n_in, n_out = len(op.inputs), len(op.outputs)
+        ins = self.fresh("cb_in")
+        outs = self.fresh("cb_out")
+        self.line(f"rt_tensor {ins}[{max(n_in, 1)}], {outs}[{max(n_out, 1)}];")
+        for i, t in enumerate(op.inputs):
+            self.line(f"{ins}[{i}] = {self.var(t)};")
+        self.line(f"if (ctx->callback(ctx, {self.table[id(op)]}, {ins}, {n_in}, {outs}, {n_out})) goto fail;")
+        for i, t in enumerate(op.outputs):
+            name = self.var(t)
+            self.line(f"{name} = {outs}[{i}];")
