@@ -220,3 +220,162 @@ def blas_capsules():
         return None, None
     capi = cython_blas.__pyx_capi__
     return capi.get("sgemm"), capi.get("dgemm")
+
+
+# ---------------------------------------------------------------------------
+# The generic executor: runs any graph (no C compiler needed) with the kernel
+# library's compiled loops where they apply, the op's numpy kernel elsewhere.
+
+cdef extern from "kernels/rt_elementwise.h" nogil:
+    ctypedef void (*rt_ew_fn)(void *const *ins, void *out, int64_t n, const int64_t *s, int threads)
+    rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst)
+
+cdef extern from "kernels/rt_kernels.h" nogil:
+    void rt_matmul_int8(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
+    void rt_matmul_int16(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
+    void rt_matmul_int32(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
+    void rt_matmul_int64(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
+    void rt_matmul_uint8(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
+    void rt_matmul_float32(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
+    void rt_matmul_float64(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
+    void *rt_sgemm
+    void *rt_dgemm
+
+ctypedef void (*matmul_fn)(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n) noexcept nogil
+
+
+cdef class _Elementwise:
+    """A compiled loop for same-shape (or scalar) operands; other broadcasts use the numpy kernel."""
+    cdef rt_ew_fn fn
+    cdef object fallback
+    cdef object out_dtype
+    cdef int check
+
+    def __call__(self, list inputs, attrs):
+        cdef void *ptrs[3]
+        cdef int64_t steps[3]
+        cdef int64_t n = 1
+        cdef int i, threads
+        cdef cnp.ndarray a, out
+        cdef void *out_data
+        shape = None
+        for x in inputs:
+            if (<cnp.ndarray>x).size != 1:
+                if shape is None:
+                    shape = x.shape
+                elif x.shape != shape:
+                    return self.fallback(inputs, attrs)
+        if shape is None or any(x.ndim > len(shape) for x in inputs):
+            shape = np.broadcast_shapes(*[x.shape for x in inputs])
+        if self.check == 1 and not np.all(inputs[1]):
+            raise errors.InvalidArgumentError("Integer division by zero")
+        if self.check == 2 and np.any(inputs[1] < 0):
+            raise errors.InvalidArgumentError("Integers to negative integer powers are not allowed")
+        out = np.empty(shape, self.out_dtype)
+        for i in range(len(inputs)):
+            a = <cnp.ndarray>inputs[i]
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+                inputs[i] = a
+            ptrs[i] = cnp.PyArray_DATA(a)
+            steps[i] = 0 if a.size == 1 else 1
+        n = out.size
+        out_data = cnp.PyArray_DATA(out)
+        threads = config.intra_op_threads()
+        with nogil:
+            self.fn(ptrs, out_data, n, steps, threads)
+        return (out,)
+
+
+cdef class _MatMul:
+    cdef object fallback
+
+    def __call__(self, list inputs, attrs):
+        cdef cnp.ndarray a = inputs[0], b = inputs[1], c
+        cdef void *pa
+        cdef void *pb
+        cdef void *pc
+        cdef matmul_fn fn
+        cdef int64_t m, k, n
+        if a.ndim != 2 or b.ndim != 2 or attrs.get("transpose_a") or attrs.get("transpose_b") \
+                or a.dtype != b.dtype or a.dtype.name not in _MATMUL_OK or a.shape[1] != b.shape[0]:
+            return self.fallback(inputs, attrs)
+        a = np.ascontiguousarray(a)
+        b = np.ascontiguousarray(b)
+        name = a.dtype.name
+        if name == "int8": fn = <matmul_fn>rt_matmul_int8
+        elif name == "int16": fn = <matmul_fn>rt_matmul_int16
+        elif name == "int32": fn = <matmul_fn>rt_matmul_int32
+        elif name == "int64": fn = <matmul_fn>rt_matmul_int64
+        elif name == "uint8": fn = <matmul_fn>rt_matmul_uint8
+        elif name == "float32": fn = <matmul_fn>rt_matmul_float32
+        else: fn = <matmul_fn>rt_matmul_float64
+        m, k, n = a.shape[0], a.shape[1], b.shape[1]
+        c = np.empty((m, n), a.dtype)
+        pa, pb, pc = cnp.PyArray_DATA(a), cnp.PyArray_DATA(b), cnp.PyArray_DATA(c)
+        with nogil:
+            fn(pa, pb, pc, m, k, n)
+        return (c,)
+
+
+_MATMUL_OK = {"int8", "int16", "int32", "int64", "uint8", "float32", "float64"}
+
+
+def _set_own_blas():
+    global rt_sgemm, rt_dgemm
+    s, d = blas_capsules()
+    if s is not None:
+        rt_sgemm = PyCapsule_GetPointer(s, PyCapsule_GetName(s))
+        rt_dgemm = PyCapsule_GetPointer(d, PyCapsule_GetName(d))
+
+
+_set_own_blas()
+
+
+def compiled_kernel(op):
+    """The compiled kernel for ``op`` (a callable like ``opdef.kernel``), or None."""
+    cdef _Elementwise ew
+    cdef _MatMul mm
+    cdef rt_ew_fn fn
+    if op.type == "MatMul":
+        mm = _MatMul()
+        mm.fallback = op.opdef.kernel
+        return mm
+    if op.opdef.c_expr is None or op.type == "Identity" or not op.inputs or op.opdef.num_inputs is None:
+        return None
+    key = op.inputs[len(op.inputs) - 1].dtype if op.type == "SelectV2" else op.inputs[0].dtype
+    if key.name not in _CODES or _CODES[key.name] > 8:
+        return None
+    dst = _CODES[op.attrs["DstT"].name] if op.type == "Cast" else -1
+    if dst > 8:
+        return None
+    fn = rt_ew_lookup(op.type.encode(), _CODES[key.name], dst)
+    if fn == NULL:
+        return None
+    ew = _Elementwise()
+    ew.fn = fn
+    ew.fallback = op.opdef.kernel
+    ew.out_dtype = op.outputs[0].dtype.np
+    ew.check = 0
+    if key.is_integer and op.type in ("FloorDiv", "FloorMod"):
+        ew.check = 1
+    elif key.is_integer and op.type == "Pow":
+        ew.check = 2
+    return ew
+
+
+def run_plan(list steps, list values):
+    """Run plan steps (see runtime.executor.Plan) over the value slots; the hot loop of the executor."""
+    cdef tuple step
+    for step in steps:
+        op, kernel, attrs, ins, outs, kinds = step
+        try:
+            results = kernel([values[i] for i in ins], attrs)
+        except errors.OpError as e:
+            raise _located(type(e), str(e), op) from None
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError) as e:
+            raise _located(errors.InvalidArgumentError, f"{op.type}: {e}", op) from None
+        for slot, value, kind in zip(outs, results, kinds):
+            if kind is not None and (type(value) is not np.ndarray or (<cnp.ndarray>value).dtype != kind):
+                value = np.asarray(value).astype(kind, copy=False)
+            values[slot] = value

@@ -6,18 +6,29 @@ in the graph's topological (program) order. A plan per graph is computed once.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from runtime import errors
 from runtime.graph import Graph
 
+try:
+    from runtime import _native
+except ImportError:  # not compiled (e.g. running from a source tree without `pip install -e .`)
+    _native = None
+
 
 class Plan:
-    """Which ops run, in order, with input/output slots in one flat value list."""
+    """Which ops run, in order, with input/output slots in one flat value list.
+
+    With ``compiled=True`` each op whose kernel the native library has (elementwise
+    loops, matmul) uses it: that plan is the generic executor's.
+    """
 
     __slots__ = ("steps", "feed_slots", "output_slots", "num_slots")
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, compiled: bool = False):
         needed = needed_ops(graph)
         slot_of: dict[int, int] = {}
         feeds = graph.all_inputs()
@@ -33,7 +44,10 @@ class Plan:
                 slot_of[id(t)] = len(slot_of)
                 outs.append(slot_of[id(t)])
             kinds = tuple(None if t.dtype.name == "variant" else t.dtype.np for t in op.outputs)
-            steps.append((op, op.opdef.kernel, op.attrs, ins, tuple(outs), kinds))
+            kernel = op.opdef.kernel
+            if compiled:
+                kernel = _native.compiled_kernel(op) or kernel
+            steps.append((op, kernel, op.attrs, ins, tuple(outs), kinds))
         self.steps = steps
         self.feed_slots = tuple(slot_of[id(t)] for t in feeds)
         self.output_slots = tuple(slot_of[id(t)] for t in graph.outputs)
@@ -56,15 +70,50 @@ def needed_ops(graph: Graph) -> set[int]:
     return needed
 
 
-def plan_for(graph: Graph) -> Plan:
-    plan = graph.__dict__.get("_plan")
+def plan_for(graph: Graph, compiled: bool = False) -> Plan:
+    key = "_generic_plan" if compiled else "_plan"
+    plan = graph.__dict__.get(key)
     if plan is None:
-        plan = graph._plan = Plan(graph)
+        plan = Plan(graph, compiled)
+        setattr(graph, key, plan)
     return plan
 
 
+class _Runner(threading.local):
+    generic = True
+
+
+_runner = _Runner()
+
+
+def execute(graph: Graph, feeds: list) -> list:
+    """Run a graph on the executor in use: the generic (compiled) one unless the reference is asked for."""
+    if _runner.generic and _native is not None:
+        return run_graph_generic(graph, feeds)
+    return run_graph(graph, feeds)
+
+
+def run_graph_generic(graph: Graph, feeds: list) -> list:
+    """The generic executor: the reference plan with compiled kernels, its loop in Cython."""
+    plan = plan_for(graph, compiled=True)
+    values = [None] * plan.num_slots
+    for slot, value in zip(plan.feed_slots, feeds):
+        values[slot] = value
+    _native.run_plan(plan.steps, values)
+    return [values[i] for i in plan.output_slots]
+
+
 def run_graph(graph: Graph, feeds: list) -> list:
-    """Run ``graph`` on numpy ``feeds`` (inputs then captures); return the output arrays."""
+    """The reference executor: run ``graph`` on numpy ``feeds`` (inputs then captures) with numpy kernels."""
+    previous = _runner.generic
+    _runner.generic = False
+    try:
+        return _run_reference(graph, feeds)
+    finally:
+        _runner.generic = previous
+
+
+def _run_reference(graph: Graph, feeds: list) -> list:
     plan = plan_for(graph)
     values = [None] * plan.num_slots
     for slot, value in zip(plan.feed_slots, feeds):

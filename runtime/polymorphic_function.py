@@ -527,9 +527,9 @@ class ConcreteFunction:
         return self._call_flat(flat)
 
     def _call_flat(self, tensors):
-        from runtime.executor import run_graph
+        from runtime.executor import execute
         arrays = [t._value if isinstance(t, EagerTensor) else np.asarray(t) for t in tensors]
-        results = run_graph(self.graph, arrays)
+        results = execute(self.graph, arrays)
         return self._pack(results)
 
     def _pack(self, results):

@@ -17,8 +17,8 @@ from runtime.tensor_array import TensorArray
 
 
 def _run(graph, feeds):
-    from runtime.executor import run_graph
-    return run_graph(graph, feeds)
+    from runtime.executor import execute
+    return execute(graph, feeds)
 
 
 def _if_kernel(inputs, attrs):
