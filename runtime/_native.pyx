@@ -281,7 +281,7 @@ cdef class _Elementwise:
             steps[i] = 0 if a.size == 1 else 1
         n = out.size
         out_data = cnp.PyArray_DATA(out)
-        threads = config.intra_op_threads()
+        threads = config.intra_op_threads() if n >= 65536 else 1
         with nogil:
             self.fn(ptrs, out_data, n, steps, threads)
         return (out,)

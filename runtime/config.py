@@ -41,14 +41,20 @@ class threading:  # noqa: N801 - mirrors tf.config.threading
         return threading._inter
 
 
+_cpu_count = None
+
+
 def intra_op_threads() -> int:
     """Threads for parallel loops: the setting, else OMP_NUM_THREADS, else the CPU count."""
+    global _cpu_count
     if threading._intra > 0:
         return threading._intra
     env = os.environ.get("OMP_NUM_THREADS", "")
     if env.strip().isdigit() and int(env) > 0:
         return int(env)
-    return os.cpu_count() or 1
+    if _cpu_count is None:
+        _cpu_count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return _cpu_count
 
 
 def inter_op_threads() -> int:

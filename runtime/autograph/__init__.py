@@ -1,0 +1,105 @@
+"""``rt.autograph``: convert Python functions into graph-building code.
+
+``convert(fn)`` is what ``rt.function`` traces (when ``autograph=True``); ``to_code(fn)``
+shows the converted code; ``annotate_error(exc)`` makes an error raised while
+tracing converted code name the user's file and line.
+
+Example:
+    >>> import runtime as rt
+    >>> def f(x):
+    ...     while x > 1:
+    ...         x = x // 2
+    ...     return x
+    >>> "rt__.while_stmt" in rt.autograph.to_code(f)  # doctest: +SKIP
+    True
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import types
+import warnings
+import weakref
+from types import SimpleNamespace
+
+_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _operators():
+    import runtime.operators
+    return runtime.operators
+
+
+def convert(fn):
+    """The converted version of ``fn``: same signature, the original globals (so ``global`` writes and
+    late-bound reads behave as in ``fn``) and closure cells. Returns ``fn`` itself when it cannot be
+    converted (builtins, no source, lambdas, library code). Generator functions raise ``TypeError``."""
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(convert(fn.__func__), fn.__self__)
+    if not isinstance(fn, types.FunctionType) or getattr(fn, "__rt_converted__", False):
+        return fn
+    try:
+        return _cache[fn]
+    except KeyError:
+        pass
+    from transpiler.conversion import ConversionError, convert_function
+    from runtime.operators.call_trees import is_library_code
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        code = fn.__code__
+        raise TypeError(f"generator functions are not supported in rt.function: {fn.__qualname__} "
+                        f"({code.co_filename}, line {code.co_firstlineno}) uses yield; return a tensor or a list")
+    if fn.__name__ == "<lambda>" or is_library_code(fn):
+        return fn
+    try:
+        new = convert_function(fn, _operators())
+    except ConversionError:
+        new = fn
+    except (SyntaxError, OSError, TypeError, ValueError) as e:
+        warnings.warn(f"rt.autograph could not convert {fn.__qualname__}: {type(e).__name__}: {e}; "
+                      "it runs unconverted (Python control flow only)", stacklevel=2)
+        new = fn
+    if os.environ.get("RT_DEBUG") and new is not fn:
+        print(f"# rt.autograph: converted {fn.__qualname__}\n{to_code(fn)}", file=sys.stderr)
+    _cache[fn] = new
+    return new
+
+
+def to_code(fn) -> str:
+    """The converted source of ``fn`` (the same string as ``transpiler.to_code(fn)``)."""
+    from transpiler.conversion import to_code as _to_code
+    return _to_code(fn)
+
+
+def annotate_error(exc: BaseException) -> BaseException:
+    """Add to ``exc`` a note with the user's file and line where converted code raised it; returns ``exc``."""
+    from transpiler.conversion import rewrite_traceback
+    return rewrite_traceback(exc)
+
+
+def set_loop_options(shape_invariants=None, parallel_iterations=None, swap_memory=None,
+                     maximum_iterations=None):
+    """Options of the enclosing tensor loop (read by the converter; a no-op when run as plain Python)."""
+    return None
+
+
+experimental = SimpleNamespace(set_loop_options=set_loop_options)
+
+
+def _location_hook(frame):
+    """Op locations: converted-code frames already carry the user's file and line; name the user's function."""
+    from transpiler.conversion import is_converted_code, user_function_name
+    code = frame.f_code
+    if not is_converted_code(code):
+        return None
+    from runtime.graph import Location
+    return Location(code.co_filename, frame.f_lineno, user_function_name(code))
+
+
+try:
+    from runtime.graph import set_location_hook as _set_hook
+    _set_hook(_location_hook)
+except ImportError:  # pragma: no cover - older core
+    pass
+
+__all__ = ["convert", "to_code", "annotate_error", "experimental", "set_loop_options"]

@@ -1,0 +1,483 @@
+"""``if``/``while``/``for`` statements: graph control flow when the condition (or the iterated
+value) is a symbolic tensor, plain Python otherwise.
+
+The converted code passes the statement's parts as functions: the branches or the
+loop body, ``get_state()``/``set_state(values)`` for the variables the statement
+modifies, and their names (``symbol_names``) so that every error names them.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import threading
+
+from runtime.operators.variables import Undefined, UndefinedReturnValue, is_undefined
+from runtime.tensor import is_symbolic, is_tensor
+
+
+def _rt():
+    import runtime
+    return runtime
+
+
+def _no_state():
+    return ()
+
+
+def _no_set_state(_):
+    return None
+
+
+def where() -> str:
+    """`` (file, line N)`` of the innermost converted-code frame on the stack, for messages."""
+    from transpiler.conversion import is_converted_code
+    frame = sys._getframe(1)
+    while frame is not None:
+        if is_converted_code(frame.f_code):
+            return f" ({frame.f_code.co_filename}, line {frame.f_lineno})"
+        frame = frame.f_back
+    return ""
+
+
+def _label(name: str) -> str:
+    return "the return value" if name.startswith("rt__retval") else f"'{name}'"
+
+
+def _is_python_number(v) -> bool:
+    return isinstance(v, (bool, int, float)) and not isinstance(v, type)
+
+
+def _dtype_of(v):
+    rt = _rt()
+    if isinstance(v, rt.TensorArray):
+        return None
+    if is_tensor(v):
+        return v.dtype
+    if _is_python_number(v):
+        return rt.convert_to_tensor(v).dtype
+    return None
+
+
+# ---------------------------------------------------------------------------
+# if
+
+def if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
+    """``if cond: body() else: orelse()``; a graph conditional when ``cond`` is symbolic."""
+    if is_symbolic(cond):
+        _tf_if_stmt(cond, body, orelse, get_state or _no_state, set_state or _no_set_state,
+                    tuple(symbol_names), nouts)
+    elif cond:
+        body()
+    else:
+        orelse()
+
+
+class _SwapBranches(Exception):
+    """The main branch leaves the return value unset: trace the else branch first."""
+
+
+def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
+    rt = _rt()
+    init = tuple(get_state())
+    names = symbol_names[:nouts]
+    where_ = where()
+
+    def run(fn, first_outputs, first_label, this_label):
+        set_state(init)
+        fn()
+        out = list(get_state()[:nouts])
+        if first_outputs is None:          # traced first: remember, replace undefineds by dummies
+            if not swapped and any(isinstance(v, UndefinedReturnValue) for v in out):
+                raise _SwapBranches()
+            outputs_first.extend(out)
+            return [False if is_undefined(v) else v for v in out]
+        fixed = []
+        for name, mine, other in zip(names, out, first_outputs):
+            _check_pair(name, mine, other, this_label, first_label, where_)
+            if is_undefined(mine):
+                mine = False if is_undefined(other) else _zeros_like(other)   # never read: no return here
+            fixed.append(mine)
+        outputs_second.extend(out)
+        return fixed
+
+    outputs_first, outputs_second = [], []
+    swapped = False
+
+    def swap():
+        nonlocal swapped
+        swapped = True
+    run.swap = swap
+    with _located(where_):
+        _run_if(cond, body, orelse, run, outputs_first, outputs_second, names, init, nouts, set_state)
+
+
+def _run_if(cond, body, orelse, run, outputs_first, outputs_second, names, init, nouts, set_state):
+    rt = _rt()
+    try:
+        result = rt.cond(cond, lambda: run(body, None, None, "main"),
+                         lambda: run(orelse, outputs_first, "main", "else"), output_names=list(names))
+        main_out, else_out = outputs_first, outputs_second
+    except _SwapBranches:
+        run.swap()
+        outputs_first.clear()
+        outputs_second.clear()
+        result = rt.cond(rt.logical_not(cond), lambda: run(orelse, None, None, "else"),
+                         lambda: run(body, outputs_first, "else", "main"), output_names=list(names))
+        main_out, else_out = outputs_second, outputs_first
+    final = list(result)
+    for i, (a, b) in enumerate(zip(main_out, else_out)):
+        if is_undefined(a) and is_undefined(b):
+            final[i] = a
+    set_state(tuple(final) + init[nouts:])
+
+
+@contextlib.contextmanager
+def _located(where_):
+    """Errors raised by rt.cond / rt.while_loop for this statement also name the user's file and line."""
+    try:
+        yield
+    except (TypeError, ValueError) as e:
+        if where_ and len(e.args) == 1 and isinstance(e.args[0], str) and ", line " not in e.args[0]:
+            e.args = (e.args[0] + where_,)
+        raise
+
+
+def _check_pair(name, mine, other, this_label, other_label, where_):
+    """Both branches of a tensor ``if`` must define a variable, with one dtype."""
+    if isinstance(mine, Undefined) and not is_undefined(other):
+        raise ValueError(f"'{name}' must also be initialized in the {this_label} branch: the {other_label} "
+                         f"branch of this tensor `if` sets it{where_}")
+    if isinstance(other, Undefined) and not is_undefined(mine):
+        raise ValueError(f"'{name}' must also be initialized in the {other_label} branch: the {this_label} "
+                         f"branch of this tensor `if` sets it{where_}")
+    if is_undefined(mine) or is_undefined(other):
+        return
+    by_branch = {this_label: mine, other_label: other}
+    a, b = by_branch["main"], by_branch["else"]
+    rt = _rt()
+    if (a is None) != (b is None):
+        missing = "main" if a is None else "else"
+        raise ValueError(f"{_label(name)} is None in the {missing} branch of a tensor `if` but a value in the "
+                         f"other branch; both branches must give it a tensor value{where_}")
+    if isinstance(a, rt.TensorArray) != isinstance(b, rt.TensorArray):
+        raise TypeError(f"{_label(name)} is a {type(a).__name__} in the main branch but a {type(b).__name__} "
+                        f"in the else branch of a tensor `if`{where_}")
+    da, db = _dtype_of(a), _dtype_of(b)
+    if da is not None and db is not None and da is not db:
+        raise TypeError(f"{_label(name)} has dtype {da} in the main branch but {db} in the else branch; "
+                        f"both branches of a tensor `if` must give it the same dtype (use rt.cast){where_}")
+
+
+def _zeros_like(value):
+    rt = _rt()
+    if isinstance(value, rt.TensorArray) or value is None:
+        return value
+    if is_tensor(value):     # from another branch's graph: only its dtype and shape can be used here
+        dims = value.shape.as_list() if value.shape.rank is not None else []
+        return rt.zeros([d if d is not None else 0 for d in dims], value.dtype)
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return type(value)(0)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_zeros_like(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _zeros_like(v) for k, v in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------------------
+# loops: shared
+
+class _LoopState(threading.local):
+    def __init__(self):
+        self.outer_lists: list[dict[int, str]] = []    # per tensor loop being traced: id(list) -> name
+
+
+_loops = _LoopState()
+
+
+def outer_list_name(lst) -> str | None:
+    """If ``lst`` is a Python list from outside a tensor loop being traced, its name."""
+    for names in reversed(_loops.outer_lists):
+        name = names.get(id(lst))
+        if name is not None:
+            return name
+    return None
+
+
+def _outer_lists_of(fn) -> dict[int, str]:
+    out = {}
+    code, closure = fn.__code__, fn.__closure__ or ()
+    for name, cell in zip(code.co_freevars, closure):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(value, list):
+            out[id(value)] = name
+    return out
+
+
+def _check_loop_vars(names, values, where_):
+    rt = _rt()
+    for name, v in zip(names, values):
+        if isinstance(v, list):
+            raise TypeError(f"'{name}' is a Python list modified in a tensor loop; a tensor loop runs its body "
+                            f"once while tracing, so the list cannot grow per iteration. Use rt.TensorArray "
+                            f"instead (e.g. {name} = rt.TensorArray(rt.float32, size=0, dynamic_size=True) "
+                            f"and {name} = {name}.write(i, value)){where_}")
+        if v is None and not name.startswith("rt__"):
+            raise ValueError(f"'{name}' is None before a tensor loop that modifies it; a loop variable of a "
+                             f"tensor loop must be a tensor (or a Python number) before the loop{where_}")
+        if not (is_undefined(v) or is_tensor(v) or _is_python_number(v) or isinstance(v, (rt.TensorArray, tuple, dict))
+                or v is None):
+            raise TypeError(f"'{name}' holds a {type(v).__name__} and is modified in a tensor loop; loop variables "
+                            f"must be tensors, Python numbers or rt.TensorArray{where_}")
+
+
+def _flat_names(names, values):
+    from runtime import nest
+    out = []
+    for name, v in zip(names, values):
+        n = len(nest.flatten(v))
+        out.extend([name] * n if n == 1 else [f"{name}[{i}]" for i in range(n)])
+    return out
+
+
+def _shape_invariants(opts, names, values):
+    """``set_loop_options(shape_invariants=[(var, shape), ...])`` matched to the loop variables by identity."""
+    from runtime import nest
+    pairs = opts.get("shape_invariants") or ()
+    flat = []
+    found = False
+    for v in values:
+        leaves = nest.flatten(v)
+        for leaf in leaves:
+            inv = None
+            for var, shape in pairs:
+                if var is leaf or (var is v and len(leaves) == 1):
+                    inv, found = shape, True
+            flat.append(inv)
+    return flat if found else None
+
+
+def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
+    """Trace one iteration in a scratch graph to learn the type of loop variables that are undefined
+    before the loop, and return placeholders (zeros) of that type."""
+    rt = _rt()
+    from runtime import context
+    from runtime.graph import Graph
+    outer = context.current_graph()
+    scratch = Graph(f"{outer.name}_loop_probe" if outer is not None else "loop_probe", outer)
+    try:
+        with context.graph_scope(scratch), contextlib.redirect_stdout(io.StringIO()):
+            # Loop variables are symbolic inside the real loop: make them so in the probe too.
+            probe_init = []
+            for name, v in zip(names, init):
+                if (is_tensor(v) or _is_python_number(v)) and not isinstance(v, rt.TensorArray):
+                    t = v if is_tensor(v) else rt.convert_to_tensor(v)
+                    v = scratch.add_placeholder(f"probe_{len(probe_init)}", t.dtype, t.shape)
+                probe_init.append(v)
+            set_state(probe_init)
+            body_fn()
+            probe = get_state()
+    finally:
+        set_state(init)
+    values = []
+    for name, v, p in zip(names, init, probe):
+        if not is_undefined(v):
+            values.append(v)
+            continue
+        if is_undefined(p):
+            values.append(v)        # the body does not define it either: stays undefined
+            continue
+        if isinstance(p, rt.TensorArray) or not (is_tensor(p) or _is_python_number(p)):
+            raise ValueError(f"'{name}' is defined only inside a tensor loop and holds a {type(p).__name__}; "
+                             f"initialize it before the loop{where_}")
+        t = rt.convert_to_tensor(p) if not is_tensor(p) else p
+        dims = t.shape.as_list() if t.shape.rank is not None else None
+        if dims is None or any(d is None for d in dims):
+            raise ValueError(f"'{name}' is defined only inside a tensor loop and its shape {t.shape} is not "
+                             f"static; initialize it before the loop{where_}")
+        values.append(rt.zeros(dims, t.dtype))
+    return values
+
+
+def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra_vars=(), where_=""):
+    """Stage a loop with ``rt.while_loop`` over (extra_vars..., state...). ``test(extra)`` and
+    ``body(extra) -> new extra`` see the state through get_state/set_state."""
+    rt = _rt()
+    names = list(symbol_names)
+    init = list(get_state())
+    _check_loop_vars(names, init, where_)
+    n_extra = len(extra_vars)
+    undefined = [i for i, v in enumerate(init) if is_undefined(v)]
+    guard_names = []
+    if undefined:
+        placeholders = _infer_undefined(lambda: body(list(extra_vars)), get_state, set_state, init, names, where_)
+        still = [names[i] for i, v in enumerate(placeholders) if is_undefined(v)]
+        for i in undefined:
+            if not is_undefined(placeholders[i]) and not isinstance(init[i], UndefinedReturnValue):
+                guard_names.append(names[i])
+        if still:
+            bad = [n for n in still if not n.startswith("rt__retval")]
+            if bad:
+                raise ValueError(f"'{bad[0]}' is used in a tensor loop before it is assigned{where_}")
+            # a return value no iteration sets: keep it out of the loop
+        init = placeholders
+    kept = [i for i, v in enumerate(init) if not is_undefined(v)]
+    kept_names = [names[i] for i in kept]
+    iterated = [rt.constant(False)] if guard_names else []
+    loop_init = tuple(extra_vars) + tuple(iterated) + tuple(init[i] for i in kept)
+    n_guard = len(iterated)
+
+    def full_state(values):
+        state = list(init)
+        for i, v in zip(kept, values):
+            state[i] = v
+        return state
+
+    def aug_test(*vars_):
+        set_state(full_state(vars_[n_extra + n_guard:]))
+        return test(list(vars_[:n_extra]))
+
+    body_fn = body
+    outer_lists = _outer_lists_of(body.__self__) if hasattr(body, "__self__") else {}
+
+    def aug_body(*vars_):
+        set_state(full_state(vars_[n_extra + n_guard:]))
+        _loops.outer_lists.append(outer_lists)
+        try:
+            new_extra = body_fn(list(vars_[:n_extra]))
+        finally:
+            _loops.outer_lists.pop()
+        new_state = list(get_state())
+        for i in kept:
+            if is_undefined(new_state[i]):
+                raise ValueError(f"{_label(names[i])} is deleted or left undefined by the body of a tensor "
+                                 f"loop{where_}")
+        _check_loop_vars(kept_names, [new_state[i] for i in kept], where_)
+        return tuple(new_extra) + ((rt.constant(True),) if n_guard else ()) + tuple(new_state[i] for i in kept)
+
+    aug_body.__name__ = "loop_body"
+    kept_values = [init[i] for i in kept]
+    invariants = _shape_invariants(opts, kept_names, kept_values)
+    if invariants is not None:
+        invariants = [None] * (len(rt_nest_flatten(extra_vars)) + n_guard) + invariants
+    loop_names = ([f"rt__loop_var_{i}" for i in range(len(rt_nest_flatten(extra_vars)))] +
+                  (["rt__iterated"] if n_guard else []) + _flat_names(kept_names, kept_values))
+    with _located(where_):
+        final = rt.while_loop(aug_test, aug_body, loop_init, shape_invariants=invariants,
+                              maximum_iterations=opts.get("maximum_iterations"), loop_var_names=loop_names)
+    final = list(final)
+    if n_guard:
+        rt.Assert(final[n_extra], [f"loop must iterate at least once to initialize "
+                                   f"{', '.join(repr(n) for n in guard_names)}{where_}"])
+    set_state(full_state(final[n_extra + n_guard:]))
+    return final[:n_extra]
+
+
+def rt_nest_flatten(values):
+    from runtime import nest
+    return nest.flatten(list(values))
+
+
+# ---------------------------------------------------------------------------
+# while
+
+def while_stmt(test, body, get_state, set_state, symbol_names, opts):
+    """``while test(): body()``; a graph loop (``rt.while_loop``) when the test is symbolic."""
+    get_state, set_state = get_state or _no_state, set_state or _no_set_state
+    opts = opts or {}
+    cond = test()
+    if is_symbolic(cond):
+        where_ = where()
+        _loops_body = body
+
+        def body_with_extra(extra):
+            _loops_body()
+            return extra
+
+        _run_tensor_loop(lambda extra: test(), _Bound(body_with_extra, body), get_state, set_state,
+                         symbol_names, opts, (), where_)
+        return
+    while True:
+        if is_symbolic(cond):
+            raise TypeError(
+                "the condition of this Python while loop became a tensor after the first iteration "
+                f"(it depends on {', '.join(repr(n) for n in symbol_names) or 'a variable'} set in the loop); "
+                "make it a tensor before the loop (e.g. start from rt.constant(...)) so the whole loop is "
+                f"staged as a graph loop{where()}")
+        if not cond:
+            break
+        body()
+        cond = test()
+
+
+class _Bound:
+    """A callable carrying the original loop body (to find the Python lists it closes over)."""
+
+    def __init__(self, fn, original):
+        self.fn, self.__self__ = fn, original
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
+# ---------------------------------------------------------------------------
+# for
+
+def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
+    """``for target in iter_: body(target)`` (while ``extra_test()``); a graph loop over symbolic tensors."""
+    get_state, set_state = get_state or _no_state, set_state or _no_set_state
+    opts = opts or {}
+    rt = _rt()
+    if is_symbolic(iter_):
+        _tf_for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts)
+        return
+    if isinstance(iter_, rt.TensorArray):
+        iter_ = iter_.stack()
+        if is_symbolic(iter_):
+            _tf_for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts)
+            return
+    for item in iter_:
+        if extra_test is not None:
+            go = extra_test()
+            if is_symbolic(go):
+                raise TypeError(
+                    "a `break` or `return` inside this Python for loop depends on a tensor condition; a loop over "
+                    "a Python iterable is unrolled while tracing and cannot stop at run time. Iterate over a "
+                    f"tensor instead (e.g. `for i in rt.range(n)`){where()}")
+            if not go:
+                break
+        body(item)
+
+
+def _tf_for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
+    rt = _rt()
+    where_ = where()
+    if iter_.shape.rank == 0:
+        raise TypeError(f"cannot iterate over a scalar tensor {iter_}{where_}")
+    n = iter_.shape[0] if iter_.shape.rank is not None else None
+    n = rt.shape(iter_)[0] if n is None else n
+
+    def test(extra):
+        i = extra[0]
+        c = rt.less(i, n)
+        if extra_test is not None:
+            go = extra_test()
+            if is_symbolic(go) or is_tensor(go):
+                c = rt.logical_and(c, go)
+            elif not go:
+                c = rt.logical_and(c, rt.constant(False))
+        return c
+
+    def loop_body(extra):
+        i = extra[0]
+        body(rt.gather(iter_, i))
+        return [i + 1]
+
+    _run_tensor_loop(test, _Bound(loop_body, body), get_state, set_state, symbol_names, opts,
+                     (rt.constant(0),), where_)

@@ -1,0 +1,51 @@
+"""Undefined values: what a state variable holds before any code assigned it.
+
+``rt__.Undefined('y')`` marks a name that a conditional or loop may leave unset;
+``rt__.ld(y)`` (emitted for reads of such names) raises a clear error when it is.
+"""
+from __future__ import annotations
+
+
+class Undefined:
+    """The value of variable ``symbol_name`` before it is assigned."""
+
+    __slots__ = ("symbol_name",)
+
+    def __init__(self, symbol_name: str):
+        self.symbol_name = symbol_name
+
+    def __repr__(self):
+        return f"<undefined {self.symbol_name!r}>"
+
+    def __getattribute__(self, name):
+        if name in ("symbol_name", "__class__", "__repr__", "__slots__", "__reduce_ex__", "__reduce__"):
+            return object.__getattribute__(self, name)
+        raise UnboundLocalError(f"local variable '{object.__getattribute__(self, 'symbol_name')}' "
+                                "is used before it is assigned")
+
+    def __bool__(self):
+        raise UnboundLocalError(f"local variable '{self.symbol_name}' is used before it is assigned")
+
+
+class UndefinedReturnValue:
+    """The return value of a function before a ``return`` statement ran."""
+
+    def __repr__(self):
+        return "<no return value>"
+
+
+def ld(value):
+    """Load a variable: raise ``UnboundLocalError`` naming it if it holds ``Undefined``."""
+    if isinstance(value, Undefined):
+        raise UnboundLocalError(f"local variable '{value.symbol_name}' is used before it is assigned "
+                                "(it is assigned only on some paths of the code before this line)")
+    return value
+
+
+def retval(value):
+    """The function's result: ``None`` when no ``return`` ran."""
+    return None if isinstance(value, UndefinedReturnValue) else value
+
+
+def is_undefined(value) -> bool:
+    return isinstance(value, (Undefined, UndefinedReturnValue))

@@ -1,0 +1,152 @@
+"""``python -m transpiler <command> ...``: the command-line interface.
+
+Each command is a module-level ``add_<command>(subparsers)`` function that adds its
+sub-parser and sets ``func``; ``COMMANDS`` lists them. To add a command (``build``,
+``graph``), write ``add_build(subparsers)`` in its own module and append it to
+``COMMANDS`` (or to ``EXTRA_COMMANDS`` by import path, so this file need not import it).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Callable, Sequence
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+
+# -- to_code -------------------------------------------------------------------
+
+def _locate(target: str) -> tuple[str, str | None]:
+    """``FILE.py[:NAME]`` or ``package.module[:NAME]`` -> (file path, NAME or None)."""
+    path, _, name = target.partition(":")
+    if path.endswith(".py") or os.path.sep in path or os.path.exists(path):
+        if not os.path.exists(path):
+            raise SystemExit(f"error: no such file: {path}")
+        return os.path.abspath(path), name or None
+    spec = importlib.util.find_spec(path)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise SystemExit(f"error: cannot find the source of module {path!r}")
+    return spec.origin, name or None
+
+
+def _is_rt_function_decorator(d: cst.Decorator) -> bool:
+    node = d.decorator
+    if isinstance(node, cst.Call):
+        node = node.func
+    return (isinstance(node, cst.Attribute) and node.attr.value == "function") or \
+        (isinstance(node, cst.Name) and node.value == "function")
+
+
+def find_functions(source: str, name: str | None) -> list[tuple[str, int, int]]:
+    """(qualified name, first line, last line) of function ``name`` (``f``, ``Class.method``, ``outer.inner``),
+    or, without a name, of every function decorated with ``rt.function`` or passed to ``rt.function(...)``."""
+    module = cst.parse_module(source)
+    wrapper = cst.MetadataWrapper(module)
+    positions = wrapper.resolve(PositionProvider)
+    found: list[tuple[str, int, int, bool]] = []
+    wrapped: set[str] = set()
+
+    class _Visit(cst.CSTVisitor):
+        def __init__(self):
+            self.stack: list[str] = []
+
+        def _enter(self, node):
+            qual = ".".join(self.stack + [node.name.value])
+            self.stack.append(node.name.value)
+            return qual
+
+        def visit_ClassDef(self, node):
+            self._enter(node)
+
+        def leave_ClassDef(self, node):
+            self.stack.pop()
+
+        def visit_FunctionDef(self, node):
+            qual = self._enter(node)
+            pos = positions[node]
+            decorated = any(_is_rt_function_decorator(d) for d in node.decorators)
+            start = positions[node.decorators[0]].start.line if node.decorators else pos.start.line
+            found.append((qual, start, pos.end.line, decorated))
+
+        def leave_FunctionDef(self, node):
+            self.stack.pop()
+
+        def visit_Call(self, node):
+            f = node.func
+            if ((isinstance(f, cst.Attribute) and f.attr.value == "function") or
+                    (isinstance(f, cst.Name) and f.value == "function")) and node.args \
+                    and isinstance(node.args[0].value, cst.Name):
+                wrapped.add(node.args[0].value.value)
+
+    wrapper.visit(_Visit())
+    if name is not None:
+        hits = [(q, a, b) for q, a, b, _ in found if q == name]
+        if not hits:
+            raise SystemExit(f"error: no function {name!r} (found: {', '.join(q for q, *_ in found) or 'none'})")
+        return hits[-1:]
+    return [(q, a, b) for q, a, b, dec in found if dec or q in wrapped]
+
+
+def to_code_command(args: argparse.Namespace) -> int:
+    from transpiler.conversion import ConversionError, convert_source
+    status = 0
+    for target in args.targets:
+        path, name = _locate(target)
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+        lines = source.splitlines(keepends=True)
+        functions = find_functions(source, name)
+        if not functions:
+            print(f"# {path}: no rt.function found", file=sys.stderr)
+        for qual, start, end in functions:
+            text = "".join(lines[start - 1:end])
+            try:
+                code = convert_source(text, path, start).code
+            except ConversionError as e:
+                print(f"error: {path}:{start}: {qual}: {e}", file=sys.stderr)
+                status = 1
+                continue
+            if len(functions) > 1 or len(args.targets) > 1:
+                print(f"# {path}:{start}: {qual}")
+            print(code)
+    return status
+
+
+def add_to_code(subparsers) -> None:
+    p = subparsers.add_parser("to_code", help="print the converted (AutoGraph-style) code of functions",
+                              description="Print the converted code of FILE.py:NAME or package.module:NAME "
+                                          "(NAME may be Class.method); without :NAME, of every rt.function.")
+    p.add_argument("targets", nargs="+", metavar="FILE.py[:NAME]")
+    p.set_defaults(func=to_code_command)
+
+
+# -- the command table ---------------------------------------------------------
+
+COMMANDS: list[Callable] = [add_to_code]
+# Other commands, by "module:function" path, added to the parser if importable (build, graph, ...).
+EXTRA_COMMANDS: list[str] = ["transpiler.build.cli:add_build", "transpiler.build.cli:add_graph"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m transpiler",
+                                     description="Convert, trace and build rt.function code.")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS:
+        add(subparsers)
+    for path in EXTRA_COMMANDS:
+        module_name, _, func = path.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        getattr(module, func)(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args) or 0

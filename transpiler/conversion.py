@@ -1,0 +1,272 @@
+"""The conversion pipeline: user function -> converted function.
+
+``transform`` lists the converters in the order they run. ``convert`` adds the
+rest: reading the source, the conversion cache, the source map (converted line ->
+user's line; the converted code is compiled *with the user's file name and line
+numbers*, so tracebacks and op locations point at the user's code), and building
+the converted function with the original globals and closure cells.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import linecache
+import os
+import sys
+import textwrap
+import threading
+import types
+import weakref
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.helpers import parse_template_module
+
+from transpiler import origin_info
+from transpiler.converters.asserts import AssertTransformer
+from transpiler.converters.base import Context
+from transpiler.converters.break_statements import BreakTransformer
+from transpiler.converters.call_trees import CallTreeTransformer
+from transpiler.converters.conditional_expressions import ConditionalExpressionTransformer
+from transpiler.converters.continue_statements import ContinueTransformer
+from transpiler.converters.control_flow import ControlFlowTransformer
+from transpiler.converters.function_scopes import FunctionScopeTransformer
+from transpiler.converters.logical_expressions import LogicalTransformer
+from transpiler.converters.return_statements import ReturnTransformer
+from transpiler.converters.variables import VariableTransformer
+from transpiler.naming import Namer
+
+FACTORY = "rt__inner_factory"
+
+
+class ConversionError(Exception):
+    """The function cannot be converted (e.g. a generator function)."""
+
+
+def transform(module: cst.Module, ctx: Context) -> cst.Module:
+    """Run every converter, in order, over a module holding one function definition."""
+    node = FunctionScopeTransformer.transform(module, ctx)   # drop decorators of the converted function
+    # Loop jumps first: they turn `break`/`continue` into flags and `for...else` into plain code,
+    # so the later converters only see structured control flow. `break` goes before `continue`
+    # (its loop-test flag must not be reset by the continue flag's guard).
+    node = BreakTransformer.transform(node, ctx)
+    node = ContinueTransformer.transform(node, ctx)
+    # `return` after the loop jumps: it adds `not rt__do_return` to the loop tests they built.
+    node = ReturnTransformer.transform(node, ctx)
+    node = AssertTransformer.transform(node, ctx)
+    # Calls before control flow, so the rt__ calls control flow generates are not wrapped.
+    node = CallTreeTransformer.transform(node, ctx)
+    # Control flow needs the static analyses of the code as the user wrote it (after the
+    # jump rewrites); it turns every if/while/for into local functions + an rt__ operator call.
+    node = ControlFlowTransformer.transform(node, ctx)
+    # Expression-level rewrites after control flow: the tests it moved keep their `and`/`not`.
+    node = ConditionalExpressionTransformer.transform(node, ctx)
+    node = LogicalTransformer.transform(node, ctx)
+    # Last: wrap reads of maybe-undefined names, which control flow introduced.
+    node = VariableTransformer.transform(node, ctx)
+    return node
+
+
+# ---------------------------------------------------------------------------
+# Conversion of source text (cached on source + options)
+
+@dataclass
+class Converted:
+    code: str                       # the converted function, readable (what to_code returns)
+    module_code: types.CodeType     # the factory module, compiled with the user's file and lines
+    line_map: dict[int, int]        # line in the factory module -> line in the user's file
+    filename: str
+    name: str
+
+
+_cache: dict[tuple, Converted] = {}
+_lock = threading.RLock()
+
+
+def _parse_function(source: str) -> cst.Module:
+    module = cst.parse_module(source)
+    defs = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+    if len(defs) != 1:
+        raise ConversionError("expected the source of exactly one function")
+    return module
+
+
+def convert_source(source: str, filename: str = "<string>", first_line: int = 1,
+                   freevars: tuple[str, ...] = (), options: tuple = ()) -> Converted:
+    """Convert the source of one function definition (cached on all arguments)."""
+    key = (source, filename, first_line, freevars, options)
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            return hit
+    source = textwrap.dedent(source)
+    module = origin_info.mark_origins(_parse_function(source), first_line)
+    fn_def = next(s for s in module.body if isinstance(s, cst.FunctionDef))
+    ctx = Context(Namer.for_module(module), dict(options))
+    converted = transform(cst.Module(body=[fn_def]), ctx)
+    fn_node = converted.body[0]
+    factory = parse_template_module(
+        "def rt__outer_factory():\n"
+        "    pass\n"
+        "    def rt__inner_factory(rt__):\n"
+        "        pass\n"
+        "        return {name}\n"
+        "    return rt__inner_factory\n", name=cst.Name(fn_node.name.value))
+    outer = factory.body[0]
+    inits = [cst.parse_statement(f"{v} = None") for v in freevars]
+    inner = outer.body.body[1]
+    inner = inner.with_changes(body=inner.body.with_changes(body=[fn_node, inner.body.body[1]]))
+    outer = outer.with_changes(body=outer.body.with_changes(body=inits + [inner, outer.body.body[2]]))
+    marked_code = cst.Module(body=[outer]).code
+    line_map = origin_info.source_map(marked_code)
+    module_code = origin_info.strip_markers(cst.parse_module(marked_code)).code
+    readable = cst.Module(body=[origin_info.strip_markers(fn_node)]).code
+    code_obj = _compile_mapped(module_code, line_map, filename, source, first_line)
+    result = Converted(readable, code_obj, line_map, filename, fn_node.name.value)
+    with _lock:
+        _cache[key] = result
+    return result
+
+
+def _compile_mapped(code: str, line_map: dict[int, int], filename: str, source: str, first_line: int):
+    """Compile ``code`` so that its line numbers are the user's (columns shifted by the indentation change)."""
+    tree = ast.parse(code)
+    conv_lines = code.splitlines()
+    orig_lines = source.splitlines()
+
+    def indent(s):
+        return len(s) - len(s.lstrip())
+
+    def shift(conv_line):
+        orig = line_map.get(conv_line, first_line) - first_line
+        if 0 <= orig < len(orig_lines) and 0 < conv_line <= len(conv_lines):
+            return indent(conv_lines[conv_line - 1]) - indent(orig_lines[orig])
+        return 0
+
+    for node in ast.walk(tree):
+        if hasattr(node, "lineno") and node.lineno is not None:
+            start = node.lineno
+            end = getattr(node, "end_lineno", None) or start
+            node.lineno = line_map.get(start, first_line)
+            node.end_lineno = max(line_map.get(end, node.lineno), node.lineno)
+            if hasattr(node, "col_offset") and node.col_offset is not None:
+                node.col_offset = max(0, node.col_offset - shift(start))
+            if getattr(node, "end_col_offset", None) is not None:
+                node.end_col_offset = max(0, node.end_col_offset - shift(end))
+    return compile(tree, filename, "exec", dont_inherit=True)
+
+
+# ---------------------------------------------------------------------------
+# Conversion of function objects
+
+def _source_of(fn) -> tuple[str, str, int]:
+    try:
+        lines, first_line = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise ConversionError(f"no source for {fn!r}: {e}") from None
+    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    return "".join(lines), filename, first_line
+
+
+def _check_not_generator(fn) -> None:
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        code = fn.__code__
+        raise ConversionError(
+            f"generator function {fn.__qualname__} ({code.co_filename}, line {code.co_firstlineno}) is not "
+            "supported in rt.function: return a tensor or a list instead of using yield")
+
+
+def _is_lambda(fn) -> bool:
+    return fn.__name__ == "<lambda>"
+
+
+def convert_function(fn: types.FunctionType, operators_module, options: tuple = ()):
+    """The converted version of ``fn``: same signature, same globals, same closure cells."""
+    _check_not_generator(fn)
+    if _is_lambda(fn):
+        raise ConversionError("lambda functions are not converted")
+    source, filename, first_line = _source_of(fn)
+    freevars = fn.__code__.co_freevars
+    converted = convert_source(source, filename, first_line, tuple(freevars), options)
+    namespace: dict = {}
+    exec(converted.module_code, namespace)
+    proto = namespace["rt__outer_factory"]()
+    cells = dict(zip(freevars, fn.__closure__ or ()))
+    inner_code = proto.__code__
+    closure = tuple(cells[name] if name in cells else types.CellType(None) for name in inner_code.co_freevars)
+    factory = types.FunctionType(inner_code, fn.__globals__, FACTORY, None, closure or None)
+    new_fn = factory(operators_module)
+    new_fn.__defaults__ = fn.__defaults__
+    new_fn.__kwdefaults__ = fn.__kwdefaults__
+    new_fn.__name__ = fn.__name__
+    new_fn.__qualname__ = fn.__qualname__
+    new_fn.__doc__ = fn.__doc__
+    new_fn.__module__ = fn.__module__
+    new_fn.__dict__.update(fn.__dict__)
+    new_fn.__rt_converted__ = True
+    new_fn.__rt_original__ = fn
+    _by_code[new_fn.__code__] = converted
+    return new_fn
+
+
+_by_code: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary() if False else {}
+
+
+def to_code(fn) -> str:
+    """The converted source of ``fn`` as readable Python (a ``def`` with the same name).
+
+    Example:
+        >>> def f(x):
+        ...     return x
+        >>> print(to_code(f))  # doctest: +SKIP
+    """
+    fn = inspect.unwrap(getattr(fn, "python_function", fn))
+    if isinstance(fn, (types.MethodType, staticmethod, classmethod)):
+        fn = fn.__func__
+    _check_not_generator(fn)
+    source, filename, first_line = _source_of(fn)
+    return convert_source(source, filename, first_line, tuple(fn.__code__.co_freevars)).code
+
+
+# ---------------------------------------------------------------------------
+# Errors that point at the user's code
+
+def is_converted_code(code: types.CodeType) -> bool:
+    return f"{FACTORY}.<locals>." in code.co_qualname
+
+
+def user_function_name(code: types.CodeType) -> str:
+    """``rt__inner_factory.<locals>.f.<locals>.rt__if_body`` -> ``f``."""
+    rest = code.co_qualname.split(f"{FACTORY}.<locals>.", 1)[-1]
+    parts = [p for p in rest.split(".<locals>.") if not p.startswith("rt__")]
+    return parts[-1] if parts else code.co_name
+
+
+def user_frame(tb) -> tuple[str, int, str] | None:
+    """(file, line, function) of the innermost converted-code frame in a traceback."""
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if is_converted_code(code):
+            found = (code.co_filename, tb.tb_lineno, user_function_name(code))
+        tb = tb.tb_next
+    return found
+
+
+def rewrite_traceback(exc: BaseException) -> BaseException:
+    """Add a note naming the user's file and line where ``exc`` was raised in converted code."""
+    if getattr(exc, "__rt_annotated__", False):
+        return exc
+    where = user_frame(exc.__traceback__)
+    if where is None:
+        return exc
+    filename, line, name = where
+    text = linecache.getline(filename, line).strip()
+    note = f'  File "{filename}", line {line}, in {name}' + (f"\n    {text}" if text else "")
+    try:
+        exc.__rt_annotated__ = True
+        exc.add_note("In the user's code (converted by rt.function):\n" + note)
+    except (AttributeError, TypeError):
+        pass
+    return exc

@@ -1,0 +1,116 @@
+"""return x -> rt__do_return = True; rt__retval = x (what follows is guarded); the function ends with
+``return rt__.retval(rt__retval)``. Only functions that return from inside an if/while/for are rewritten."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import libcst as cst
+
+from transpiler.converters.base import Converter, body_of, is_docstring, marker_of, mark_all, stmt, with_marker
+from transpiler.converters.jumps import Jump, add_loop_test, is_generator
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def returns_inside_control_flow(fn: cst.FunctionDef) -> bool:
+    found = False
+
+    class _Find(cst.CSTVisitor):
+        depth = 0
+
+        def on_visit(self, n):
+            nonlocal found
+            if found or (n is not fn and isinstance(n, _SCOPES)):
+                return False
+            if isinstance(n, (cst.If, cst.While, cst.For)):
+                self.depth += 1
+            if isinstance(n, cst.Return) and self.depth:
+                found = True
+            return True
+
+        def on_leave(self, n):
+            if isinstance(n, (cst.If, cst.While, cst.For)):
+                self.depth -= 1
+
+    fn.body.visit(_Find())
+    return found
+
+
+def _always_returns(stmts: Sequence[cst.BaseStatement]) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(s, cst.Return) for s in last.body)
+    if isinstance(last, cst.If):
+        return _always_returns(body_of(last.body)) and last.orelse is not None and _always_returns(_orelse(last))
+    return False
+
+
+def _orelse(node: cst.If) -> list[cst.BaseStatement]:
+    if node.orelse is None:
+        return []
+    if isinstance(node.orelse, cst.If):
+        return [node.orelse]
+    return body_of(node.orelse)
+
+
+def _set_block(node, stmts):
+    return node.with_changes(body=cst.IndentedBlock(body=list(stmts)))
+
+
+def conditional_returns(stmts: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """``if c: return a`` followed by more code -> the code moves into the ``else``, so both branches return."""
+    out: list[cst.BaseStatement] = []
+    stmts = list(stmts)
+    for i, s in enumerate(stmts):
+        s = _rewrite_inner(s)
+        rest = stmts[i + 1:]
+        if isinstance(s, cst.If) and rest:
+            if _always_returns(body_of(s.body)):
+                new_else = conditional_returns(_orelse(s) + rest)
+                out.append(s.with_changes(orelse=cst.Else(body=cst.IndentedBlock(body=new_else))))
+                return out
+            if s.orelse is not None and _always_returns(_orelse(s)):
+                out.append(_set_block(s, conditional_returns(body_of(s.body) + rest)))
+                return out
+        out.append(s)
+    return out
+
+
+def _rewrite_inner(s):
+    if isinstance(s, cst.If):
+        orelse = s.orelse
+        if isinstance(orelse, cst.If):
+            orelse = _rewrite_inner(orelse)
+        elif isinstance(orelse, cst.Else):
+            orelse = _set_block(orelse, conditional_returns(body_of(orelse)))
+        return _set_block(s, conditional_returns(body_of(s.body))).with_changes(orelse=orelse)
+    if isinstance(s, (cst.While, cst.For, cst.With)):
+        return _set_block(s, conditional_returns(body_of(s.body)))
+    return s
+
+
+class ReturnTransformer(Converter):
+    def leave_FunctionDef(self, original_node, updated_node):
+        fn = updated_node
+        if is_generator(fn) or not returns_inside_control_flow(fn):
+            return fn
+        do_return = self.ctx.namer.new("do_return")
+        retval = self.ctx.namer.new("retval")
+
+        def replace(ret: cst.Return):
+            value = ret.value if ret.value is not None else cst.Name("None")
+            return [stmt("{d} = True\n", d=cst.Name(do_return)),
+                    stmt("{r} = {v}\n", r=cst.Name(retval), v=value)]
+
+        jump = Jump(cst.Return, do_return, replace, into_loops=True,
+                    on_loop=lambda loop: add_loop_test(loop, cst.parse_expression(f"not {do_return}")))
+        body = body_of(fn.body)
+        doc = [body.pop(0)] if body and is_docstring(body[0]) else []
+        body = jump.block(conditional_returns(body))
+        marker = marker_of(fn)
+        init = mark_all([stmt("{d} = False\n", d=cst.Name(do_return)),
+                         stmt("{r} = rt__.UndefinedReturnValue()\n", r=cst.Name(retval))], marker)
+        final = with_marker(stmt("return rt__.retval({r})\n", r=cst.Name(retval)), marker)
+        return fn.with_changes(body=fn.body.with_changes(body=doc + init + body + [final]))
