@@ -8,6 +8,16 @@ from runtime.ops.registry import OpDef, apply, convert, convert_same, register
 from runtime.shapes import TensorShape, as_shape
 from runtime.tensor import EagerTensor, Tensor, to_array
 
+def _contiguous(array, dtype: np.dtype) -> np.ndarray:
+    """A C-contiguous ``dtype`` array of the same shape.
+
+    ``np.ascontiguousarray`` would make 0-d arrays 1-d, and indexing a string (object)
+    array down to one element gives the bare ``bytes``: both come back as 0-d arrays.
+    """
+    array = np.asarray(array, dtype=dtype)
+    return np.ascontiguousarray(array) if array.ndim else array.copy()
+
+
 # -- graph leaves -------------------------------------------------------------------
 
 register(OpDef("Placeholder", "Placeholder", lambda specs, attrs: [(attrs["dtype"], attrs["shape"].dims)], None, 0))
@@ -297,7 +307,7 @@ import builtins as _builtins  # noqa: E402
 builtins_range = _builtins.range
 
 register(OpDef("Transpose", "transpose", _transpose_infer,
-               lambda inputs, attrs: (np.ascontiguousarray(np.transpose(inputs[0], attrs["perm"])),), 1))
+               lambda inputs, attrs: (_contiguous(np.transpose(inputs[0], attrs["perm"]), inputs[0].dtype),), 1))
 
 
 def transpose(a, perm=None, name=None):
@@ -389,7 +399,7 @@ def _unpack_kernel(inputs, attrs):
     x, axis = inputs[0], attrs["axis"]
     if x.shape[axis] != attrs["num"]:
         raise errors.InvalidArgumentError(f"Unpack: dimension {axis} of {x.shape} is not {attrs['num']}")
-    return tuple(np.ascontiguousarray(np.take(x, i, axis=axis)) for i in builtins_range(attrs["num"]))
+    return tuple(_contiguous(np.take(x, i, axis=axis), x.dtype) for i in builtins_range(attrs["num"]))
 
 
 register(OpDef("Unpack", "unstack", _unpack_infer, _unpack_kernel, 1))
@@ -397,6 +407,8 @@ register(OpDef("Unpack", "unstack", _unpack_infer, _unpack_kernel, 1))
 
 def unstack(value, num=None, axis=0, name=None):
     value = convert(value)
+    if value.shape.rank is not None:
+        _axis_in(int(axis), value.shape.rank, "Unpack")
     if num is None:
         if value.shape.rank is None or value.shape[axis] is None:
             raise ValueError(f"unstack: cannot infer num from shape {value.shape}; pass num=")
@@ -546,6 +558,8 @@ def _slice_infer(specs, attrs):
             pos += 1
         else:
             _, start, stop, step = item
+            if step == 0:
+                raise ValueError("StridedSlice: slice step cannot be zero")
             dim = dims[pos]
             pos += 1
             if dim is None or any(isinstance(v, tuple) for v in (start, stop, step)):
@@ -577,7 +591,7 @@ def _slice_kernel(inputs, attrs):
                 raise errors.InvalidArgumentError("StridedSlice: slice step cannot be zero")
             index.append(slice(start, stop, step))
     try:
-        return (np.ascontiguousarray(x[tuple(index)]),)
+        return (_contiguous(x[tuple(index)], x.dtype),)
     except IndexError as e:
         raise errors.InvalidArgumentError(f"StridedSlice: {e} (shape {x.shape})") from None
 

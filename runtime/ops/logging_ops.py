@@ -53,7 +53,7 @@ register(OpDef("PrintV2", "PrintV2", lambda specs, attrs: [], _print_kernel, Non
                side_effect=True, foldable=False))
 
 
-def print(*inputs, output_stream=sys.stderr, sep=" ", end="\n", name=None):
+def print(*inputs, output_stream=None, sep=" ", end="\n", name=None):
     """Print tensors and Python values every time it runs (eagerly, in graphs and in native code).
 
     Writes through ``sys.stderr`` (default) or ``sys.stdout`` as they are when it runs.
@@ -67,7 +67,7 @@ def print(*inputs, output_stream=sys.stderr, sep=" ", end="\n", name=None):
             template.append(value if isinstance(value, str) else str(value))
     if output_stream is sys.stdout or output_stream == "stdout":
         stream = "stdout"
-    elif output_stream is sys.stderr or output_stream == "stderr":
+    elif output_stream is None or output_stream is sys.stderr or output_stream == "stderr":
         stream = "stderr"
     else:
         stream = _Stream(output_stream)
@@ -102,7 +102,7 @@ register(OpDef("Assert", "Assert", _assert_infer, _assert_kernel, None, stateful
 
 def Assert(condition, data, summarize=None, name=None):
     """Raise ``InvalidArgumentError`` with ``data`` when ``condition`` is false (on every run)."""
-    condition = convert(condition, dtypes.bool_, "condition")
+    condition = convert(condition, dtypes.bool_, "Assert: condition")
     template, tensors = [], []
     for value in data:
         if isinstance(value, Tensor) or _is_variable(value):

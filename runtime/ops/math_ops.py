@@ -261,9 +261,9 @@ def _norm_axes(op_type, axis, rank):
     out = []
     for a in axes:
         a = int(a)
-        if not -rank <= a < max(rank, 1):
+        if not -rank <= a < rank:
             raise ValueError(f"{op_type}: axis {a} is out of range for a tensor of rank {rank}")
-        out.append(a % rank if rank else 0)
+        out.append(a % rank)
     return tuple(sorted(set(out)))
 
 
@@ -370,7 +370,7 @@ def argmin(input, axis=0, output_type=dtypes.int64, name=None):
 def _cumsum_infer(specs, attrs):
     spec = specs[0]
     _check_dtype("Cumsum", spec.dtype, NUMERIC)
-    if spec.shape.rank is not None and not -max(spec.shape.rank, 1) <= attrs["axis"] < max(spec.shape.rank, 1):
+    if spec.shape.rank is not None and not -spec.shape.rank <= attrs["axis"] < spec.shape.rank:
         raise ValueError(f"Cumsum: axis {attrs['axis']} is out of range for rank {spec.shape.rank}")
     return [(spec.dtype, spec.shape.dims)]
 
@@ -398,6 +398,9 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
 
 def _softmax_infer(specs, attrs):
     _check_dtype("Softmax", specs[0].dtype, FLOATS)
+    rank = specs[0].shape.rank
+    if rank is not None and not -rank <= attrs["axis"] < rank:
+        raise ValueError(f"Softmax: axis {attrs['axis']} is out of range for a tensor of rank {rank}")
     return [(specs[0].dtype, specs[0].shape.dims)]
 
 

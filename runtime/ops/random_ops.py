@@ -20,7 +20,7 @@ class _Generator:
 
 
 def _random_infer(specs, attrs):
-    return [(attrs["dtype"], _dims_from(specs[0], attrs.get("op", "Random")))]
+    return [(attrs["dtype"], _dims_from(specs[0], "RandomUniform" if "minval" in attrs else "RandomStandardNormal"))]
 
 
 def _uniform_kernel(inputs, attrs):
