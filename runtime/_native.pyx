@@ -10,7 +10,7 @@ variant values stay Python objects: in C they are an index into the call's list.
 import numpy as np
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_GetName
-from libc.stdint cimport int64_t, int32_t
+from libc.stdint cimport int64_t, int32_t, intptr_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
 
@@ -59,9 +59,9 @@ cdef int _pack(rt_ctx *ctx, rt_tensor *t, object array, int code, _CallState sta
     cdef cnp.ndarray a
     cdef int i
     if _is_object(code):
+        # a Python object (string array, TensorArray list) travels as its index in the call's list
         state.objects.append(array)
-        t.data = rt_alloc(ctx, 8)
-        (<int64_t *>t.data)[0] = len(state.objects) - 1
+        t.data = <void *><intptr_t>(len(state.objects) - 1)
         t.ndim = 0
         t.dtype = code
         t.owner = NULL
@@ -81,7 +81,7 @@ cdef object _unpack(rt_tensor *t, object dtype, _CallState state):
     cdef cnp.npy_intp dims[8]
     cdef int i
     if _is_object(t.dtype):
-        return state.objects[(<int64_t *>t.data)[0]]
+        return state.objects[<intptr_t>t.data]
     for i in range(t.ndim):
         dims[i] = t.shape[i]
     out = cnp.PyArray_EMPTY(t.ndim, dims, cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, dtype.np)), 0)
@@ -107,10 +107,12 @@ cdef int _run_callback(rt_ctx *ctx, int op_index, rt_tensor *ins, int n_in, rt_t
             dtype = op.outputs[i].dtype
             code = _CODES[dtype.name]
             value = results[i]
+            if code == RT_STRING:
+                value = np.asarray(value, dtype=object)
             if _is_object(code):
                 _pack(ctx, &outs[i], value, code, state)
             else:
-                value = np.ascontiguousarray(value, dtype=dtype.np)
+                value = np.asarray(value, dtype=dtype.np, order="C")
                 _copy_in(ctx, &outs[i], value, code)
         return 0
     except errors.OpError as e:

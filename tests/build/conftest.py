@@ -1,0 +1,115 @@
+"""Helpers for the build-driver tests: temp source trees, a stand-in code generator, running the CLI."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+# The stand-in renderer, by file path, so the build's worker processes can load it (see render_standin).
+STANDIN = f"{Path(__file__).resolve()}:render_standin"
+
+_STANDIN_PYX = '''\
+# cython: language_level=3
+"""Stand-in build of {module_name} (tests only)."""
+BUILT_BY = "stand-in"
+MODULE_NAME = {module_name!r}
+SIGNATURES = {signatures!r}
+
+def answer():
+    return 42
+'''
+
+
+def render_standin(module, source_path, module_name):
+    """A tiny stand-in for ``transpiler.codegen.render_module`` (the tests of the driver must not depend on
+    the code generator): traces every ``input_signature`` like the real one, and renders a small .pyx that
+    records which signatures it saw."""
+    import runtime as rt
+    signatures = []
+    for name, value in sorted(vars(module).items()):
+        if isinstance(value, rt.Function):
+            if value.input_signature is not None:
+                value.get_concrete_function()
+            signatures += [f"{name}: {c._signature_text()}" for c in value.concrete_functions()]
+    stem = module_name.rpartition(".")[2]
+    pyx = f"{stem}.pyx"
+    text = _STANDIN_PYX.format(module_name=module_name, signatures=signatures)
+    return types.SimpleNamespace(
+        files={pyx: text}, pyx=pyx, include_dirs=[], extra_compile_args=["-O0", "-g0"], extra_link_args=[],
+        libraries=[], report=[f"stand-in: {len(signatures)} signature(s)"] + [f"  {s}" for s in signatures])
+
+
+def render_uncompilable(module, source_path, module_name):
+    """A stand-in renderer whose .pyx does not compile (for the compile-error report)."""
+    rendered = render_standin(module, source_path, module_name)
+    rendered.files[rendered.pyx] += "\ncdef int broken = undefined_in_generated_code\n"
+    return rendered
+
+
+UNCOMPILABLE = f"{Path(__file__).resolve()}:render_uncompilable"
+
+
+def _write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (relative path -> dedented source) under ``root``."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def _run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m transpiler <args>`` in ``cwd``; returns the completed process (text output)."""
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT), environment.get("PYTHONPATH")) if p)
+    environment.pop("RT_DEBUG", None)
+    environment.update(env or {})
+    return subprocess.run([sys.executable, "-m", "transpiler", *args], cwd=cwd, env=environment,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _import_fresh(root: Path, name: str):
+    """Import ``name`` with ``root`` first on ``sys.path`` in a new interpreter; returns its stdout."""
+    code = (f"import sys; sys.path.insert(0, {str(root)!r}); import importlib; "
+            f"m = importlib.import_module({name!r}); print(m.__file__); print(getattr(m, 'BUILT_BY', None))")
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = str(PROJECT)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                          env=environment, timeout=60)
+
+
+@pytest.fixture
+def standin() -> str:
+    """The stand-in renderer, as a ``--renderer`` value."""
+    return STANDIN
+
+
+@pytest.fixture
+def uncompilable() -> str:
+    """A renderer whose output does not compile, as a ``--renderer`` value."""
+    return UNCOMPILABLE
+
+
+@pytest.fixture
+def write_tree():
+    """``write_tree(root, {relative path: source})`` writes dedented sources."""
+    return _write_tree
+
+
+@pytest.fixture
+def run_cli():
+    """``run_cli(*args, cwd=...)`` runs ``python -m transpiler`` and returns the completed process."""
+    return _run_cli
+
+
+@pytest.fixture
+def import_fresh():
+    """``import_fresh(root, name)`` imports a module in a new interpreter; stdout is its file and BUILT_BY."""
+    return _import_fresh

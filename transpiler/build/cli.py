@@ -1,0 +1,85 @@
+"""The ``build`` and ``graph`` subcommands of ``python -m transpiler``.
+
+``transpiler/cli.py`` registers them with ``add_parsers(subparsers)``; ``python -m transpiler.build``
+runs them on their own.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+
+def add_parsers(subparsers) -> None:
+    """Add ``build`` and ``graph`` to an ``argparse`` subparsers object; each sets ``func``."""
+    add_build(subparsers)
+    add_graph(subparsers)
+
+
+def add_build(subparsers) -> None:
+    """Add the ``build`` subcommand."""
+    build = subparsers.add_parser(
+        "build", help="compile the rt.functions of modules into extension modules",
+        description="Find every module under PATH that defines rt.functions, trace its signatures and "
+                    "compile it into an extension module beside the source (or under OUTDIR), so that "
+                    "importing the module loads the native code. Unchanged modules are skipped.")
+    build.add_argument("paths", nargs="+", metavar="PATH", help="a module (.py) or a directory to search")
+    build.add_argument("-o", "--outdir", metavar="OUTDIR",
+                       help="put the extensions in a mirrored tree under OUTDIR instead of beside the sources")
+    build.add_argument("-j", "--jobs", type=_positive_int, default=None, metavar="N",
+                       help=f"modules to build in parallel (default: the number of CPUs, {os.cpu_count()})")
+    build.add_argument("--force", action="store_true", help="rebuild every module, even if it is up to date")
+    build.add_argument("-v", "--verbose", action="store_true", help="show what the code generator did per module")
+    build.add_argument("--renderer", default=None, help=argparse.SUPPRESS)
+    build.set_defaults(func=_run_build)
+
+
+def add_graph(subparsers) -> None:
+    """Add the ``graph`` subcommand."""
+    graph = subparsers.add_parser(
+        "graph", help="print the graphs of an rt.function's signatures",
+        description="Import the module from source, trace the function's input_signature (and keep the "
+                    "signatures traced at import), and print each concrete function's graph.")
+    graph.add_argument("target", metavar="FILE.py:NAME",
+                       help="the function: path/to/file.py:NAME or package.module:NAME (NAME may be Class.method)")
+    graph.add_argument("--format", choices=("text", "dot"), default="text",
+                       help="text: the SSA listing (default); dot: a Graphviz digraph")
+    graph.add_argument("--no-optimize", action="store_true", help="show the graphs as traced")
+    graph.add_argument("--passes", metavar="A,B", help="only these optimization passes (comma separated)")
+    graph.set_defaults(func=_run_graph)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _run_build(args) -> int:
+    from transpiler.build.driver import DEFAULT_RENDERER, build
+    try:
+        return build(args.paths, outdir=args.outdir, jobs=args.jobs, force=args.force, verbose=args.verbose,
+                     renderer=args.renderer or DEFAULT_RENDERER)
+    except KeyboardInterrupt:  # before any worker started (discovery, hashing)
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _run_graph(args) -> int:
+    from transpiler.build.graph import show_graphs
+    passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
+    return show_graphs(args.target, fmt=args.format, optimize=not args.no_optimize, passes=passes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transpiler.build")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    add_parsers(subparsers)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""``python -m transpiler build``: find, hash, build in parallel, report.
+
+The pipeline, top to bottom (``build``):
+
+1. discover the modules that define ``rt.function``s (``discovery.discover``, static);
+2. plan each: where its extension goes, its build hash, whether the previous build is still valid;
+3. mirror the packages' ``__init__.py`` files into OUTDIR (with ``-o``);
+4. build the stale modules, each in its own worker process, ``jobs`` at a time;
+5. print one progress line per module, the failures with file and line, and a summary.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import TextIO
+
+from transpiler.build.compile import extension_filename, install_file
+from transpiler.build.discovery import FactsCache, ModuleInfo, discover, module_name_for
+from transpiler.build.hashing import module_hash, toolchain_fingerprint
+
+DEFAULT_RENDERER = "transpiler.codegen:render_module"  # "module:function" or "file.py:function"
+STATE_DIR = ".rt_build"  # beside each output: sidecars (build hashes) and logs
+
+
+@dataclasses.dataclass
+class Job:
+    """One module's build: where its outputs go and whether the previous build is still valid."""
+    module: ModuleInfo
+    dest: Path            # the extension file
+    sidecar: Path         # JSON record of the build hash
+    log: Path             # compiler and user output of the build
+    hash: str
+    cached: bool = False
+
+
+@dataclasses.dataclass
+class Outcome:
+    job: Job | None
+    status: str           # "ok", "cached", "failed", "interrupted"
+    seconds: float = 0.0
+    error: dict | None = None
+    report: list = dataclasses.field(default_factory=list)
+    build_dir: str | None = None
+    name: str = ""
+
+
+def _display_path(path: str | Path) -> str:
+    path = Path(path)
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def plan(modules: list[ModuleInfo], outdir: Path | None, cache: FactsCache, toolchain: str,
+         force: bool) -> list[Job]:
+    jobs = []
+    for module in modules:
+        directory = module.path.parent
+        if outdir is not None:
+            directory = outdir / directory.relative_to(module.root)
+        state = directory / STATE_DIR
+        job = Job(module, directory / extension_filename(module.name, module.is_package),
+                  state / f"{module.name}.json", state / f"{module.name}.log",
+                  module_hash(module, cache, toolchain))
+        job.cached = not force and _up_to_date(job)
+        jobs.append(job)
+    return jobs
+
+
+def _conflicting_outputs(jobs: list[Job]) -> dict[int, tuple[Job, Job]]:
+    """Jobs whose extension would overwrite an earlier job's (two roots mirrored into one OUTDIR)."""
+    seen: dict[Path, Job] = {}
+    conflicts = {}
+    for job in jobs:
+        first = seen.setdefault(job.dest, job)
+        if first is not job:
+            conflicts[id(job)] = (job, first)
+    return conflicts
+
+
+def _up_to_date(job: Job) -> bool:
+    try:
+        record = json.loads(job.sidecar.read_text())
+    except (OSError, ValueError):
+        return False
+    return record.get("hash") == job.hash and record.get("extension") == job.dest.name and job.dest.is_file()
+
+
+def mirror_packages(modules: list[ModuleInfo], outdir: Path) -> None:
+    """Copy the ``__init__.py`` of every package on the way to each module into OUTDIR."""
+    done: set[Path] = set()
+    for module in modules:
+        directory = module.path.parent
+        while directory != module.root and directory not in done:
+            done.add(directory)
+            init = directory / "__init__.py"
+            if init.is_file():
+                target = outdir / directory.relative_to(module.root) / "__init__.py"
+                if not target.is_file() or target.read_bytes() != init.read_bytes():
+                    install_file(init, target)
+            directory = directory.parent
+
+
+class _Workers:
+    """Runs worker processes; remembers the live ones so an interrupt can stop them."""
+
+    def __init__(self, renderer: str, user_roots: list[Path]):
+        self.renderer = renderer
+        self.user_roots = [str(p) for p in user_roots]
+        self._live: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+        self.stopping = False
+
+    def run(self, job: Job) -> Outcome:
+        started = time.monotonic()
+        job.log.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="rt-build-request-") as scratch:
+            request_path = Path(scratch) / "request.json"
+            result_path = Path(scratch) / "result.json"
+            request = {"name": job.module.name, "source": str(job.module.path), "root": str(job.module.root),
+                       "dest": str(job.dest), "sidecar": str(job.sidecar), "log": str(job.log),
+                       "hash": job.hash, "renderer": self.renderer, "user_roots": self.user_roots,
+                       "result": str(result_path)}
+            request_path.write_text(json.dumps(request))
+            env = dict(os.environ)
+            project = str(Path(__file__).resolve().parents[2])
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (project, env.get("PYTHONPATH")) if p)
+            with open(job.log, "wb") as log:
+                with self._lock:
+                    if self.stopping:
+                        return Outcome(job, "interrupted", name=job.module.name)
+                    process = subprocess.Popen(
+                        [sys.executable, "-m", "transpiler.build.worker", str(request_path)],
+                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+                    self._live.add(process)
+                try:
+                    returncode = process.wait()
+                finally:
+                    with self._lock:
+                        self._live.discard(process)
+            seconds = time.monotonic() - started
+            try:
+                result = json.loads(result_path.read_text())
+            except (OSError, ValueError):
+                if self.stopping:
+                    return Outcome(job, "interrupted", seconds, name=job.module.name)
+                error = {"stage": "worker", "type": "WorkerCrash",
+                         "message": f"the build process exited with status {returncode} without a result",
+                         "file": str(job.module.path), "line": None}
+                return Outcome(job, "failed", seconds, error, name=job.module.name)
+        return Outcome(job, result["status"], seconds, result.get("error"), result.get("report", []),
+                       result.get("build_dir"), name=job.module.name)
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopping = True
+            live = list(self._live)
+        for process in live:
+            if process.poll() is None:
+                process.terminate()
+        for process in live:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+class _Progress:
+    def __init__(self, total: int, verbose: bool, out: TextIO):
+        self.total = total
+        self.count = 0
+        self.verbose = verbose
+        self.out = out
+
+    def show(self, outcome: Outcome) -> None:
+        self.count += 1
+        status = {"ok": f"ok ({outcome.seconds:.1f}s)", "cached": "cached",
+                  "failed": f"FAILED ({outcome.seconds:.1f}s)" if outcome.seconds else "FAILED",
+                  "interrupted": "interrupted"}[outcome.status]
+        width = len(str(self.total))
+        lines = [f"[{self.count:>{width}}/{self.total}] building {outcome.name} ... {status}"]
+        if outcome.status == "failed" and outcome.error:
+            lines += ["    " + line for line in format_error(outcome.error).splitlines()]
+            if outcome.job is not None and outcome.job.log.is_file():
+                lines.append(f"    log: {_display_path(outcome.job.log)}")
+        if self.verbose:
+            lines += [f"    {line}" for line in outcome.report]
+        if outcome.build_dir:
+            lines.append(f"    build dir: {outcome.build_dir}")
+        if self.out is None:
+            return
+        try:
+            self.out.write("\n".join(lines) + "\n")
+            self.out.flush()
+        except BrokenPipeError:  # e.g. piped into `head`: keep building, stop printing
+            self.out = None
+
+
+def format_error(error: dict) -> str:
+    """``pkg/models.py:12: NameError: name 'x' is not defined`` (and the stage when it is not the import)."""
+    where = _display_path(error["file"]) if error.get("file") else "?"
+    if error.get("line"):
+        where += f":{error['line']}"
+    message = error.get("message") or ""
+    first, *rest = message.splitlines() or [""]
+    stage = {"render": " (while tracing/generating code)", "compile": "", "install": " (while installing)"}
+    text = f"{where}: {error.get('type', 'Error')}: {first}{stage.get(error.get('stage'), '')}"
+    if rest:
+        text += "\n" + "\n".join("  " + line for line in rest[:8])
+        if len(rest) > 8:
+            text += "\n  ..."
+    return text
+
+
+def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int | None = None, force: bool = False,
+          verbose: bool = False, renderer: str = DEFAULT_RENDERER, out: TextIO | None = None) -> int:
+    """Build the extension modules of every module under ``paths`` that defines ``rt.function``s.
+
+    Returns the exit status: 0 when everything built (or was up to date), 1 when a module failed,
+    2 for bad arguments, 130 when interrupted.
+
+    Example:
+        >>> build(["examples/"], jobs=2)  # doctest: +SKIP
+        [1/1] building examples.basics ... ok (4.2s)
+        1 module: 1 built
+        0
+    """
+    out = out or sys.stdout
+    roots = [Path(p).resolve() for p in paths]
+    missing = [str(p) for p, r in zip(paths, roots) if not r.exists()]
+    if missing:
+        print(f"error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    outdir_path = Path(outdir).resolve() if outdir is not None else None
+    jobs = max(1, jobs or os.cpu_count() or 1)
+
+    # 1. discovery (static; facts cached by content hash)
+    cache_home = outdir_path or (roots[0] if roots[0].is_dir() else roots[0].parent)
+    cache = FactsCache(cache_home / STATE_DIR / "discovery.json")
+    syntax_errors: list = []
+    modules = discover(roots, exclude=[outdir_path] if outdir_path else [], cache=cache, errors=syntax_errors)
+    if not modules and not syntax_errors:
+        print(f"no modules defining rt.function found under {', '.join(map(str, paths))}", file=out)
+        return 0
+
+    # 2. plan: output paths, hashes, cache hits
+    toolchain = toolchain_fingerprint({"renderer": renderer})
+    planned = plan(modules, outdir_path, cache, toolchain, force)
+    cache.save()
+
+    conflicts = _conflicting_outputs(planned)
+    planned = [job for job in planned if id(job) not in conflicts]
+
+    # 3. OUTDIR gets the packages too
+    if outdir_path is not None:
+        mirror_packages(modules, outdir_path)
+
+    # 4. build, 5. report
+    todo = [job for job in planned if not job.cached]
+    total = len(planned) + len(syntax_errors) + len(conflicts)
+    if todo:
+        print(f"building {len(todo)} of {total} module{'s' if total != 1 else ''} "
+              f"({min(jobs, len(todo))} in parallel)", file=out)
+    progress = _Progress(total, verbose, out)
+    outcomes: list[Outcome] = []
+    for job, first in conflicts.values():
+        outcome = Outcome(None, "failed", error={
+            "stage": "plan", "type": "OutputConflict", "file": str(job.module.path), "line": None,
+            "message": f"{_display_path(job.module.path)} and {_display_path(first.module.path)} would both be "
+                       f"built to {_display_path(job.dest)}"}, name=job.module.name)
+        outcomes.append(outcome)
+        progress.show(outcome)
+    for path, error in syntax_errors:
+        outcome = Outcome(None, "failed", error={"stage": "import", "type": type(error).__name__,
+                                                 "message": getattr(error, "msg", str(error)),
+                                                 "file": str(path), "line": getattr(error, "lineno", None)},
+                          name=module_name_for(path)[1])
+        outcomes.append(outcome)
+        progress.show(outcome)
+    for job in planned:
+        if job.cached:
+            outcome = Outcome(job, "cached", name=job.module.name)
+            outcomes.append(outcome)
+            progress.show(outcome)
+
+    workers = _Workers(renderer, roots)
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        futures = [pool.submit(workers.run, job) for job in todo]
+        for future in as_completed(futures):
+            outcome = future.result()
+            outcomes.append(outcome)
+            progress.show(outcome)
+    except KeyboardInterrupt:
+        workers.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        print("interrupted: no partial extension was installed", file=out)
+        return 130
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+    counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "failed")}
+    parts = [f"{counts['ok']} built"] if counts["ok"] else []
+    parts += [f"{counts['cached']} up to date"] if counts["cached"] else []
+    parts += [f"{counts['failed']} failed"] if counts["failed"] else []
+    print(f"{total} module{'s' if total != 1 else ''}: {', '.join(parts)}", file=out)
+    if any(o.status == "interrupted" for o in outcomes):
+        return 130
+    return 1 if counts["failed"] else 0
