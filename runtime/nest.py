@@ -59,3 +59,25 @@ def structure_key(value):
 
 def map_structure(fn, structure):
     return pack_sequence_as(structure, [fn(leaf) for leaf in flatten(structure)])
+
+
+def flatten_up_to(shallow, value) -> list:
+    """Flatten ``value`` only as deep as ``shallow`` goes (a leaf of shallow takes the whole subtree).
+
+    Raises ValueError when ``value`` lacks a level that ``shallow`` has.
+    """
+    if isinstance(shallow, dict):
+        if not isinstance(value, dict) or set(shallow) != set(value):
+            raise ValueError(f"expected a dict with keys {sorted(shallow, key=repr)}, got {value!r}")
+        out = []
+        for key in sorted(shallow, key=repr):
+            out.extend(flatten_up_to(shallow[key], value[key]))
+        return out
+    if isinstance(shallow, (tuple, list)):
+        if not isinstance(value, (tuple, list)) or len(value) != len(shallow):
+            raise ValueError(f"expected a sequence of {len(shallow)} items, got {value!r}")
+        out = []
+        for s, v in zip(shallow, value):
+            out.extend(flatten_up_to(s, v))
+        return out
+    return [value]

@@ -42,6 +42,27 @@ class _IdKey:
             and self.ref() is other.ref()
 
 
+class _WeakLeaf:
+    """An object argument as a concrete function remembers it: its key and its repr, not the object."""
+
+    __slots__ = ("key", "text")
+
+    def __init__(self, obj):
+        self.key = _leaf_key(obj)
+        self.text = repr(obj)
+
+    def __repr__(self):
+        return self.text
+
+
+def _weak_leaves(value):
+    def leaf(v):
+        if isinstance(v, _PRIMITIVES) or _is_tensor_leaf(v):
+            return v
+        return _WeakLeaf(v)
+    return nest.map_structure(leaf, value) if nest.is_sequence(value) else leaf(value)
+
+
 def _leaf_key(value):
     """Cache-key part for one leaf (see the module docstring)."""
     if isinstance(value, EagerTensor):
@@ -55,6 +76,8 @@ def _leaf_key(value):
         return ("py", type(value), value)
     if isinstance(value, Variable):
         return ("var", _IdKey(value))
+    if isinstance(value, _WeakLeaf):
+        return value.key
     return ("obj", _IdKey(value))
 
 
@@ -162,7 +185,7 @@ class Function:
         if self._converted_fn is None:
             if self._autograph:
                 from runtime import autograph
-                self._converted_fn = getattr(autograph, "convert", lambda f: f)(self.python_function)
+                self._converted_fn = autograph.convert(self.python_function)
             else:
                 self._converted_fn = self.python_function
         return self._converted_fn
@@ -174,10 +197,9 @@ class Function:
         if context.current_graph() is not None:
             return self._call_inline(args, kwargs)
         if not kwargs and self._simple and len(args) == self._num_params and self.input_signature is None:
-            try:
+            key = None
+            if all(type(a) is EagerTensor for a in args):
                 key = tuple([(a.dtype, a._value.shape) for a in args])
-            except AttributeError:
-                key = None
             if key is not None:
                 concrete = self._cache.get(key)
                 if concrete is not None:
@@ -210,23 +232,49 @@ class Function:
             self._cache[key] = concrete
         return concrete, flat
 
+    def _signature_structure(self, bound) -> list:
+        """Per parameter: its spec(s) from input_signature, or (past the signature) its Python value."""
+        specs = list(self.input_signature)
+        out = []
+        for param in self._params:
+            if param.kind is param.VAR_POSITIONAL:
+                out.append(tuple(specs))
+                specs = []
+            elif specs and param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+                out.append(specs.pop(0))
+            else:
+                out.append(bound.arguments.get(param.name, param.default))
+        if specs:
+            raise TypeError(f"{self.__name__}: input_signature has {len(self.input_signature)} specs, more than "
+                            "the function's positional parameters")
+        return out
+
     def _lookup_signature(self, args, kwargs):
         bound = self._bind(args, kwargs)
         values = list(bound.arguments.values())
         if self._instance_ref is not None:
             values = values[1:]
-        flat_in = nest.flatten(values)
-        specs = nest.flatten(list(self.input_signature))
-        ok = len(flat_in) == len(specs) and len(values) == len(self.input_signature)
+        structure = self._signature_structure(bound)
         converted = []
+        ok = len(values) == len(structure)
+        try:
+            pairs = [(v, w) for value, want in zip(values, structure)
+                     for v, w in zip(nest.flatten_up_to(want, value), nest.flatten(want))] if ok else []
+        except ValueError:
+            ok = False
         if ok:
-            for value, spec in zip(flat_in, specs):
+            for value, want in pairs:
+                if not isinstance(want, TensorSpec):
+                    if _leaf_key(value) != _leaf_key(want):
+                        ok = False
+                        break
+                    continue
                 try:
-                    t = value if isinstance(value, Tensor) else _to_tensor(value, spec.dtype)
+                    t = value if isinstance(value, Tensor) else _to_tensor(value, want.dtype)
                 except (TypeError, ValueError):
                     ok = False
                     break
-                if t.dtype is not spec.dtype or not spec.shape.is_compatible_with(t.shape):
+                if t.dtype is not want.dtype or not want.shape.is_compatible_with(t.shape):
                     ok = False
                     break
                 converted.append(t)
@@ -236,7 +284,7 @@ class Function:
             raise ValueError(f"Python inputs incompatible with input_signature:\n  inputs: (\n    {inputs})\n"
                              f"  input_signature: (\n    {signature}).")
         if not self._concrete:
-            self._trace(bound, list(self.input_signature))
+            self._trace(bound, structure)
         return self._concrete[0], converted
 
     def _compatible(self, values):
@@ -308,8 +356,10 @@ class Function:
                         return placeholder
                     return leaf
                 placeholder_args.append(nest.map_structure(make, value) if nest.is_sequence(value) else make(value))
-        structured_inputs = [nest.map_structure(lambda leaf: _spec_of(leaf) if _is_tensor_leaf(leaf) else leaf, v)
-                             if nest.is_sequence(v) else (_spec_of(v) if _is_tensor_leaf(v) else v) for v in values]
+        structured_inputs = [_weak_leaves(nest.map_structure(lambda leaf: _spec_of(leaf) if _is_tensor_leaf(leaf)
+                                                             else leaf, v)
+                                          if nest.is_sequence(v) else (_spec_of(v) if _is_tensor_leaf(v) else v))
+                             for v in values]
         arguments = dict(zip(names, placeholder_args))
         call_args, call_kwargs = [], {}
         if self._instance_ref is not None:
@@ -335,10 +385,7 @@ class Function:
                 outputs = _outputs_of(graph, result, self.__name__)
         except Exception as e:
             from runtime import autograph
-            annotate = getattr(autograph, "annotate_error", None)
-            if annotate is None:
-                raise
-            raise annotate(e)
+            raise autograph.annotate_error(e)
         finally:
             stack.pop()
         if self._created_variables and self._tracing_count > 0:
@@ -361,7 +408,9 @@ class Function:
                 if args or kwargs:
                     self._lookup_signature(tuple(_spec_placeholder(a) for a in args), kwargs)
                 else:
-                    self._trace(self._bind(tuple(self.input_signature), {}), list(self.input_signature))
+                    bound = self._signature.bind_partial(*self._with_instance(()))
+                    bound.apply_defaults()
+                    self._trace(bound, self._signature_structure(bound))
             return self._concrete[0]
         bound = self._bind(args, kwargs)
         values = list(bound.arguments.values())
@@ -511,7 +560,11 @@ class ConcreteFunction:
                     raise TypeError(f"ConcreteFunction {self.name}: missing argument '{param.name}'")
                 continue
             value = bound.arguments[param.name]
-            for got, want in zip(nest.flatten(value), nest.flatten(fixed)):
+            try:
+                got_leaves = nest.flatten_up_to(fixed, value)
+            except ValueError as e:
+                raise TypeError(f"ConcreteFunction {self.name}: argument '{param.name}': {e}") from None
+            for got, want in zip(got_leaves, nest.flatten(fixed)):
                 if isinstance(want, TensorSpec):
                     tensor = _to_tensor(got)
                     if tensor.dtype is not want.dtype or not want.shape.is_compatible_with(tensor.shape):

@@ -227,6 +227,11 @@ _DEFAULT_BY_KIND = {"f": dtypes.float32, "i": dtypes.int32, "u": dtypes.int32, "
 
 def _python_to_array(value) -> np.ndarray:
     """Convert a Python scalar / nested list by tf.constant's rules (no target dtype)."""
+    if isinstance(value, (np.ndarray, np.generic)):      # before float: np.float64 subclasses float
+        array = np.asarray(value)
+        if array.dtype.kind in "SUO":
+            return _string_array(array)
+        return array
     if isinstance(value, bool):
         return np.array(value, dtype=np.bool_)
     if isinstance(value, int):
@@ -260,7 +265,11 @@ def _python_to_array(value) -> np.ndarray:
 
 def _string_array(value) -> np.ndarray:
     def enc(v):
-        return v.encode("utf-8") if isinstance(v, str) else bytes(v)
+        if isinstance(v, str):
+            return v.encode("utf-8")
+        if isinstance(v, (bytes, np.bytes_)):
+            return bytes(v)
+        raise TypeError(f"Cannot convert {v!r} ({type(v).__name__}) to a string tensor: only str and bytes are strings")
     array = np.asarray(value, dtype=object)
     out = np.empty(array.shape, dtype=object)
     for index, item in np.ndenumerate(array):

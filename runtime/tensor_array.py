@@ -15,11 +15,12 @@ from runtime.tensor import EagerTensor, Tensor
 class TensorList:
     """The run-time value of a TensorArray: immutable tuple of arrays (None = not written)."""
 
-    __slots__ = ("items", "dynamic")
+    __slots__ = ("items", "dynamic", "element_shape")
 
-    def __init__(self, items: tuple, dynamic: bool):
+    def __init__(self, items: tuple, dynamic: bool, element_shape: tuple | None = None):
         self.items = items
         self.dynamic = dynamic
+        self.element_shape = element_shape
 
     def __repr__(self):
         return f"TensorList({len(self.items)} items)"
@@ -58,7 +59,8 @@ def _set_item_kernel(inputs, attrs):
             raise errors.InvalidArgumentError(
                 f"TensorArray.write: element of shape {item.shape} does not match earlier elements of shape "
                 f"{other.shape}")
-    return (_box(TensorList(items[:index] + (np.array(item, copy=True),) + items[index + 1:], tl.dynamic)),)
+    return (_box(TensorList(items[:index] + (np.array(item, copy=True),) + items[index + 1:], tl.dynamic,
+                            item.shape)),)
 
 
 def _item_infer(specs, attrs):
@@ -69,6 +71,8 @@ def _element_shape(tl, attrs):
     for item in tl.items:
         if item is not None:
             return item.shape
+    if tl.element_shape is not None:
+        return tl.element_shape
     shape = attrs["element_shape"]
     if shape.is_fully_defined():
         return tuple(shape.dims)
@@ -100,7 +104,7 @@ def _stack_kernel(inputs, attrs):
     tl = inputs[0][()]
     shape = _element_shape(tl, attrs)
     if shape is None:
-        if not tl.items:
+        if not tl.items and attrs["element_shape"].dims is not None:
             dims = attrs["element_shape"].dims
             return (np.zeros((0,) + tuple(d or 0 for d in (dims or ())), attrs["element_dtype"].np),)
         raise errors.InvalidArgumentError("TensorArray.stack: no element was written, the element shape is unknown")
@@ -111,7 +115,8 @@ def _stack_kernel(inputs, attrs):
 
 def _from_tensor_kernel(inputs, attrs):
     x = inputs[0]
-    return (_box(TensorList(tuple(np.array(x[i], copy=True) for i in range(x.shape[0])), attrs["dynamic_size"])),)
+    return (_box(TensorList(tuple(np.array(x[i], copy=True) for i in range(x.shape[0])), attrs["dynamic_size"],
+                            x.shape[1:])),)
 
 
 def _length_kernel(inputs, attrs):

@@ -110,23 +110,30 @@ def cond(pred, true_fn=None, false_fn=None, name=None, output_names=None):
             "rt.cond: true_fn and false_fn must return the same structure; got "
             f"{_describe(then_out)} in the true branch and {_describe(else_out)} in the false branch")
     labels = _names(output_names, len(then_flat), "output")
-    specs = []
-    for label, a, b in zip(labels, then_flat, else_flat):
+    specs, kept = [], []
+    for i, (label, a, b) in enumerate(zip(labels, then_flat, else_flat)):
         if (a is None) != (b is None):
             raise ValueError(f"rt.cond: {label} is None in one branch only")
         if a is None:
-            raise ValueError(f"rt.cond: {label} is None in both branches; branches must return tensors")
+            continue             # None in both branches: stays None (e.g. branches with only side effects)
         if a.dtype is not b.dtype:
             raise TypeError(f"{label} has dtype {a.dtype} in the main branch but {b.dtype} in the else branch; "
                             "both branches of a tensor `if` must give it the same dtype (use rt.cast)")
         specs.append((a.dtype, a.shape.most_specific_compatible_shape(b.shape).dims))
-    then_graph.outputs, else_graph.outputs = then_flat, else_flat
+        kept.append(i)
+    then_graph.outputs = [then_flat[i] for i in kept]
+    else_graph.outputs = [else_flat[i] for i in kept]
     captured = _unify_captures([then_graph, else_graph])
     with context.graph_scope(outer):
         op = outer.create_op(_IF, [pred] + captured, {"then_branch": then_graph, "else_branch": else_graph},
                              name=name, output_specs=specs)
+    results = [None] * len(then_flat)
+    for i, t in zip(kept, op.outputs):
+        results[i] = t
     arrays = {i: then_arrays.get(i) or else_arrays.get(i) for i in set(then_arrays) | set(else_arrays)}
-    return _rebuild(then_out, list(op.outputs), arrays)
+    if then_out is None:
+        return None
+    return _rebuild(then_out, results, arrays)
 
 
 def _describe(structure):
@@ -229,7 +236,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
         cond_graph.outputs = [pred]
     with context.graph_scope(body_graph):
         out = body(*wrap(body_inputs))
-        out_struct = (out,) if single else out
+        out_struct = (out,) if single or (len(structure) == 1 and not isinstance(out, (tuple, list))) else out
         if not isinstance(out_struct, (tuple, list)) or \
                 nest.structure_key(list(out_struct)) != nest.structure_key(list(structure)):
             raise ValueError("rt.while_loop: the body must return the same structure as loop_vars; got "

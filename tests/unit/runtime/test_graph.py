@@ -520,9 +520,6 @@ def test_tensor_array_reads_in_while_loop():
     assert running_sum(x).numpy().tolist() == [1.0, 3.0, 6.0]
 
 
-@pytest.mark.xfail(reason="core bug: TensorListFromTensor does not record the element shape, so stacking "
-                          "an empty unstacked (0, 2) tensor with unknown dims gives shape (0, 0) "
-                          "(tensor_array.py _stack_kernel falls back to the static element_shape)", strict=True)
 def test_empty_tensor_array_keeps_element_shape():
     f = rt.function(lambda x: rt.TensorArray(rt.int32, size=0, dynamic_size=True).unstack(x).stack(),
                     input_signature=[rt.TensorSpec([None, None], rt.int32)], autograph=False)
@@ -555,9 +552,6 @@ def test_module_with_variables_and_function_methods():
 # ---------------------------------------------------------------------------
 # Known core gaps (strict xfails: they start failing, as a reminder, once fixed)
 
-@pytest.mark.xfail(reason="core bug: rt.cond whose branches only have side effects (return None) works "
-                          "eagerly but raises ValueError('output 0 is None in both branches') in a graph "
-                          "(control_flow_ops.cond)", strict=True)
 def test_cond_with_side_effect_only_branches():
     def f(p):
         return rt.cond(p, lambda: rt.print("then", output_stream=sys.stdout),
@@ -571,9 +565,6 @@ def test_cond_with_side_effect_only_branches():
     assert buf.getvalue() == "then\nthen\nelse\n"
 
 
-@pytest.mark.xfail(reason="core bug: while_loop with loop_vars=[x] and a body returning a bare tensor: eager "
-                          "packs it (returns [result]), the graph path raises 'the body must return the same "
-                          "structure' (control_flow_ops.while_loop)", strict=True)
 def test_while_loop_single_element_list_body_returns_tensor():
     def f(n):
         return rt.while_loop(lambda i: i < n, lambda i: i + 1, [rt.constant(0)])

@@ -185,8 +185,6 @@ def test_conversion_dtypes(value, dtype):
     assert t.shape == np.asarray(value).shape
 
 
-@pytest.mark.xfail(reason="core bug: np.float64 scalars subclass float and convert to float32 (tensor.py "
-                          "_python_to_array checks isinstance(value, float) before numpy types)", strict=True)
 def test_numpy_float64_scalar_keeps_its_dtype():
     assert rt.constant(np.float64(1.5)).dtype is rt.float64
 
@@ -339,8 +337,6 @@ def test_string_tensors():
     assert f(rt.constant("ab")).numpy() == b"abab"
 
 
-@pytest.mark.xfail(reason="core bug: tensor.to_array(1, rt.string) gives bytes(1) == b'\\x00' instead of a "
-                          "TypeError (tensor.py _string_array)", strict=True)
 def test_number_does_not_convert_to_string():
     with pytest.raises(TypeError):
         rt.constant("a") + 1

@@ -104,9 +104,6 @@ def test_objects_key_by_identity():
     assert int(f(rt.constant(1), a)) == 2
 
 
-@pytest.mark.xfail(reason="core bug: ConcreteFunction._structured_inputs (and the trace's bound arguments) "
-                          "hold non-primitive Python arguments strongly, so a cache key's object never dies",
-                   strict=True)
 def test_object_keys_are_weak():
     import gc
     import weakref
@@ -185,9 +182,6 @@ def test_variables_key_by_identity():
     assert f.experimental_get_tracing_count() == 2
 
 
-@pytest.mark.xfail(reason="core bug: Function.__call__'s fast path keys any argument with ._value/.dtype by "
-                          "(dtype, shape); an rt.Variable has both, so f(v) reuses the trace made for a tensor "
-                          "of the same dtype/shape instead of tracing for the variable", strict=True)
 def test_variable_argument_after_tensor_argument_retraces():
     @rt.function(autograph=False)
     def f(x):
@@ -270,26 +264,17 @@ def test_input_signature_argument_count_and_python_scalars():
         rt.function(lambda x: x, input_signature=[rt.int32])
 
 
-@pytest.mark.xfail(reason="core bug: with input_signature, a Python list argument is flattened into its "
-                          "elements before being matched against the TensorSpec (polymorphic_function."
-                          "_lookup_signature uses nest.flatten(values))", strict=True)
 def test_input_signature_accepts_a_python_list_for_a_vector():
     f = rt.function(lambda x: x, input_signature=[rt.TensorSpec([None], rt.int32)], autograph=False)
     assert f([1, 2]).numpy().tolist() == [1, 2]
 
 
-@pytest.mark.xfail(reason="core bug: input_signature with *args: _trace zips parameter names with the "
-                          "specs, so *xs gets one placeholder instead of a tuple of them", strict=True)
 def test_input_signature_with_varargs():
     f = rt.function(lambda *xs: xs[0] + xs[1], input_signature=[rt.TensorSpec([], rt.int32)] * 2,
                     autograph=False)
     assert int(f(rt.constant(1), rt.constant(2))) == 3
 
 
-@pytest.mark.xfail(reason="core bug: an input_signature that covers only the leading parameters (the rest "
-                          "have Python defaults) fails: KeyError in Function._trace (arguments lacks the "
-                          "defaulted names) and a ValueError on call (_lookup_signature compares "
-                          "len(values) after apply_defaults with len(input_signature))", strict=True)
 def test_input_signature_with_defaulted_python_parameters():
     def f(x, scale=3):
         return x * scale
@@ -298,8 +283,6 @@ def test_input_signature_with_defaulted_python_parameters():
     assert g(rt.constant([1, 2])).numpy().tolist() == [3, 6]
 
 
-@pytest.mark.xfail(reason="core bug: ConcreteFunction.__call__ flattens a Python list argument into its "
-                          "elements and matches the first element against the TensorSpec", strict=True)
 def test_concrete_function_accepts_a_python_list_for_a_vector():
     c = rt.function(lambda x: x * 2, autograph=False).get_concrete_function(rt.TensorSpec([None], rt.float32))
     assert c(np.array([1.0, 2.0], np.float32)).numpy().tolist() == [2.0, 4.0]
