@@ -30,6 +30,8 @@ def install(module_globals: dict, payload: bytes, capsules: list) -> None:
     source, filename = data["source"], data["filename"]
     _warn_if_stale(module_globals, data)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    from runtime import autograph
+    autograph.register_prebuilt(data.get("conversions", {}))
     for entry in data["functions"]:
         entry["capsule"] = capsules[entry["index"]]
         entry["module_globals"] = module_globals

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import parse_template_module
 
+from runtime.autograph import FACTORY, instantiate, is_converted_code, user_function_name  # noqa: F401
 from transpiler import origin_info
 from transpiler.converters.asserts import AssertTransformer
 from transpiler.converters.base import Context
@@ -37,7 +38,6 @@ from transpiler.converters.return_statements import ReturnTransformer
 from transpiler.converters.variables import VariableTransformer
 from transpiler.naming import Namer
 
-FACTORY = "rt__inner_factory"
 
 
 class ConversionError(Exception):
@@ -189,23 +189,7 @@ def convert_function(fn: types.FunctionType, operators_module, options: tuple = 
     source, filename, first_line = _source_of(fn)
     freevars = fn.__code__.co_freevars
     converted = convert_source(source, filename, first_line, tuple(freevars), options)
-    namespace: dict = {}
-    exec(converted.module_code, namespace)
-    proto = namespace["rt__outer_factory"]()
-    cells = dict(zip(freevars, fn.__closure__ or ()))
-    inner_code = proto.__code__
-    closure = tuple(cells[name] if name in cells else types.CellType(None) for name in inner_code.co_freevars)
-    factory = types.FunctionType(inner_code, fn.__globals__, FACTORY, None, closure or None)
-    new_fn = factory(operators_module)
-    new_fn.__defaults__ = fn.__defaults__
-    new_fn.__kwdefaults__ = fn.__kwdefaults__
-    new_fn.__name__ = fn.__name__
-    new_fn.__qualname__ = fn.__qualname__
-    new_fn.__doc__ = fn.__doc__
-    new_fn.__module__ = fn.__module__
-    new_fn.__dict__.update(fn.__dict__)
-    new_fn.__rt_converted__ = True
-    new_fn.__rt_original__ = fn
+    new_fn = instantiate(converted.module_code, fn, operators_module)
     _by_code[new_fn.__code__] = converted
     return new_fn
 
@@ -231,17 +215,6 @@ def to_code(fn) -> str:
 
 # ---------------------------------------------------------------------------
 # Errors that point at the user's code
-
-def is_converted_code(code: types.CodeType) -> bool:
-    return f"{FACTORY}.<locals>." in code.co_qualname
-
-
-def user_function_name(code: types.CodeType) -> str:
-    """``rt__inner_factory.<locals>.f.<locals>.rt__if_body`` -> ``f``."""
-    rest = code.co_qualname.split(f"{FACTORY}.<locals>.", 1)[-1]
-    parts = [p for p in rest.split(".<locals>.") if not p.startswith("rt__")]
-    return parts[-1] if parts else code.co_name
-
 
 def user_frame(tb) -> tuple[str, int, str] | None:
     """(file, line, function) of the innermost converted-code frame in a traceback."""

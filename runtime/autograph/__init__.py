@@ -25,6 +25,60 @@ from types import SimpleNamespace
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
+# The factory function that converted code is wrapped in (see transpiler.conversion): its name
+# marks converted code objects. Defined here so the runtime never needs the converter for it.
+FACTORY = "rt__inner_factory"
+
+# Conversions embedded in built extension modules: (filename, first line) -> factory module code.
+_prebuilt: dict = {}
+
+
+def is_converted_code(code: types.CodeType) -> bool:
+    return f"{FACTORY}.<locals>." in code.co_qualname
+
+
+def user_function_name(code: types.CodeType) -> str:
+    """``rt__inner_factory.<locals>.f.<locals>.rt__if_body`` -> ``f``."""
+    rest = code.co_qualname.split(f"{FACTORY}.<locals>.", 1)[-1]
+    parts = [p for p in rest.split(".<locals>.") if not p.startswith("rt__")]
+    return parts[-1] if parts else code.co_name
+
+
+def instantiate(module_code: types.CodeType, fn: types.FunctionType, operators_module):
+    """The converted function from its compiled factory module: ``fn``'s globals, closure cells and metadata."""
+    namespace: dict = {}
+    exec(module_code, namespace)
+    proto = namespace["rt__outer_factory"]()
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    inner_code = proto.__code__
+    closure = tuple(cells[name] if name in cells else types.CellType(None) for name in inner_code.co_freevars)
+    factory = types.FunctionType(inner_code, fn.__globals__, FACTORY, None, closure or None)
+    new_fn = factory(operators_module)
+    new_fn.__defaults__ = fn.__defaults__
+    new_fn.__kwdefaults__ = fn.__kwdefaults__
+    new_fn.__name__ = fn.__name__
+    new_fn.__qualname__ = fn.__qualname__
+    new_fn.__doc__ = fn.__doc__
+    new_fn.__module__ = fn.__module__
+    new_fn.__dict__.update(fn.__dict__)
+    new_fn.__rt_converted__ = True
+    new_fn.__rt_original__ = fn
+    return new_fn
+
+
+def register_prebuilt(entries: dict) -> None:
+    """Conversions made at build time: {(filename, first_line, freevars): (marshalled code, readable code)}."""
+    _prebuilt.update(entries)
+
+
+def _from_prebuilt(fn):
+    code = fn.__code__
+    hit = _prebuilt.get((code.co_filename, code.co_firstlineno, code.co_freevars))
+    if hit is None:
+        return None
+    import marshal
+    return instantiate(marshal.loads(hit[0]), fn, _operators())
+
 
 def _operators():
     import runtime.operators
@@ -43,6 +97,10 @@ def convert(fn):
         return _cache[fn]
     except KeyError:
         pass
+    new = _from_prebuilt(fn)
+    if new is not None:
+        _cache[fn] = new
+        return new
     from transpiler.conversion import ConversionError, convert_function
     from runtime.operators.call_trees import is_library_code
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
@@ -67,6 +125,10 @@ def convert(fn):
 
 def to_code(fn) -> str:
     """The converted source of ``fn`` (the same string as ``transpiler.to_code(fn)``)."""
+    target = inspect.unwrap(getattr(fn, "python_function", fn))
+    code = getattr(target, "__code__", None)
+    if code is not None and (code.co_filename, code.co_firstlineno, code.co_freevars) in _prebuilt:
+        return _prebuilt[(code.co_filename, code.co_firstlineno, code.co_freevars)][1]
     from transpiler.conversion import to_code as _to_code
     return _to_code(fn)
 
@@ -88,7 +150,6 @@ experimental = SimpleNamespace(set_loop_options=set_loop_options)
 
 def _location_hook(frame):
     """Op locations: converted-code frames already carry the user's file and line; name the user's function."""
-    from transpiler.conversion import is_converted_code, user_function_name
     code = frame.f_code
     if not is_converted_code(code):
         return None

@@ -31,7 +31,7 @@ def _no_set_state(_):
 
 def where() -> str:
     """`` (file, line N)`` of the innermost converted-code frame on the stack, for messages."""
-    from transpiler.conversion import is_converted_code
+    from runtime.autograph import is_converted_code
     frame = sys._getframe(1)
     while frame is not None:
         if is_converted_code(frame.f_code):

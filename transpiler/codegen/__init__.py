@@ -78,7 +78,10 @@ def render_module(module, source_path: str, module_name: str) -> RenderedModule:
     short = module_name.rsplit(".", 1)[-1]
     paths = _variable_paths(module)
     functions_c, entries, report = [], [], []
+    from runtime import autograph
     for qualname, function in module_functions(module):
+        if function._autograph:
+            autograph.convert(function.python_function)   # embedded, so run-time retraces skip the converter
         if function.input_signature is not None and not function.concrete_functions():
             function.get_concrete_function()
         for concrete in function.concrete_functions():
@@ -110,6 +113,7 @@ def render_module(module, source_path: str, module_name: str) -> RenderedModule:
                 line += ", through Python: " + ", ".join(f"{k} x{v}" for k, v in sorted(emitter.report.callbacks.items()))
             report.append(line)
     payload = pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
+                            "conversions": _conversions(source_path),
                             "source_hash": hashlib.sha256(source.encode("utf-8")).hexdigest(),
                             "version": runtime.__version__, "functions": entries}, protocol=4)
     header_name = f"{short}_rt_native.h"
@@ -122,6 +126,18 @@ def render_module(module, source_path: str, module_name: str) -> RenderedModule:
     return RenderedModule(name=module_name, files={f"{short}.pyx": pyx, header_name: header}, pyx=f"{short}.pyx",
                           include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
                           extra_link_args=list(LINK_ARGS), report=report)
+
+
+def _conversions(source_path: str) -> dict:
+    """The AutoGraph conversions of this file's functions, compiled: a run-time retrace needs no converter."""
+    import marshal
+    from transpiler import conversion
+    path = os.path.abspath(source_path)
+    found = {}
+    for (_, filename, first_line, freevars, options), converted in list(conversion._cache.items()):
+        if options == () and os.path.abspath(filename) == path:
+            found[(path, first_line, tuple(freevars))] = (marshal.dumps(converted.module_code), converted.code)
+    return found
 
 
 def _all_ops(graph):
