@@ -9,7 +9,7 @@ extensions = [
         ["runtime/_native.pyx"],
         include_dirs=[np.get_include(), "runtime"],
         extra_compile_args=["-O3", "-fopenmp"],
-        extra_link_args=["-fopenmp"],
+        extra_link_args=["-fopenmp", "-lm"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     ),
 ]

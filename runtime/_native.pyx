@@ -9,7 +9,7 @@ variant values stay Python objects: in C they are an index into the call's list.
 """
 import numpy as np
 cimport numpy as cnp
-from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_GetName
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_GetName, PyCapsule_Destructor
 from libc.stdint cimport int64_t, int32_t, intptr_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
@@ -32,6 +32,7 @@ cdef extern from "kernels/rt_kernels.h" nogil:
         void *user
         int num_threads
     void *rt_alloc(rt_ctx *ctx, size_t nbytes)
+    int rt_detach(rt_ctx *ctx, void *p)
     void rt_ctx_free(rt_ctx *ctx)
     int64_t rt_numel(const rt_tensor *t)
     size_t rt_itemsize(int dtype)
@@ -76,16 +77,28 @@ cdef int _pack(rt_ctx *ctx, rt_tensor *t, object array, int code, _CallState sta
     return 0
 
 
-cdef object _unpack(rt_tensor *t, object dtype, _CallState state):
+cdef void _free_capsule(object capsule) noexcept:
+    free(PyCapsule_GetPointer(capsule, b"rt_buffer"))
+
+
+cdef object _unpack(rt_tensor *t, object dtype, _CallState state, rt_ctx *ctx=NULL):
+    """A numpy array for a result: big arena buffers are handed over (no copy), small ones copied."""
     cdef cnp.ndarray out
     cdef cnp.npy_intp dims[8]
     cdef int i
+    cdef size_t nbytes
     if _is_object(t.dtype):
         return state.objects[<intptr_t>t.data]
     for i in range(t.ndim):
         dims[i] = t.shape[i]
-    out = cnp.PyArray_EMPTY(t.ndim, dims, cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, dtype.np)), 0)
-    memcpy(cnp.PyArray_DATA(out), t.data, <size_t>rt_numel(t) * rt_itemsize(t.dtype))
+    nbytes = <size_t>rt_numel(t) * rt_itemsize(t.dtype)
+    typenum = cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, dtype.np))
+    if ctx != NULL and nbytes >= 65536 and rt_detach(ctx, t.data):
+        out = cnp.PyArray_SimpleNewFromData(t.ndim, dims, typenum, t.data)
+        cnp.set_array_base(out, PyCapsule_New(t.data, b"rt_buffer", <PyCapsule_Destructor>_free_capsule))
+        return out
+    out = cnp.PyArray_EMPTY(t.ndim, dims, typenum, 0)
+    memcpy(cnp.PyArray_DATA(out), t.data, nbytes)
     return out
 
 
@@ -209,7 +222,7 @@ cdef class NativeFunction:
                 if state.error is not None:
                     raise state.error
                 raise errors.InvalidArgumentError(ctx.msg.decode("utf-8", "replace"))
-            return [_unpack(&outs[i], self.out_dtypes[i], state) for i in range(self.n_out)]
+            return [_unpack(&outs[i], self.out_dtypes[i], state, &ctx) for i in range(self.n_out)]
         finally:
             rt_ctx_free(&ctx)
 

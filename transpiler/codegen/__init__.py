@@ -16,13 +16,14 @@ import runtime
 from runtime.polymorphic_function import Function
 from runtime.variables import Variable
 
+from transpiler.codegen.flags import arch_flags
 from transpiler.codegen.native import FunctionEmitter
 from transpiler.codegen.render import render
 
 KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(runtime.__file__)), "kernels")
 
 COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-function",
-                "-Wno-unused-variable", "-Wno-unused-label", "-Wno-unused-but-set-variable"]
+                "-Wno-unused-variable", "-Wno-unused-label", "-Wno-unused-but-set-variable"] + arch_flags()
 LINK_ARGS = ["-fopenmp", "-lm"]
 
 
@@ -143,3 +144,4 @@ def _conversions(source_path: str) -> dict:
 def _all_ops(graph):
     from runtime.aot import op_table
     return op_table(graph)
+from runtime.optimizer import optimize  # noqa: F401

@@ -50,6 +50,13 @@ class FunctionEmitter:
         self.table = {id(op): i for i, op in enumerate(op_table(graph))}
         self.report = EmitReport()
         self.inlined: dict[int, str] = {}     # id(tensor) -> C expression (fused, no buffer)
+        # memory planning (top-level graph only): small static buffers on the stack, reused once dead
+        self.depth = 0
+        self.prologue: list[str] = []
+        self.pool: dict[int, list[str]] = {}
+        self.buffer_of: dict[int, tuple[str, int]] = {}
+        self.stack_bytes = 0
+        self.graph_outputs = {id(t) for t in graph.outputs}
 
     # -- naming & lines -------------------------------------------------------------
     def fresh(self, base: str = "t") -> str:
@@ -108,8 +115,53 @@ class FunctionEmitter:
             dims = [self.dim(tensor, i) for i in range(tensor.shape.rank)]
         self.set_shape(tensor, dims)
         name = self.var(tensor)
-        self.line(f"if (rt_alloc_tensor(ctx, &{name})) goto fail;")
+        buffer = self._planned_buffer(tensor, dims)
+        if buffer is not None:
+            self.line(f"{name}.data = (void *){buffer};")
+        else:
+            self.line(f"if (rt_alloc_tensor(ctx, &{name})) goto fail;")
         return name
+
+    STACK_BUFFER_MAX = 65536
+    STACK_TOTAL_MAX = 262144
+
+    def _planned_buffer(self, tensor, dims) -> str | None:
+        """A stack buffer for a small static tensor of the top-level graph (reusing a dead one's)."""
+        if self.depth or id(tensor) in self.graph_outputs or not native_dtype(tensor.dtype) \
+                or not tensor.shape.is_fully_defined() or [str(d) for d in tensor.shape.dims] != list(dims):
+            return None
+        nbytes = max(tensor.shape.num_elements(), 1) * tensor.dtype.size
+        free = self.pool.get(nbytes)
+        if free:
+            buffer = free.pop()
+        else:
+            if nbytes > self.STACK_BUFFER_MAX or self.stack_bytes + nbytes > self.STACK_TOTAL_MAX:
+                return None
+            buffer = self.fresh("buf")
+            self.stack_bytes += nbytes
+            self.prologue.append(f"__attribute__((aligned(64))) char {buffer}[{nbytes}];")
+        self.buffer_of[id(tensor)] = (buffer, nbytes)
+        return buffer
+
+    def _release_dead(self, op, index: int, last_use: dict) -> None:
+        seen = set()
+        for t in self._effective_inputs(op):
+            if id(t) in seen or last_use.get(id(t)) != index:
+                continue
+            seen.add(id(t))
+            planned = self.buffer_of.pop(id(t), None)
+            if planned is not None:
+                self.pool.setdefault(planned[1], []).append(planned[0])
+
+    def _effective_inputs(self, op) -> list:
+        """The tensors an op reads once fused producers are expanded into its loop."""
+        out = []
+        for t in op.inputs:
+            if id(t) in self.inlined:
+                out.extend(self._effective_inputs(t.op))
+            else:
+                out.append(t)
+        return out
 
     def fail(self, message: str, *args: str) -> str:
         """C statement: format an error message (printf-style) and jump to the failure exit."""
@@ -133,20 +185,33 @@ class FunctionEmitter:
         self.indent = 1
         self.line("return -1;")
         head = f"static int {self.c_name}(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {{"
-        return "\n".join([head] + self.lines + ["}"])
+        return "\n".join([head] + ["    " + line for line in self.prologue] + self.lines + ["}"])
 
     def emit_graph(self, graph: Graph, emitters) -> None:
         from runtime.executor import needed_ops
         needed = needed_ops(graph)
         ops = [op for op in graph.operations if id(op) in needed and op.type != "Placeholder"]
         emitters.plan_fusion(self, graph, ops)
-        for op in ops:
+        top = graph is self.graph
+        if not top:
+            self.depth += 1
+        last_use: dict = {}
+        if top:
+            for index, op in enumerate(ops):
+                if not any(id(t) in self.inlined for t in op.outputs):
+                    for t in self._effective_inputs(op):
+                        last_use[id(t)] = index
+        for index, op in enumerate(ops):
             if any(id(t) in self.inlined for t in op.outputs):
                 continue
             self.line(f"/* {op.name} = {op.type} */")
             emitter = emitters.EMITTERS.get(op.type)
             if emitter is None or not emitter(self, op):
                 self.callback(op)
+            if top:
+                self._release_dead(op, index, last_use)
+        if not top:
+            self.depth -= 1
 
     def var_index(self, handle) -> int:
         for i, h in enumerate(self.variables):
