@@ -1,0 +1,165 @@
+"""Each pass does what it says (node counts before/after), and leaves alone what it must not touch."""
+from __future__ import annotations
+
+import numpy as np
+from conftest import apply_pass, assert_same_results, count_ops
+from opt_programs import CASES, graph_of
+
+import runtime as rt
+from runtime import context
+from runtime.graph import Graph
+from runtime.optimizer import cse, fold_constants, hoist_loop_invariants, optimize, prune, simplify_arithmetic
+from runtime.optimizer.clone import clone_graph
+
+CASE = {c[0]: c for c in CASES}
+
+
+def _body(graph, kind="body"):
+    return next(op for op in graph.operations if op.type == "While").attrs[kind]
+
+
+def test_clone_is_deep_and_editable():
+    graph = graph_of(CASE["loop"])
+    copy = clone_graph(graph)
+    assert str(copy) == str(graph) and not copy.finalized
+    assert not {id(op) for op in copy.operations} & {id(op) for op in graph.operations}
+    assert _body(copy) is not _body(graph) and _body(copy).outer_graph is copy
+    copy.operations.pop()
+    assert str(copy) != str(graph)
+
+
+def test_prune_removes_dead_code_and_keeps_side_effects():
+    graph = graph_of(CASE["common"])
+    assert count_ops(graph, "Exp") == 1
+    after, changed = apply_pass(graph, prune)
+    assert changed and count_ops(after, "Exp") == 0
+    stateful = graph_of(CASE["stateful"])
+    after, _ = apply_pass(stateful, prune)
+    for kind in ("PrintV2", "AssignAddVariableOp", "Placeholder"):
+        assert count_ops(after, kind) == count_ops(stateful, kind), kind
+    assert not apply_pass(after, prune)[1]
+
+
+def test_prune_drops_unused_captures():
+    graph = Graph("g")
+    with context.graph_scope(graph):
+        x = graph.add_placeholder("x", rt.float32, [2])
+        y = graph.add_placeholder("y", rt.float32, [2])
+        exp = rt.exp(y)
+        out = rt.cond(rt.reduce_sum(x) > 0.0, lambda: x + 1.0, lambda: x * (exp * 0.0 + 2.0))
+        graph.outputs = [rt.identity(out)]
+    with context.graph_scope(graph):  # the else branch stops reading `exp` (as after simplification)
+        branch = next(op for op in graph.operations if op.type == "If").attrs["else_branch"]
+        mul = next(op for op in branch.operations if op.type == "Mul" and op.inputs[0].op.type == "Placeholder"
+                   and op.inputs[0] is branch.captures[0][1])
+        branch.outputs = [mul.inputs[0]]
+    if_op = next(op for op in graph.operations if op.type == "If")
+    assert len(if_op.inputs) == 3
+    after, changed = apply_pass(graph, prune)
+    if_after = next(op for op in after.operations if op.type == "If")
+    assert changed and len(if_after.inputs) == 2 and count_ops(after, "Exp") == 0
+    assert_same_results(graph, after, [[np.ones(2, np.float32), np.ones(2, np.float32)],
+                                       [-np.ones(2, np.float32), np.ones(2, np.float32)]])
+
+
+def test_fold_constants_computes_constant_subgraphs():
+    graph = graph_of(CASE["folding"])
+    after, changed = apply_pass(graph, fold_constants)
+    assert changed
+    for kind in ("Range", "Reshape", "Shape", "Size", "Cast", "Sum"):
+        assert count_ops(after, kind) <= (1 if kind == "Sum" else 0), kind  # Sum of the big Fill stays
+    assert count_ops(after, "Fill") == 1, "results over MAX_ELEMENTS stay computed at run time"
+    shape_const = after.outputs[1].op.inputs[0].op
+    assert shape_const.type == "Const" and shape_const.attrs["value"].array.dtype == np.int32
+
+
+def test_fold_constants_leaves_failing_and_stateful_ops():
+    graph = Graph("g")
+    with context.graph_scope(graph):
+        bad = rt.floordiv(rt.constant(1), rt.constant(0))
+        r = rt.random.uniform([2], seed=3)
+        graph.outputs = [rt.identity(bad), rt.identity(r)]
+    after, _ = apply_pass(graph, fold_constants)
+    assert count_ops(after, "FloorDiv") == 1 and count_ops(after, "RandomUniform") == 1
+    assert [t.op.type for t in after.outputs] == ["Identity", "Identity"]
+
+
+def test_cse_merges_equal_pure_ops_only():
+    graph = graph_of(CASE["common"])
+    assert count_ops(graph, "Tanh") == 2 and count_ops(graph, "Sum") == 2
+    after, changed = apply_pass(graph, cse)
+    assert changed and count_ops(after, "Tanh") == 1 and count_ops(after, "Sum") == 1
+    stateful = graph_of(CASE["stateful"])
+    after, _ = apply_pass(stateful, cse)
+    assert count_ops(after, "RandomUniform") == 2, "random ops never merge"
+
+
+def test_cse_tells_attribute_values_apart():
+    graph = Graph("g")
+    with context.graph_scope(graph):
+        x = graph.add_placeholder("x", rt.float32, [3, 4])
+        graph.outputs = [rt.identity(rt.reduce_sum(x, axis=0)), rt.identity(rt.reduce_sum(x, axis=1)),
+                         rt.identity(rt.reduce_sum(x, axis=0))]
+    after, _ = apply_pass(graph, cse)
+    assert count_ops(after, "Sum") == 2 and count_ops(after, "Identity") == 3
+
+
+def test_simplify_arithmetic_drops_identities():
+    graph = graph_of(CASE["arithmetic"])
+    after, changed = apply_pass(graph, simplify_arithmetic)
+    assert changed
+    assert count_ops(after, "Neg") == 0 and count_ops(after, "Cast") == 0 and count_ops(after, "RealDiv") == 0
+    assert count_ops(after, "Sub") == 0
+    assert count_ops(after, "AddV2") == count_ops(graph, "AddV2"), "x + 0.0 stays: -0.0 + 0.0 is +0.0"
+    assert count_ops(after, "Mul") == count_ops(graph, "Mul") - 1
+    assert count_ops(after, "Identity") == 1 and after.outputs[0].op.type == "Identity"
+
+
+def test_simplify_arithmetic_keeps_broadcasting_and_signed_zero():
+    graph = Graph("g")
+    with context.graph_scope(graph):
+        x = graph.add_placeholder("x", rt.float32, [None])
+        i = graph.add_placeholder("i", rt.int32, [3])
+        graph.outputs = [rt.identity(t) for t in (
+            x * np.ones([3], np.float32),     # broadcasts an unknown dim: stays
+            x * np.ones([1], np.float32),     # goes
+            x + np.float32(-0.0),              # goes
+            x - np.float32(-0.0),              # stays
+            i + np.int32(0))]                  # goes
+    after, _ = apply_pass(graph, simplify_arithmetic)
+    kinds = [t.op.inputs[0].op.type for t in after.outputs]
+    assert kinds == ["Mul", "Placeholder", "Placeholder", "Sub", "Placeholder"]
+    assert_same_results(graph, after, [[np.array([-0.0, 1.0, np.nan], np.float32), np.arange(3, dtype=np.int32)]])
+
+
+def test_hoist_moves_invariants_out_of_loops():
+    graph = graph_of(CASE["loop"])
+    before_body = _body(graph)
+    assert count_ops(before_body, "Sin") == 1
+    after, changed = apply_pass(graph, hoist_loop_invariants)
+    body = _body(after)
+    assert changed and count_ops(body, "Sin") == 0 and count_ops(body, "Cast") == 0
+    assert count_ops(after, "Sin", deep=False) == 1
+    loop = next(op for op in after.operations if op.type == "While")
+    assert len(body.captures) == len(_body(after, "cond").captures) == len(loop.inputs) - 2
+
+
+def test_hoist_goes_through_nested_loops():
+    optimized = optimize(graph_of(CASE["nested"]))
+    assert count_ops(optimized, "Exp", deep=False) == 1 and count_ops(optimized, "Exp") == 1
+
+
+def test_hoist_leaves_ops_that_may_fail():
+    graph = Graph("g")
+    with context.graph_scope(graph):
+        a = graph.add_placeholder("a", rt.int32, [None])
+        b = graph.add_placeholder("b", rt.int32, [None])
+        n = graph.add_placeholder("n", rt.int32, [])
+        _, out = rt.while_loop(lambda i, c: i < n, lambda i, c: (i + 1, c + a // b + (a - b)), (0, a))
+        graph.outputs = [rt.identity(out)]
+    after, _ = apply_pass(graph, hoist_loop_invariants)
+    body = _body(after)
+    assert count_ops(body, "FloorDiv") == 1, "b may hold zeros: a zero-trip loop must not raise"
+    assert count_ops(body, "Sub") == 1, "a - b with unknown shapes may fail to broadcast"
+    zeros = [np.ones(2, np.int32), np.zeros(2, np.int32), np.int32(0)]
+    assert_same_results(graph, after, [zeros, [np.ones(2, np.int32), np.ones(2, np.int32), np.int32(2)]])
