@@ -26,6 +26,9 @@ cdef extern from "kernels/rt_kernels.h" nogil:
         int32_t dtype
         void *owner
     ctypedef struct rt_ctx:
+        void **allocs
+        int64_t n_allocs
+        int64_t cap_allocs
         char msg[1024]
         int py_error
         void *callback
@@ -81,7 +84,7 @@ cdef void _free_capsule(object capsule) noexcept:
     free(PyCapsule_GetPointer(capsule, b"rt_buffer"))
 
 
-cdef object _unpack(rt_tensor *t, object dtype, _CallState state, rt_ctx *ctx=NULL):
+cdef object _unpack(rt_tensor *t, int typenum, _CallState state, rt_ctx *ctx=NULL):
     """A numpy array for a result: big arena buffers are handed over (no copy), small ones copied."""
     cdef cnp.ndarray out
     cdef cnp.npy_intp dims[8]
@@ -92,7 +95,6 @@ cdef object _unpack(rt_tensor *t, object dtype, _CallState state, rt_ctx *ctx=NU
     for i in range(t.ndim):
         dims[i] = t.shape[i]
     nbytes = <size_t>rt_numel(t) * rt_itemsize(t.dtype)
-    typenum = cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, dtype.np))
     if ctx != NULL and nbytes >= 65536 and rt_detach(ctx, t.data):
         out = cnp.PyArray_SimpleNewFromData(t.ndim, dims, typenum, t.data)
         cnp.set_array_base(out, PyCapsule_New(t.data, b"rt_buffer", <PyCapsule_Destructor>_free_capsule))
@@ -100,6 +102,10 @@ cdef object _unpack(rt_tensor *t, object dtype, _CallState state, rt_ctx *ctx=NU
     out = cnp.PyArray_EMPTY(t.ndim, dims, typenum, 0)
     memcpy(cnp.PyArray_DATA(out), t.data, nbytes)
     return out
+
+
+cdef int _typenum(object dtype):
+    return -1 if dtype.np == object else cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, dtype.np))
 
 
 cdef int _callback(rt_ctx *ctx, int op_index, rt_tensor *ins, int n_in, rt_tensor *outs, int n_out) noexcept nogil:
@@ -114,7 +120,7 @@ cdef int _run_callback(rt_ctx *ctx, int op_index, rt_tensor *ins, int n_in, rt_t
         op = state.function.ops[op_index]
         arrays = []
         for i in range(n_in):
-            arrays.append(_unpack(&ins[i], op.inputs[i].dtype, state))
+            arrays.append(_unpack(&ins[i], _typenum(op.inputs[i].dtype), state))
         results = op.opdef.kernel(arrays, op.attrs)
         for i in range(n_out):
             dtype = op.outputs[i].dtype
@@ -160,71 +166,208 @@ def _located(cls, message, op):
     return cls(f"{message}\n  [[{op.where()}]]", op)
 
 
+# Process-wide switches the fast call path reads without touching Python state.
+cdef int _active_traces = 0      # graphs being traced (any thread): calls then take the Python path
+cdef bint _run_eagerly = False
+cdef int _threads = 0            # intra-op threads; 0 = ask runtime.config
+
+
+def trace_enter():
+    global _active_traces
+    _active_traces += 1
+
+
+def trace_exit():
+    global _active_traces
+    _active_traces -= 1
+
+
+def set_run_eagerly(bint flag):
+    global _run_eagerly
+    _run_eagerly = flag
+
+
+def forget_threads():
+    """The thread settings changed: read them again on the next call."""
+    global _threads
+    _threads = 0
+
+
+cdef inline int _num_threads():
+    global _threads
+    if _threads == 0:
+        _threads = config.intra_op_threads()
+    return _threads
+
+
+from runtime.tensor import EagerTensor as _EagerTensor
+
+
 cdef class NativeFunction:
-    """A generated C function for one concrete signature; ``call(arrays)`` runs it without the GIL."""
+    """A generated C function for one concrete signature; ``call(arrays)`` runs it without the GIL.
+
+    ``try_call(args)`` is the fast path used by ``Function.__call__``: when every argument is
+    an eager tensor of the built dtype and shape it runs the code and returns the result
+    tensor, else None.
+    """
 
     cdef rt_fn fn
-    cdef int n_in, n_out
+    cdef int n_in, n_out, n_vars
     cdef int in_codes[64]
+    cdef int in_typenums[64]
+    cdef int in_ndims[64]
+    cdef int64_t in_dims[64][8]
+    cdef bint fast_ok, resolved
     cdef public list ops
     cdef public list out_dtypes
     cdef public list variables
     cdef public object name
+    cdef object resolve
+    cdef object single_dtype
+    cdef int out_typenums[64]
+    cdef bint needs_state, small
 
-    def __init__(self, capsule, graph, ops, variables, name=""):
+    def __init__(self, capsule, graph, ops, variables, name="", resolve=None, single_output=False,
+                 needs_state=True, small=False):
+        cdef int i, d
         self.fn = <rt_fn>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
         self.ops = list(ops)
         self.variables = list(variables)
+        self.n_vars = len(self.variables)
         self.n_in = len(graph.inputs)
-        if self.n_in + len(self.variables) > 64:
+        if self.n_in + self.n_vars > 64:
             raise ValueError("native functions take at most 64 tensor inputs and variables")
+        self.fast_ok = True
         for i, t in enumerate(graph.inputs):
             self.in_codes[i] = _CODES[t.dtype.name]
-        for k, handle in enumerate(self.variables):
-            self.in_codes[self.n_in + k] = _CODES[handle.get().dtype.name] if handle.ref is not None else 0
+            if _is_object(self.in_codes[i]) or t.shape.rank is None:
+                self.fast_ok = False
+                continue
+            self.in_typenums[i] = cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, t.dtype.np))
+            self.in_ndims[i] = t.shape.rank
+            for d in range(t.shape.rank):
+                self.in_dims[i][d] = -1 if t.shape.dims[d] is None else t.shape.dims[d]
         self.out_dtypes = [t.dtype for t in graph.outputs]
         self.n_out = len(self.out_dtypes)
+        if self.n_out > 64:
+            raise ValueError("native functions return at most 64 tensors")
+        for i, dtype in enumerate(self.out_dtypes):
+            self.out_typenums[i] = -1 if _is_object(_CODES[dtype.name]) else \
+                cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, dtype.np))
+        # string/variant values and Python callbacks need the per-call state object
+        self.needs_state = needs_state or any(_is_object(_CODES[t.dtype.name]) for t in graph.inputs) \
+            or any(_is_object(_CODES[d.name]) for d in self.out_dtypes)
+        self.single_dtype = self.out_dtypes[0] if single_output and self.n_out == 1 \
+            and not _is_object(_CODES[self.out_dtypes[0].name]) else None
         self.name = name
+        self.resolve = resolve
+        self.resolved = resolve is None
+        # a few hundred nanoseconds of straight-line work: releasing the GIL would cost more than it frees
+        self.small = small
 
     def call(self, list arrays):
+        return self._run(arrays)
+
+    cdef object _run(self, object arrays):
         cdef rt_ctx ctx
         cdef rt_tensor ins[64]
         cdef rt_tensor outs[64]
         cdef int i, rc
-        cdef int n_vars = len(self.variables)
-        cdef _CallState state = _CallState()
-        if self.n_out > 64:
-            raise ValueError("native functions return at most 64 tensors")
-        state.function = self
-        state.objects = []
-        memset(&ctx, 0, sizeof(rt_ctx))
+        cdef _CallState state = None
+        cdef list keep = None
+        if not self.resolved:
+            self.resolve()
+            self.resolved = True
+        ctx.allocs = NULL
+        ctx.n_allocs = 0
+        ctx.cap_allocs = 0
+        ctx.msg[0] = 0
+        ctx.py_error = 0
         ctx.callback = <void *>_callback
-        ctx.user = <void *>state
-        ctx.num_threads = config.intra_op_threads()
-        keep = []
+        ctx.user = NULL
+        ctx.num_threads = _num_threads()
+        if self.needs_state:
+            state = _CallState()
+            state.function = self
+            state.objects = []
+            ctx.user = <void *>state
         try:
             for i in range(self.n_in):
                 a = arrays[i]
-                if not _is_object(self.in_codes[i]) and not (<cnp.ndarray>a).flags.c_contiguous:
+                if not _is_object(self.in_codes[i]) and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a):
                     a = np.ascontiguousarray(a)
+                    if keep is None:
+                        keep = []
                     keep.append(a)
                 _pack(&ctx, &ins[i], a, self.in_codes[i], state)
-            for i in range(n_vars):
-                variable = self.variables[i].get()
+            for i in range(self.n_vars):
+                variable = (<object>self.variables[i]).get()
                 storage = variable._value
                 if not storage.flags.c_contiguous or not storage.flags.writeable:
                     storage = variable._value = np.array(storage, copy=True, order="C")
+                if keep is None:
+                    keep = []
                 keep.append(storage)
                 _pack(&ctx, &ins[self.n_in + i], storage, _CODES[variable.dtype.name], state)
-            with nogil:
+            if self.small:
                 rc = self.fn(&ctx, ins, outs)
+            else:
+                with nogil:
+                    rc = self.fn(&ctx, ins, outs)
             if rc != 0:
-                if state.error is not None:
+                if state is not None and state.error is not None:
                     raise state.error
                 raise errors.InvalidArgumentError(ctx.msg.decode("utf-8", "replace"))
-            return [_unpack(&outs[i], self.out_dtypes[i], state, &ctx) for i in range(self.n_out)]
+            return [_unpack(&outs[i], self.out_typenums[i], state, &ctx) for i in range(self.n_out)]
         finally:
             rt_ctx_free(&ctx)
+
+    cdef object try_call(self, tuple args):
+        cdef int i, d, n = len(args)
+        cdef cnp.ndarray a
+        if not self.fast_ok or self.single_dtype is None or n != self.n_in:
+            return None
+        for i in range(n):
+            x = args[i]
+            if type(x) is not _EagerTensor:
+                return None
+            a = <cnp.ndarray>(<object>x)._value
+            if cnp.PyArray_TYPE(a) != self.in_typenums[i] or cnp.PyArray_NDIM(a) != self.in_ndims[i]:
+                return None
+            for d in range(self.in_ndims[i]):
+                if self.in_dims[i][d] != -1 and self.in_dims[i][d] != cnp.PyArray_DIMS(a)[d]:
+                    return None
+        result = self._run(_Values(args))[0]
+        tensor = _EagerTensor.__new__(_EagerTensor)
+        tensor._value = result
+        tensor.dtype = self.single_dtype
+        return tensor
+
+
+cdef class _Values:
+    """The arrays of a tuple of eager tensors, indexable like a list (no list built)."""
+    cdef tuple args
+
+    def __cinit__(self, tuple args):
+        self.args = args
+
+    def __getitem__(self, int i):
+        return (<object>self.args[i])._value
+
+
+cdef class FunctionBase:
+    """Base of ``rt.Function``: ``__call__`` first tries the built signatures' native code in C."""
+
+    cdef public list _fast_natives
+
+    def __call__(self, *args, **kwargs):
+        cdef NativeFunction native
+        if self._fast_natives and not kwargs and not _run_eagerly and _active_traces == 0:
+            for native in self._fast_natives:
+                result = native.try_call(args)
+                if result is not None:
+                    return result
+        return self._call_python(*args, **kwargs)
 
 
 def blas_capsules():

@@ -14,6 +14,7 @@ import os
 import pickle
 import warnings
 
+from runtime.graph import SymbolicTensor
 from runtime.polymorphic_function import ConcreteFunction, _structure_key
 
 _PENDING: dict[tuple[str, str], list] = {}
@@ -64,10 +65,15 @@ def attach_prebuilt(function) -> None:
     entries = _PENDING.get(key)
     if not entries or function._instance_ref is not None:
         return
+    from runtime.graph import SymbolicTensor
+    from runtime.shapes import TensorSpec
     for entry in entries:
         concrete = NativeConcreteFunction(function, entry)
         function._concrete.append(concrete)
         function._cache[tuple(_structure_key(v) for v in entry["structured_inputs"])] = concrete
+        plain = all(isinstance(v, TensorSpec) for v in entry["structured_inputs"])
+        if plain and isinstance(entry["structured_outputs"], SymbolicTensor):
+            function._fast_natives.append(concrete._native_function())
 
 
 def resolve_path(module_globals: dict, path: str):
@@ -94,11 +100,16 @@ class NativeConcreteFunction(ConcreteFunction):
         if self._native is None:
             from runtime._native import NativeFunction
             entry = self._entry
-            for handle in entry["variables"]:
-                if handle.ref is None:
-                    handle.bind(resolve_path(entry["module_globals"], handle.path))
+
+            def resolve():
+                for handle in entry["variables"]:
+                    if handle.ref is None:
+                        handle.bind(resolve_path(entry["module_globals"], handle.path))
             self._native = NativeFunction(entry["capsule"], self.graph, op_table(self.graph), entry["variables"],
-                                          self.name)
+                                          self.name, resolve=resolve,
+                                          single_output=isinstance(self.structured_outputs, SymbolicTensor),
+                                          needs_state=entry.get("callbacks", True),
+                                          small=entry.get("small", False))
         return self._native
 
     def _call_flat(self, tensors):

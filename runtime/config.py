@@ -10,6 +10,11 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
     """Make every ``rt.function`` run its Python code eagerly (for debugging)."""
     global _run_eagerly
     _run_eagerly = bool(run_eagerly)
+    try:
+        from runtime import _native
+        _native.set_run_eagerly(_run_eagerly)
+    except ImportError:
+        pass
 
 
 def functions_run_eagerly() -> bool:
@@ -67,5 +72,10 @@ _listeners: list = []
 
 
 def _apply_threads() -> None:
+    try:
+        from runtime import _native
+        _native.forget_threads()
+    except ImportError:
+        pass
     for listener in _listeners:
         listener()

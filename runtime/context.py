@@ -33,13 +33,23 @@ def executing_eagerly() -> bool:
     return not _state.graphs
 
 
+try:
+    from runtime._native import trace_enter as _trace_enter, trace_exit as _trace_exit
+except ImportError:  # not compiled
+    def _trace_enter():
+        pass
+    _trace_exit = _trace_enter
+
+
 @contextlib.contextmanager
 def graph_scope(graph):
     """Make ``graph`` the target of new ops while the block runs."""
     _state.graphs.append(graph)
+    _trace_enter()
     try:
         yield graph
     finally:
+        _trace_exit()
         _state.graphs.pop()
 
 

@@ -108,7 +108,13 @@ def note_variable_created(variable) -> None:
         stack[-1][0]._created_variables.append(variable)
 
 
-class Function:
+try:
+    from runtime._native import FunctionBase as _FunctionBase
+except ImportError:  # not compiled: calls always take the Python path
+    _FunctionBase = object
+
+
+class Function(_FunctionBase):
     """A polymorphic graph function: ``rt.function(f)``.
 
     Example:
@@ -141,6 +147,7 @@ class Function:
                 if not isinstance(spec, TensorSpec):
                     raise TypeError(f"input_signature must contain rt.TensorSpec objects, got {spec!r}")
         self._cache: dict = {}
+        self._fast_natives: list = []     # built signatures the compiled __call__ tries first
         self._concrete: list[ConcreteFunction] = []
         self._tracing_count = 0
         self._created_variables: list = []
@@ -191,7 +198,7 @@ class Function:
         return self._converted_fn
 
     # -- calling ------------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    def _call_python(self, *args, **kwargs):
         if config.functions_run_eagerly():
             return self.python_function(*self._with_instance(args), **kwargs)
         if context.current_graph() is not None:
@@ -434,6 +441,10 @@ class Function:
 
     def __repr__(self):
         return f"<rt.Function {self.__name__}>"
+
+
+if _FunctionBase is object:
+    Function.__call__ = Function._call_python
 
 
 def _spec_placeholder(value):

@@ -66,9 +66,12 @@ struct rt_ctx;
 typedef int (*rt_callback_fn)(struct rt_ctx *ctx, int op_index, rt_tensor *inputs, int n_in,
                               rt_tensor *outputs, int n_out);
 
+#define RT_INLINE_ALLOCS 16
+
 typedef struct rt_ctx {
-    void **allocs;
+    void **allocs;        /* NULL or inline_allocs until more than RT_INLINE_ALLOCS are live */
     int64_t n_allocs, cap_allocs;
+    void *inline_allocs[RT_INLINE_ALLOCS];
     char msg[1024];
     int py_error;
     rt_callback_fn callback;
@@ -94,9 +97,19 @@ static inline size_t rt_itemsize(int dtype) {
 /* ---- arena ------------------------------------------------------------------------------- */
 
 static inline void *rt_alloc(rt_ctx *ctx, size_t nbytes) {
+    if (ctx->allocs == NULL) {
+        ctx->allocs = ctx->inline_allocs;
+        ctx->cap_allocs = RT_INLINE_ALLOCS;
+    }
     if (ctx->n_allocs == ctx->cap_allocs) {
-        int64_t cap = ctx->cap_allocs ? ctx->cap_allocs * 2 : 64;
-        void **grown = (void **)realloc(ctx->allocs, (size_t)cap * sizeof(void *));
+        int64_t cap = ctx->cap_allocs * 4;
+        void **grown;
+        if (ctx->allocs == ctx->inline_allocs) {
+            grown = (void **)malloc((size_t)cap * sizeof(void *));
+            if (grown) memcpy(grown, ctx->inline_allocs, sizeof(ctx->inline_allocs));
+        } else {
+            grown = (void **)realloc(ctx->allocs, (size_t)cap * sizeof(void *));
+        }
         if (!grown) return NULL;
         ctx->allocs = grown;
         ctx->cap_allocs = cap;
@@ -137,7 +150,7 @@ static inline int rt_detach(rt_ctx *ctx, void *p) {
 
 static inline void rt_ctx_free(rt_ctx *ctx) {
     rt_release(ctx, 0, NULL, 0);
-    free(ctx->allocs);
+    if (ctx->allocs != ctx->inline_allocs) free(ctx->allocs);
     ctx->allocs = NULL;
     ctx->cap_allocs = 0;
 }

@@ -178,7 +178,10 @@ def show_graphs(target: str, fmt: str = "text", optimize: bool = True, passes: l
     for concrete in concretes:
         graph = concrete.graph
         if optimizer is not None:
-            result = optimizer(graph, passes=passes) if passes is not None else optimizer(graph)
+            try:
+                result = optimizer(graph, passes=passes) if passes is not None else optimizer(graph)
+            except ValueError as e:
+                raise SystemExit(f"error: {e}") from None
             graph = result if hasattr(result, "operations") else graph
         signature = concrete.pretty_printed_signature(verbose=True)
         if fmt == "dot":

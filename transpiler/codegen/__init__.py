@@ -16,6 +16,7 @@ import runtime
 from runtime.polymorphic_function import Function
 from runtime.variables import Variable
 
+from runtime.optimizer import optimize
 from transpiler.codegen.flags import arch_flags
 from transpiler.codegen.native import FunctionEmitter
 from transpiler.codegen.render import render
@@ -72,7 +73,7 @@ def _variable_paths(module) -> dict[int, str]:
     return paths
 
 
-def render_module(module, source_path: str, module_name: str) -> RenderedModule:
+def render_module(module, source_path: str, module_name: str, passes=None) -> RenderedModule:
     """Generate the extension for an imported module (see the module docstring)."""
     with open(source_path, encoding="utf-8") as f:
         source = f.read()
@@ -89,7 +90,8 @@ def render_module(module, source_path: str, module_name: str) -> RenderedModule:
             if getattr(concrete, "native", False):
                 continue
             index = len(entries)
-            graph = concrete.graph
+            graph = optimize(concrete.graph, passes=passes)
+            structured_outputs = _remap_outputs(concrete, graph)
             emitter = FunctionEmitter(graph, f"rt_fn_{index}", [])
             code = emitter.emit()
             for handle in emitter.variables:
@@ -104,10 +106,12 @@ def render_module(module, source_path: str, module_name: str) -> RenderedModule:
             functions_c.append(f"/* {concrete._signature_text()} */\n{code}")
             entries.append({"index": index, "qualname": qualname, "graph": graph,
                             "structured_inputs": concrete._structured_inputs,
-                            "structured_outputs": concrete.structured_outputs,
-                            "input_specs": concrete._input_specs, "variables": list(emitter.variables)})
-            nodes = sum(1 for _ in _all_ops(graph))
-            line = f"  {concrete._signature_text()}: {nodes} nodes"
+                            "structured_outputs": structured_outputs,
+                            "input_specs": concrete._input_specs, "variables": list(emitter.variables),
+                            "callbacks": bool(emitter.report.callbacks),
+                            "small": not emitter.report.callbacks and _is_small(graph)})
+            before, after = len(_all_ops(concrete.graph)), len(_all_ops(graph))
+            line = f"  {concrete._signature_text()}: {before} nodes, {after} after optimization"
             if emitter.report.fused:
                 line += f", {emitter.report.fused} elementwise ops fused"
             if emitter.report.callbacks:
@@ -129,6 +133,31 @@ def render_module(module, source_path: str, module_name: str) -> RenderedModule:
                           extra_link_args=list(LINK_ARGS), report=report)
 
 
+def _remap_outputs(concrete, graph):
+    """The concrete function's output structure over the optimized graph's output tensors."""
+    from runtime import nest
+    position = {id(t): i for i, t in enumerate(concrete.graph.outputs)}
+    structure = concrete.structured_outputs
+    if structure is None:
+        return None
+    if not nest.is_sequence(structure):
+        return graph.outputs[position[id(structure)]]
+    return nest.map_structure(lambda t: None if t is None else graph.outputs[position[id(t)]], structure)
+
+
+def _is_small(graph, limit: int = 4096) -> bool:
+    """Straight-line code over a few static elements: the GIL is cheaper to keep than to release."""
+    total = 0
+    for op in graph.operations:
+        if op.subgraphs() or op.type == "MatMul":
+            return False
+        for t in op.outputs:
+            if not t.shape.is_fully_defined():
+                return False
+            total += t.shape.num_elements()
+    return total <= limit
+
+
 def _conversions(source_path: str) -> dict:
     """The AutoGraph conversions of this file's functions, compiled: a run-time retrace needs no converter."""
     import marshal
@@ -141,7 +170,6 @@ def _conversions(source_path: str) -> dict:
     return found
 
 
-def _all_ops(graph):
+def _all_ops(graph) -> list:
     from runtime.aot import op_table
     return op_table(graph)
-from runtime.optimizer import optimize  # noqa: F401
