@@ -13,6 +13,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_Ge
 from libc.stdint cimport int64_t, int32_t, intptr_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
 
 from runtime import errors, config
 
@@ -202,6 +203,31 @@ cdef inline int _num_threads():
 
 from runtime.tensor import EagerTensor as _EagerTensor
 
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef *d_member
+
+# EagerTensor is a slotted Python class: the fast path reads and writes its two slots
+# at their offsets, as the slot descriptors themselves do.
+cdef Py_ssize_t _VALUE_OFFSET = (<PyMemberDescrObject *><PyObject *>_EagerTensor.__dict__["_value"]).d_member.offset
+cdef Py_ssize_t _DTYPE_OFFSET = (<PyMemberDescrObject *><PyObject *>_EagerTensor.__dict__["dtype"]).d_member.offset
+cdef type _EAGER = _EagerTensor
+
+
+cdef inline PyObject *_slot(object obj, Py_ssize_t offset):
+    return (<PyObject **>(<char *><PyObject *>obj + offset))[0]
+
+
+cdef inline void _set_slot(object obj, Py_ssize_t offset, object value):
+    cdef PyObject **where = <PyObject **>(<char *><PyObject *>obj + offset)
+    Py_INCREF(value)
+    Py_XDECREF(where[0])
+    where[0] = <PyObject *>value
+
 
 cdef class NativeFunction:
     """A generated C function for one concrete signature; ``call(arrays)`` runs it without the GIL.
@@ -226,9 +252,12 @@ cdef class NativeFunction:
     cdef object single_dtype
     cdef int out_typenums[64]
     cdef bint needs_state, small
+    cdef int n_args
+    cdef int arg_tensor[64]       # per positional argument: tensor input index, or -1 for a fixed Python value
+    cdef list fixed               # per positional argument: the Python value it was built with
 
     def __init__(self, capsule, graph, ops, variables, name="", resolve=None, single_output=False,
-                 needs_state=True, small=False):
+                 needs_state=True, small=False, arguments=None):
         cdef int i, d
         self.fn = <rt_fn>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
         self.ops = list(ops)
@@ -264,11 +293,34 @@ cdef class NativeFunction:
         self.resolved = resolve is None
         # a few hundred nanoseconds of straight-line work: releasing the GIL would cost more than it frees
         self.small = small
+        # the positional arguments the fast path accepts: tensors (in order) and fixed Python values
+        if arguments is None:
+            arguments = [True] * self.n_in
+        self.n_args = len(arguments)
+        self.fixed = []
+        k = 0
+        for i, argument in enumerate(arguments):
+            if argument is True:
+                self.arg_tensor[i] = k
+                k += 1
+                self.fixed.append(None)
+            else:
+                self.arg_tensor[i] = -1
+                self.fixed.append(argument[0])
+        if k != self.n_in or self.n_args > 64:
+            self.fast_ok = False
 
     def call(self, list arrays):
-        return self._run(arrays)
+        cdef PyObject *ptrs[64]
+        cdef int i
+        if len(arrays) != self.n_in:
+            raise ValueError(f"{self.name}: expected {self.n_in} arrays, got {len(arrays)}")
+        for i in range(self.n_in):
+            ptrs[i] = <PyObject *>arrays[i]
+        return self._run(ptrs, False)
 
-    cdef object _run(self, object arrays):
+    cdef object _run(self, PyObject **arrays, bint first_only):
+        """Run the C function; ``arrays`` are borrowed references kept alive by the caller."""
         cdef rt_ctx ctx
         cdef rt_tensor ins[64]
         cdef rt_tensor outs[64]
@@ -293,7 +345,7 @@ cdef class NativeFunction:
             ctx.user = <void *>state
         try:
             for i in range(self.n_in):
-                a = arrays[i]
+                a = <object>arrays[i]
                 if not _is_object(self.in_codes[i]) and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a):
                     a = np.ascontiguousarray(a)
                     if keep is None:
@@ -318,41 +370,57 @@ cdef class NativeFunction:
                 if state is not None and state.error is not None:
                     raise state.error
                 raise errors.InvalidArgumentError(ctx.msg.decode("utf-8", "replace"))
+            if first_only:
+                return _unpack(&outs[0], self.out_typenums[0], state, &ctx)
             return [_unpack(&outs[i], self.out_typenums[i], state, &ctx) for i in range(self.n_out)]
         finally:
             rt_ctx_free(&ctx)
 
     cdef object try_call(self, tuple args):
-        cdef int i, d, n = len(args)
+        cdef int i, d, k, n = len(args)
         cdef cnp.ndarray a
-        if not self.fast_ok or self.single_dtype is None or n != self.n_in:
+        cdef PyObject *values[64]
+        if not self.fast_ok or self.single_dtype is None or n != self.n_args:
             return None
         for i in range(n):
             x = args[i]
-            if type(x) is not _EagerTensor:
-                return None
-            a = <cnp.ndarray>(<object>x)._value
-            if cnp.PyArray_TYPE(a) != self.in_typenums[i] or cnp.PyArray_NDIM(a) != self.in_ndims[i]:
-                return None
-            for d in range(self.in_ndims[i]):
-                if self.in_dims[i][d] != -1 and self.in_dims[i][d] != cnp.PyArray_DIMS(a)[d]:
+            k = self.arg_tensor[i]
+            if k < 0:
+                want = self.fixed[i]
+                if type(x) is not type(want) or x != want:
                     return None
-        result = self._run(_Values(args))[0]
-        tensor = _EagerTensor.__new__(_EagerTensor)
-        tensor._value = result
-        tensor.dtype = self.single_dtype
+                continue
+            if type(x) is not _EAGER or _slot(x, _VALUE_OFFSET) == NULL:
+                return None
+            a = <cnp.ndarray>_slot(x, _VALUE_OFFSET)
+            if cnp.PyArray_TYPE(a) != self.in_typenums[k] or cnp.PyArray_NDIM(a) != self.in_ndims[k]:
+                return None
+            for d in range(self.in_ndims[k]):
+                if self.in_dims[k][d] != -1 and self.in_dims[k][d] != cnp.PyArray_DIMS(a)[d]:
+                    return None
+            values[k] = <PyObject *>a     # borrowed: the argument tensor keeps it alive
+        result = self._run(values, True)
+        tensor = _new_tensor(_EAGER)
+        _set_slot(tensor, _VALUE_OFFSET, result)
+        _set_slot(tensor, _DTYPE_OFFSET, self.single_dtype)
         return tensor
 
 
-cdef class _Values:
-    """The arrays of a tuple of eager tensors, indexable like a list (no list built)."""
-    cdef tuple args
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *op)
+    ctypedef struct PyTypeObject:
+        PyObject *(*tp_alloc)(PyTypeObject *, Py_ssize_t)
 
-    def __cinit__(self, tuple args):
-        self.args = args
 
-    def __getitem__(self, int i):
-        return (<object>self.args[i])._value
+cdef inline object _new_tensor(type cls):
+    """An empty instance of the (slotted, no __init__ needed) EagerTensor class: tp_alloc, no Python call."""
+    cdef PyObject *obj = (<PyTypeObject *>cls).tp_alloc(<PyTypeObject *>cls, 0)
+    if obj == NULL:
+        raise MemoryError()
+    result = <object>obj       # takes a new reference ...
+    Py_DECREF(result)          # ... so drop tp_alloc's own
+    PyObject_GC_UnTrack(obj)   # it only refers to an array and a dtype: it can never be part of a cycle
+    return result
 
 
 cdef class FunctionBase:
@@ -361,13 +429,43 @@ cdef class FunctionBase:
     cdef public list _fast_natives
 
     def __call__(self, *args, **kwargs):
-        cdef NativeFunction native
-        if self._fast_natives and not kwargs and not _run_eagerly and _active_traces == 0:
-            for native in self._fast_natives:
-                result = native.try_call(args)
-                if result is not None:
-                    return result
-        return self._call_python(*args, **kwargs)
+        # (calls on instances go through _function_call below; this is Function.__call__(f, ...))
+        return _function_call(self, args, <PyObject *>kwargs)
+
+
+cdef object _function_call(object self, object args, PyObject *kwargs):
+    """tp_call of Function: the fast path without building a kwargs dict, else the Python path."""
+    cdef NativeFunction native
+    cdef FunctionBase function = <FunctionBase>self
+    if function._fast_natives and (kwargs == NULL or not <object>kwargs) and not _run_eagerly \
+            and _active_traces == 0:
+        for native in function._fast_natives:
+            result = native.try_call(<tuple>args)
+            if result is not None:
+                return result
+    if kwargs == NULL:
+        return self._call_python(*args)
+    return self._call_python(*args, **<object>kwargs)
+
+
+cdef extern from "Python.h":
+    ctypedef PyObject *(*ternaryfunc)(PyObject *, PyObject *, PyObject *)
+    ctypedef struct PyTypeObject_call "PyTypeObject":
+        ternaryfunc tp_call
+    void PyType_Modified(PyTypeObject_call *)
+
+
+
+def install_fast_call(type cls):
+    """Make ``cls`` (rt.Function) call ``_function_call`` directly, skipping the kwargs dict of ``__call__``.
+
+    A Python subclass resolves its call slot to the base's ``__call__`` wrapper, so the slot is set on
+    the subclass itself once it exists (what CPython's own slot updates do).
+    """
+    if not issubclass(cls, FunctionBase):
+        raise TypeError(f"{cls} is not a FunctionBase")
+    (<PyTypeObject_call *>cls).tp_call = <ternaryfunc>_function_call
+    PyType_Modified(<PyTypeObject_call *>cls)
 
 
 def blas_capsules():
@@ -479,15 +577,21 @@ cdef class _MatMul:
 _MATMUL_OK = {"int8", "int16", "int32", "int64", "uint8", "float32", "float64"}
 
 
+cdef bint _blas_loaded = False
+
+
 def _set_own_blas():
-    global rt_sgemm, rt_dgemm
+    """Point the kernel library's BLAS hooks at scipy's (first float matmul only: loading
+    OpenBLAS starts its thread pool, which should not cost programs that never use it)."""
+    global rt_sgemm, rt_dgemm, _blas_loaded
+    if _blas_loaded:
+        return
+    _blas_loaded = True
     s, d = blas_capsules()
     if s is not None:
         rt_sgemm = PyCapsule_GetPointer(s, PyCapsule_GetName(s))
         rt_dgemm = PyCapsule_GetPointer(d, PyCapsule_GetName(d))
 
-
-_set_own_blas()
 
 
 def compiled_kernel(op):
@@ -496,6 +600,8 @@ def compiled_kernel(op):
     cdef _MatMul mm
     cdef rt_ew_fn fn
     if op.type == "MatMul":
+        if op.inputs[0].dtype.name in ("float32", "float64"):
+            _set_own_blas()
         mm = _MatMul()
         mm.fallback = op.opdef.kernel
         return mm

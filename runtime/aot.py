@@ -71,9 +71,27 @@ def attach_prebuilt(function) -> None:
         concrete = NativeConcreteFunction(function, entry)
         function._concrete.append(concrete)
         function._cache[tuple(_structure_key(v) for v in entry["structured_inputs"])] = concrete
-        plain = all(isinstance(v, TensorSpec) for v in entry["structured_inputs"])
-        if plain and isinstance(entry["structured_outputs"], SymbolicTensor):
-            function._fast_natives.append(concrete._native_function())
+        arguments = _fast_arguments(function, entry["structured_inputs"])
+        if arguments is not None and isinstance(entry["structured_outputs"], SymbolicTensor):
+            function._fast_natives.append(concrete._native_function(arguments))
+
+
+def _fast_arguments(function, structured_inputs):
+    """Per positional parameter: True for a tensor, (value,) for a fixed primitive; None if not that simple."""
+    from runtime.shapes import TensorSpec
+    params = function._params
+    if len(params) != len(structured_inputs) or any(
+            p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        return None
+    out = []
+    for value in structured_inputs:
+        if isinstance(value, TensorSpec):
+            out.append(True)
+        elif isinstance(value, (int, float, bool, str, type(None))):
+            out.append((value,))
+        else:
+            return None
+    return out
 
 
 def resolve_path(module_globals: dict, path: str):
@@ -96,7 +114,7 @@ class NativeConcreteFunction(ConcreteFunction):
         self._entry = entry
         self._native = None
 
-    def _native_function(self):
+    def _native_function(self, arguments=None):
         if self._native is None:
             from runtime._native import NativeFunction
             entry = self._entry
@@ -109,7 +127,7 @@ class NativeConcreteFunction(ConcreteFunction):
                                           self.name, resolve=resolve,
                                           single_output=isinstance(self.structured_outputs, SymbolicTensor),
                                           needs_state=entry.get("callbacks", True),
-                                          small=entry.get("small", False))
+                                          small=entry.get("small", False), arguments=arguments)
         return self._native
 
     def _call_flat(self, tensors):

@@ -445,6 +445,9 @@ class Function(_FunctionBase):
 
 if _FunctionBase is object:
     Function.__call__ = Function._call_python
+else:
+    from runtime._native import install_fast_call
+    install_fast_call(Function)
 
 
 def _spec_placeholder(value):

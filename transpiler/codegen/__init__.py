@@ -126,7 +126,9 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                     functions=("raw", "\n\n".join(functions_c)),
                     table=("raw", ", ".join(f"(void *)rt_fn_{i}" for i in range(len(entries))) or "NULL"),
                     count=("raw", str(len(entries))))
+    uses_blas = "rt_matmul_float" in "".join(functions_c)
     pyx = render("module.pyx.tmpl", source_name=("c_comment", os.path.basename(source_path)),
+                 uses_blas=("py", uses_blas),
                  header=("raw", header_name), payload=("py", payload))
     return RenderedModule(name=module_name, files={f"{short}.pyx": pyx, header_name: header}, pyx=f"{short}.pyx",
                           include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
