@@ -35,6 +35,7 @@ cdef extern from "kernels/rt_kernels.h" nogil:
         void *callback
         void *user
         int num_threads
+        int inter_threads
     void *rt_alloc(rt_ctx *ctx, size_t nbytes)
     int rt_detach(rt_ctx *ctx, void *p)
     void rt_ctx_free(rt_ctx *ctx)
@@ -194,10 +195,14 @@ def forget_threads():
     _threads = 0
 
 
+cdef int _inter = 0
+
+
 cdef inline int _num_threads():
-    global _threads
+    global _threads, _inter
     if _threads == 0:
         _threads = config.intra_op_threads()
+        _inter = config.inter_op_threads()
     return _threads
 
 
@@ -338,6 +343,7 @@ cdef class NativeFunction:
         ctx.callback = <void *>_callback
         ctx.user = NULL
         ctx.num_threads = _num_threads()
+        ctx.inter_threads = _inter
         if self.needs_state:
             state = _CallState()
             state.function = self

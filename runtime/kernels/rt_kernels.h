@@ -76,7 +76,8 @@ typedef struct rt_ctx {
     int py_error;
     rt_callback_fn callback;
     void *user;           /* the Python-side function object, for callbacks */
-    int num_threads;
+    int num_threads;      /* intra-op: threads of one parallel loop */
+    int inter_threads;    /* inter-op: independent parts of a graph run at once */
 } rt_ctx;
 
 static inline int64_t rt_numel(const rt_tensor *t) {
@@ -153,6 +154,41 @@ static inline void rt_ctx_free(rt_ctx *ctx) {
     if (ctx->allocs != ctx->inline_allocs) free(ctx->allocs);
     ctx->allocs = NULL;
     ctx->cap_allocs = 0;
+}
+
+/* A context for one part of a graph run on another thread (its own arena). */
+static inline void rt_ctx_part(rt_ctx *part, const rt_ctx *parent) {
+    part->allocs = NULL;
+    part->n_allocs = 0;
+    part->cap_allocs = 0;
+    part->msg[0] = 0;
+    part->py_error = 0;
+    part->callback = parent->callback;
+    part->user = parent->user;
+    part->num_threads = 1;
+    part->inter_threads = 1;
+}
+
+/* Take over a part's allocations (they live until the whole call ends) and its error. */
+static inline int rt_ctx_join(rt_ctx *ctx, rt_ctx *part, int rc) {
+    int ok = 1;
+    for (int64_t i = 0; i < part->n_allocs; i++) {
+        void *p = part->allocs[i];
+        if (ok && ctx->n_allocs == ctx->cap_allocs) {
+            void *probe = rt_alloc(ctx, 0);      /* grows the table; then drop the probe */
+            if (probe) { ctx->n_allocs--; free(probe); } else ok = 0;
+        }
+        if (ok && ctx->n_allocs < ctx->cap_allocs) ctx->allocs[ctx->n_allocs++] = p; else free(p);
+    }
+    if (part->allocs != part->inline_allocs) free(part->allocs);
+    part->allocs = NULL;
+    part->n_allocs = 0;
+    if (rc != 0) {
+        if (!ctx->msg[0]) memcpy(ctx->msg, part->msg, sizeof(ctx->msg));
+        ctx->py_error |= part->py_error;
+        return -1;
+    }
+    return ok ? 0 : -1;
 }
 
 static inline int rt_fail(rt_ctx *ctx, const char *msg) {

@@ -92,6 +92,14 @@ def accumulate(x):
 def strings(s):
     return s + rt.constant("!")
 
+@rt.function(input_signature=[F, F])
+def branches(a, b):
+    x, y = a, b
+    for _ in range(3):
+        x = rt.tanh(x) * 1.5 + rt.reduce_sum(x) * 1e-3
+        y = rt.sin(y) - rt.reduce_max(y) * 1e-3
+    return x, y, rt.reduce_sum(x) + rt.reduce_sum(y)
+
 counter = rt.Variable(0)
 
 @rt.function(input_signature=[rt.TensorSpec([], rt.int32)])
@@ -247,6 +255,23 @@ def test_control_flow_and_tensor_array(programs, x):
 @given(st.integers(2, 12).flatmap(lambda n: st.tuples(_vec(n), _vec(3, st.integers(-50, 50), np.int32))))
 def test_indexing(programs, args):
     _check(programs.indexing, *args)
+
+
+@HYP
+@given(st.integers(1, 30).flatmap(lambda n: st.tuples(_vec(n), _vec(n))), st.sampled_from([1, 2]))
+def test_independent_parts_run_concurrently_with_the_same_results(programs, xy, inter):
+    rt.config.threading.set_inter_op_parallelism_threads(inter)
+    try:
+        _check(programs.branches, *xy)
+    finally:
+        rt.config.threading.set_inter_op_parallelism_threads(0)
+
+
+def test_independent_parts_are_emitted_as_parallel_parts(programs):
+    from transpiler.codegen.native import FunctionEmitter
+    concrete = programs.branches.get_concrete_function()
+    code = FunctionEmitter(concrete.graph, "rt_fn_test", []).emit()
+    assert "rt_fn_test_part0" in code and "rt_fn_test_part1" in code and "rt_ctx_join" in code
 
 
 def test_strings(programs):

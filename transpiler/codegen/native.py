@@ -24,6 +24,50 @@ DTYPE_CODES = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8"
 
 from runtime.aot import op_table  # noqa: E402  (one numbering for the emitter and the runtime callback)
 
+_HEAVY_TYPES = {"MatMul", "Sum", "Mean", "Max", "Min", "Prod", "Any", "All", "Cumsum", "Softmax", "Transpose"}
+PARALLEL_MIN_ELEMENTS = 65536
+
+
+def plan_parallel(em, graph: Graph, ops: list):
+    """(pre, parts, post) when the graph has independent heavy parts, else None.
+
+    A part is the set of ops that depend on exactly one input of the function; two or
+    more heavy parts run concurrently, after the ops that depend on no input (pre) and
+    before the ops that join them (post). Graphs with stateful ops or control flow stay
+    sequential.
+    """
+    if len(graph.inputs) < 2 or any(op.opdef.stateful or op.subgraphs() for op in ops):
+        return None
+    sources: dict[int, frozenset] = {id(p): frozenset([i]) for i, p in enumerate(graph.inputs)}
+    by_source: dict = {}
+    for op in ops:
+        deps = frozenset().union(*[sources.get(id(t), frozenset()) for t in op.inputs])
+        for t in op.outputs:
+            sources[id(t)] = deps
+        if any(id(t) in em.inlined for t in op.outputs):
+            continue
+        by_source.setdefault(deps, []).append(op)
+    def heavy(part):
+        for op in part:
+            if op.type in _HEAVY_TYPES:
+                return True
+            for t in op.outputs:
+                n = t.shape.num_elements()
+                if n is None or n >= PARALLEL_MIN_ELEMENTS:
+                    return True
+        return False
+    singles = [ops_ for deps, ops_ in by_source.items() if len(deps) == 1]
+    parts = [p for p in singles if heavy(p)]
+    if len(parts) < 2:
+        return None
+    in_parts = {id(op) for p in parts for op in p}
+    pre = [op for op in ops if not any(id(t) in em.inlined for t in op.outputs) and id(op) not in in_parts
+           and len(sources[id(op.outputs[0])] if op.outputs else frozenset()) <= 1]
+    in_pre = {id(op) for op in pre}
+    post = [op for op in ops if not any(id(t) in em.inlined for t in op.outputs) and id(op) not in in_parts
+            and id(op) not in in_pre]
+    return pre, parts, post
+
 
 def native_dtype(dtype) -> bool:
     """True when values of this dtype live in C buffers (strings and variants stay Python objects)."""
@@ -57,6 +101,8 @@ class FunctionEmitter:
         self.buffer_of: dict[int, tuple[str, int]] = {}
         self.stack_bytes = 0
         self.graph_outputs = {id(t) for t in graph.outputs}
+        self.parts: list[str] = []            # functions for graph parts run concurrently (inter-op)
+        self.no_reuse = False
 
     # -- naming & lines -------------------------------------------------------------
     def fresh(self, base: str = "t") -> str:
@@ -144,6 +190,8 @@ class FunctionEmitter:
         return buffer
 
     def _release_dead(self, op, index: int, last_use: dict) -> None:
+        if self.no_reuse:
+            return
         seen = set()
         for t in self._effective_inputs(op):
             if id(t) in seen or last_use.get(id(t)) != index:
@@ -185,7 +233,8 @@ class FunctionEmitter:
         self.indent = 1
         self.line("return -1;")
         head = f"static int {self.c_name}(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {{"
-        return "\n".join([head] + ["    " + line for line in self.prologue] + self.lines + ["}"])
+        main = "\n".join([head] + ["    " + line for line in self.prologue] + self.lines + ["}"])
+        return "\n\n".join(self.parts + [main])
 
     def emit_graph(self, graph: Graph, emitters) -> None:
         from runtime.executor import needed_ops
@@ -195,6 +244,11 @@ class FunctionEmitter:
         top = graph is self.graph
         if not top:
             self.depth += 1
+        if top:
+            plan = plan_parallel(self, graph, ops)
+            if plan is not None:
+                self.emit_parallel(plan, emitters)
+                return
         last_use: dict = {}
         if top:
             for index, op in enumerate(ops):
@@ -212,6 +266,86 @@ class FunctionEmitter:
                 self._release_dead(op, index, last_use)
         if not top:
             self.depth -= 1
+
+    def emit_op(self, op, emitters) -> None:
+        if any(id(t) in self.inlined for t in op.outputs):
+            return
+        self.line(f"/* {op.name} = {op.type} */")
+        emitter = emitters.EMITTERS.get(op.type)
+        if emitter is None or not emitter(self, op):
+            self.callback(op)
+
+    def emit_parallel(self, plan, emitters) -> None:
+        """Independent parts of the graph as functions run by an OpenMP loop (inter-op parallelism).
+
+        Each part gets its own arena; tensors crossing into or out of a part travel through
+        ``rt_shared``. Stack buffers are not reused here (the parts' lifetimes overlap).
+        """
+        pre, parts, post = plan
+        self.no_reuse = True
+        for op in pre:
+            self.emit_op(op, emitters)
+        part_ops = [{id(op) for op in part} for part in parts]
+        later = [t for op in post for t in self._effective_inputs(op)] + list(self.graph.outputs)
+        crossing, slot = [], {}
+
+        def share(t):
+            if id(t) not in slot:
+                slot[id(t)] = len(crossing)
+                crossing.append(t)
+        for k, part in enumerate(parts):
+            for op in part:
+                for t in self._effective_inputs(op):
+                    if t.op.type != "Placeholder" and id(t.op) not in part_ops[k]:
+                        share(t)
+            for t in later:
+                if id(t.op) in part_ops[k]:
+                    share(t)
+        shared = self.fresh("rt_shared")
+        self.line(f"rt_tensor {shared}[{max(len(crossing), 1)}];")
+        produced_in_part = {id(t) for t in crossing if any(id(t.op) in ids for ids in part_ops)}
+        for t in crossing:
+            if id(t) not in produced_in_part:
+                self.line(f"{shared}[{slot[id(t)]}] = {self.var(t)};")
+        main_state = (self.lines, self.indent, self.prologue, self.depth, self.graph_outputs)
+        for k, part in enumerate(parts):
+            saved_names = {id(t): self.names.get(id(t)) for t in crossing}
+            for t in crossing:
+                self.names[id(t)] = f"shared[{slot[id(t)]}]"
+            self.lines, self.indent, self.prologue, self.depth = [], 1, [], 1
+            for t in crossing:
+                if id(t.op) in part_ops[k]:
+                    self.line(f"shared[{slot[id(t)]}].owner = NULL; shared[{slot[id(t)]}].dtype = "
+                              f"{DTYPE_CODES[t.dtype.name]};")
+            for op in part:
+                self.emit_op(op, emitters)
+            name = f"{self.c_name}_part{k}"
+            self.parts.append("\n".join(
+                [f"static int {name}(rt_ctx *ctx, rt_tensor *in, rt_tensor *shared) {{"] + self.lines
+                + ["    return 0;", "fail:", "    return -1;", "}"]))
+            for t in crossing:
+                if saved_names[id(t)] is None:
+                    self.names.pop(id(t), None)
+                else:
+                    self.names[id(t)] = saved_names[id(t)]
+        self.lines, self.indent, self.prologue, self.depth, self.graph_outputs = main_state
+        for t in crossing:
+            if id(t) in produced_in_part:
+                self.names[id(t)] = f"{shared}[{slot[id(t)]}]"
+        n = len(parts)
+        subs, rcs = self.fresh("rt_parts"), self.fresh("rt_rcs")
+        self.line(f"rt_ctx {subs}[{n}]; int {rcs}[{n}];")
+        self.line(f"for (int p = 0; p < {n}; p++) {{ rt_ctx_part(&{subs}[p], ctx); {rcs}[p] = 0; }}")
+        self.line(f"#pragma omp parallel for schedule(static, 1) num_threads(ctx->inter_threads > 0 ? "
+                  f"ctx->inter_threads : 1) if(ctx->inter_threads > 1)")
+        with self.block(f"for (int p = 0; p < {n}; p++)"):
+            with self.block("switch (p)"):
+                for k in range(n):
+                    self.line(f"case {k}: {rcs}[p] = {self.c_name}_part{k}(&{subs}[p], in, {shared}); break;")
+        self.line(f"{{ int rc = 0; for (int p = 0; p < {n}; p++) rc |= rt_ctx_join(ctx, &{subs}[p], {rcs}[p]); "
+                  f"if (rc) goto fail; }}")
+        for op in post:
+            self.emit_op(op, emitters)
 
     def var_index(self, handle) -> int:
         for i, h in enumerate(self.variables):
