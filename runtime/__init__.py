@@ -8,7 +8,13 @@ Example:
     >>> print(double(rt.constant(1)))
     rt.Tensor(2, shape=(), dtype=int32)
 """
+import os as _os
 from types import SimpleNamespace as _Namespace
+
+# OpenMP worker threads sleep as soon as a parallel region ends instead of spinning (GOMP's default
+# spins for a while, burning a core after the call returned). Set before libgomp loads; a user's
+# own OMP_WAIT_POLICY wins.
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from runtime import config, dtypes, errors
 from runtime.context import executing_eagerly, init_scope, inside_function

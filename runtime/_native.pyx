@@ -82,8 +82,79 @@ cdef int _pack(rt_ctx *ctx, rt_tensor *t, object array, int code, _CallState sta
     return 0
 
 
+cdef extern from *:
+    """
+    #include <pthread.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    /* The caching allocator for big buffers shared by every built module (see rt_kernels.h). */
+    #define RT_BIG_SLOTS 4
+    #define RT_BIG_CACHE_MAX ((size_t)512 << 20)
+    #define RT_BIG_HEADER 64
+    static pthread_mutex_t rt_big_lock = PTHREAD_MUTEX_INITIALIZER;
+    static char *rt_big_slots[RT_BIG_SLOTS];
+    static size_t rt_big_cached = 0;
+    static size_t rt_big_size(char *block) { return *(size_t *)block; }
+    static void *rt_big_alloc_impl(size_t nbytes) {
+        char *found = NULL;
+        int best = -1;
+        pthread_mutex_lock(&rt_big_lock);
+        for (int i = 0; i < RT_BIG_SLOTS; i++) {
+            char *b = rt_big_slots[i];
+            size_t have = b ? rt_big_size(b) - RT_BIG_HEADER : 0;
+            if (b && have >= nbytes && have <= 2 * nbytes && (best < 0 || have < rt_big_size(rt_big_slots[best])))
+                best = i;
+        }
+        if (best >= 0) {
+            found = rt_big_slots[best];
+            rt_big_slots[best] = NULL;
+            rt_big_cached -= rt_big_size(found);
+        }
+        pthread_mutex_unlock(&rt_big_lock);
+        if (!found) {
+            size_t total = nbytes + RT_BIG_HEADER;
+            void *p = NULL;
+            if (posix_memalign(&p, (size_t)2 << 20, total) != 0) return NULL;
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+            madvise(p, total, MADV_HUGEPAGE);
+    #endif
+            found = (char *)p;
+            *(size_t *)found = total;
+        }
+        return found + RT_BIG_HEADER;
+    }
+    static void rt_big_free_impl(void *data) {
+        char *block = (char *)data - RT_BIG_HEADER;
+        size_t size = rt_big_size(block);
+        pthread_mutex_lock(&rt_big_lock);
+        for (int i = 0; i < RT_BIG_SLOTS && block; i++) {
+            if (!rt_big_slots[i] && rt_big_cached + size <= RT_BIG_CACHE_MAX) {
+                rt_big_slots[i] = block;
+                rt_big_cached += size;
+                block = NULL;
+            }
+        }
+        pthread_mutex_unlock(&rt_big_lock);
+        if (block) free(block);
+    }
+    """
+    void *rt_big_alloc_impl(size_t nbytes) nogil
+    void rt_big_free_impl(void *data) nogil
+
+
 cdef void _free_capsule(object capsule) noexcept:
     free(PyCapsule_GetPointer(capsule, b"rt_buffer"))
+
+
+cdef void _free_big_capsule(object capsule) noexcept:
+    rt_big_free_impl(PyCapsule_GetPointer(capsule, b"rt_buffer"))
+
+
+def allocator_capsules():
+    """The big-buffer allocator's alloc/free functions, for built modules to share."""
+    return (PyCapsule_New(<void *>rt_big_alloc_impl, b"rt_big_alloc", NULL),
+            PyCapsule_New(<void *>rt_big_free_impl, b"rt_big_free", NULL))
 
 
 cdef object _unpack(rt_tensor *t, int typenum, _CallState state, rt_ctx *ctx=NULL):
@@ -97,9 +168,11 @@ cdef object _unpack(rt_tensor *t, int typenum, _CallState state, rt_ctx *ctx=NUL
     for i in range(t.ndim):
         dims[i] = t.shape[i]
     nbytes = <size_t>rt_numel(t) * rt_itemsize(t.dtype)
-    if ctx != NULL and nbytes >= 65536 and rt_detach(ctx, t.data):
+    cdef int kind = rt_detach(ctx, t.data) if ctx != NULL and nbytes >= 65536 else 0
+    if kind:
         out = cnp.PyArray_SimpleNewFromData(t.ndim, dims, typenum, t.data)
-        cnp.set_array_base(out, PyCapsule_New(t.data, b"rt_buffer", <PyCapsule_Destructor>_free_capsule))
+        cnp.set_array_base(out, PyCapsule_New(t.data, b"rt_buffer", <PyCapsule_Destructor>(
+            _free_big_capsule if kind == 2 else _free_capsule)))
         return out
     out = cnp.PyArray_EMPTY(t.ndim, dims, typenum, 0)
     memcpy(cnp.PyArray_DATA(out), t.data, nbytes)
@@ -221,6 +294,7 @@ cdef extern from "Python.h":
 cdef Py_ssize_t _VALUE_OFFSET = (<PyMemberDescrObject *><PyObject *>_EagerTensor.__dict__["_value"]).d_member.offset
 cdef Py_ssize_t _DTYPE_OFFSET = (<PyMemberDescrObject *><PyObject *>_EagerTensor.__dict__["dtype"]).d_member.offset
 cdef type _EAGER = _EagerTensor
+cdef type _NDARRAY = np.ndarray
 
 
 cdef inline PyObject *_slot(object obj, Py_ssize_t offset):
@@ -396,9 +470,12 @@ cdef class NativeFunction:
                 if type(x) is not type(want) or x != want:
                     return None
                 continue
-            if type(x) is not _EAGER or _slot(x, _VALUE_OFFSET) == NULL:
+            if type(x) is _EAGER and _slot(x, _VALUE_OFFSET) != NULL:
+                a = <cnp.ndarray>_slot(x, _VALUE_OFFSET)
+            elif type(x) is _NDARRAY:          # numpy arrays are tensors of their dtype (tracing rules)
+                a = <cnp.ndarray>x
+            else:
                 return None
-            a = <cnp.ndarray>_slot(x, _VALUE_OFFSET)
             if cnp.PyArray_TYPE(a) != self.in_typenums[k] or cnp.PyArray_NDIM(a) != self.in_ndims[k]:
                 return None
             for d in range(self.in_ndims[k]):
@@ -582,6 +659,15 @@ cdef class _MatMul:
 
 _MATMUL_OK = {"int8", "int16", "int32", "int64", "uint8", "float32", "float64"}
 
+
+cdef extern from "kernels/rt_kernels.h" nogil:
+    ctypedef void *(*rt_big_alloc_fn)(size_t nbytes)
+    ctypedef void (*rt_big_free_fn)(void *data)
+    rt_big_alloc_fn rt_big_alloc
+    rt_big_free_fn rt_big_free
+
+rt_big_alloc = <rt_big_alloc_fn>rt_big_alloc_impl
+rt_big_free = <rt_big_free_fn>rt_big_free_impl
 
 cdef bint _blas_loaded = False
 

@@ -63,6 +63,18 @@ def _weak_leaves(value):
     return nest.map_structure(leaf, value) if nest.is_sequence(value) else leaf(value)
 
 
+_NP_DTYPES: dict = {}
+
+
+def _np_dtype(np_dtype):
+    """rt dtype of a numpy dtype (cached: on the call path)."""
+    dtype = _NP_DTYPES.get(np_dtype)
+    if dtype is None:
+        from runtime.dtypes import as_dtype
+        dtype = _NP_DTYPES[np_dtype] = as_dtype(np_dtype)
+    return dtype
+
+
 def _leaf_key(value):
     """Cache-key part for one leaf (see the module docstring)."""
     if isinstance(value, EagerTensor):
@@ -70,8 +82,7 @@ def _leaf_key(value):
     if isinstance(value, (TensorSpec, SymbolicTensor)):
         return (value.dtype, value.shape.dims)
     if isinstance(value, np.ndarray):
-        from runtime.dtypes import as_dtype
-        return (as_dtype(value.dtype), value.shape)
+        return (_np_dtype(value.dtype), value.shape)
     if isinstance(value, _PRIMITIVES):
         return ("py", type(value), value)
     if isinstance(value, Variable):
@@ -207,6 +218,9 @@ class Function(_FunctionBase):
             key = None
             if all(type(a) is EagerTensor for a in args):
                 key = tuple([(a.dtype, a._value.shape) for a in args])
+            elif all(type(a) is EagerTensor or type(a) is np.ndarray for a in args):
+                key = tuple([(a.dtype, a._value.shape) if type(a) is EagerTensor else (_np_dtype(a.dtype), a.shape)
+                             for a in args])
             if key is not None:
                 concrete = self._cache.get(key)
                 if concrete is not None:

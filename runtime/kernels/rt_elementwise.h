@@ -8,1605 +8,2593 @@ typedef void (*rt_ew_fn)(void *const *ins, void *out, int64_t n, const int64_t *
 static void rt_ew_Abs_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_abs_int8(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_abs_int8(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_abs_int8(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Abs_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_abs_int16(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_abs_int16(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_abs_int16(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Abs_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_abs_int32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_abs_int32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_abs_int32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Abs_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_abs_int64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_abs_int64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_abs_int64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Abs_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_abs_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_abs_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_abs_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Abs_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_abs_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_abs_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_abs_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_AddV2_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] + x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] + x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] + x1[k * s[1]]));
+    }
 }
 static void rt_ew_AddV2_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] + x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] + x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] + x1[k * s[1]]));
+    }
 }
 static void rt_ew_AddV2_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] + x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] + x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] + x1[k * s[1]]));
+    }
 }
 static void rt_ew_AddV2_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] + x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] + x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] + x1[k * s[1]]));
+    }
 }
 static void rt_ew_AddV2_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] + x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] + x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] + x1[k * s[1]]));
+    }
 }
 static void rt_ew_AddV2_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] + x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] + x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] + x1[k * s[1]]));
+    }
 }
 static void rt_ew_AddV2_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] + x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] + x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] + x1[k * s[1]]));
+    }
 }
 static void rt_ew_Cast_bool_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_bool_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_bool_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_bool_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_bool_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_bool_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_bool_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_bool_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int8_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int8_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int8_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int8_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int8_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int8_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int8_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int8_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int16_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int16_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int16_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int16_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int16_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int16_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int16_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int16_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int32_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int32_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int32_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int32_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int32_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int32_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int32_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int32_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int64_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int64_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int64_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int64_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int64_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int64_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int64_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_int64_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_uint8_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_uint8_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_uint8_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_uint8_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_uint8_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_uint8_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_uint8_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_uint8_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float32_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float32_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float32_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float32_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float32_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float32_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float32_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float32_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float64_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float64_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float64_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float64_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float64_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float64_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float64_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cast_float64_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cos_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_cos_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_cos_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_cos_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Cos_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_cos_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_cos_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_cos_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Equal_bool_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    }
 }
 static void rt_ew_Equal_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    }
 }
 static void rt_ew_Equal_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    }
 }
 static void rt_ew_Equal_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    }
 }
 static void rt_ew_Equal_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    }
 }
 static void rt_ew_Equal_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    }
 }
 static void rt_ew_Equal_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    }
 }
 static void rt_ew_Equal_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
+    }
 }
 static void rt_ew_Exp_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_exp_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_exp_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_exp_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Exp_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_exp_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_exp_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_exp_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_FloorDiv_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_floordiv_int8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_floordiv_int8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_floordiv_int8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorDiv_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_floordiv_int16(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_floordiv_int16(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_floordiv_int16(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorDiv_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_floordiv_int32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_floordiv_int32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_floordiv_int32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorDiv_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_floordiv_int64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_floordiv_int64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_floordiv_int64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorDiv_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_floordiv_uint8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_floordiv_uint8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_floordiv_uint8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorDiv_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floordiv_float32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floordiv_float32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floordiv_float32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorDiv_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floordiv_float64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floordiv_float64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floordiv_float64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorMod_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_floormod_int8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_floormod_int8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_floormod_int8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorMod_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_floormod_int16(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_floormod_int16(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_floormod_int16(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorMod_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_floormod_int32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_floormod_int32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_floormod_int32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorMod_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_floormod_int64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_floormod_int64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_floormod_int64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorMod_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_floormod_uint8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_floormod_uint8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_floormod_uint8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorMod_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floormod_float32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floormod_float32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floormod_float32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_FloorMod_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floormod_float64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floormod_float64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floormod_float64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Greater_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    }
 }
 static void rt_ew_Greater_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    }
 }
 static void rt_ew_Greater_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    }
 }
 static void rt_ew_Greater_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    }
 }
 static void rt_ew_Greater_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    }
 }
 static void rt_ew_Greater_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    }
 }
 static void rt_ew_Greater_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
+    }
 }
 static void rt_ew_GreaterEqual_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    }
 }
 static void rt_ew_GreaterEqual_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    }
 }
 static void rt_ew_GreaterEqual_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    }
 }
 static void rt_ew_GreaterEqual_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    }
 }
 static void rt_ew_GreaterEqual_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    }
 }
 static void rt_ew_GreaterEqual_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    }
 }
 static void rt_ew_GreaterEqual_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
+    }
 }
 static void rt_ew_Identity_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)x0[k * s[0]]);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)x0[k * s[0]]);
+    }
 }
 static void rt_ew_Identity_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
+    }
 }
 static void rt_ew_Identity_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
+    }
 }
 static void rt_ew_Identity_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
+    }
 }
 static void rt_ew_Identity_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
+    }
 }
 static void rt_ew_Identity_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
+    }
 }
 static void rt_ew_Identity_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
+    }
 }
 static void rt_ew_Identity_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
+    }
 }
 static void rt_ew_Less_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    }
 }
 static void rt_ew_Less_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    }
 }
 static void rt_ew_Less_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    }
 }
 static void rt_ew_Less_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    }
 }
 static void rt_ew_Less_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    }
 }
 static void rt_ew_Less_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    }
 }
 static void rt_ew_Less_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
+    }
 }
 static void rt_ew_LessEqual_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    }
 }
 static void rt_ew_LessEqual_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    }
 }
 static void rt_ew_LessEqual_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    }
 }
 static void rt_ew_LessEqual_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    }
 }
 static void rt_ew_LessEqual_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    }
 }
 static void rt_ew_LessEqual_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    }
 }
 static void rt_ew_LessEqual_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
+    }
 }
 static void rt_ew_Log_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_log_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_log_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_log_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Log_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_log_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_log_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_log_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_LogicalAnd_bool_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] && x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] && x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] && x1[k * s[1]]));
+    }
 }
 static void rt_ew_LogicalNot_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(!x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(!x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(!x0[k * s[0]]));
+    }
 }
 static void rt_ew_LogicalOr_bool_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] || x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] || x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] || x1[k * s[1]]));
+    }
 }
 static void rt_ew_LogicalXor_bool_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    }
 }
 static void rt_ew_Maximum_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_max_int8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_max_int8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_max_int8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Maximum_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_max_int16(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_max_int16(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_max_int16(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Maximum_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_max_int32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_max_int32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_max_int32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Maximum_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_max_int64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_max_int64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_max_int64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Maximum_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_max_uint8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_max_uint8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_max_uint8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Maximum_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_max_float32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_max_float32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_max_float32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Maximum_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_max_float64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_max_float64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_max_float64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Minimum_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_min_int8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_min_int8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_min_int8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Minimum_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_min_int16(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_min_int16(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_min_int16(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Minimum_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_min_int32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_min_int32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_min_int32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Minimum_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_min_int64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_min_int64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_min_int64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Minimum_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_min_uint8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_min_uint8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_min_uint8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Minimum_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_min_float32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_min_float32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_min_float32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Minimum_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_min_float64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_min_float64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_min_float64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Mul_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x1[k * s[1]]));
+    }
 }
 static void rt_ew_Mul_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x1[k * s[1]]));
+    }
 }
 static void rt_ew_Mul_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x1[k * s[1]]));
+    }
 }
 static void rt_ew_Mul_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x1[k * s[1]]));
+    }
 }
 static void rt_ew_Mul_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x1[k * s[1]]));
+    }
 }
 static void rt_ew_Mul_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x1[k * s[1]]));
+    }
 }
 static void rt_ew_Mul_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x1[k * s[1]]));
+    }
 }
 static void rt_ew_Neg_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(-x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(-x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(-x0[k * s[0]]));
+    }
 }
 static void rt_ew_Neg_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(-x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(-x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(-x0[k * s[0]]));
+    }
 }
 static void rt_ew_Neg_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(-x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(-x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(-x0[k * s[0]]));
+    }
 }
 static void rt_ew_Neg_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(-x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(-x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(-x0[k * s[0]]));
+    }
 }
 static void rt_ew_Neg_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)(-x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(-x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(-x0[k * s[0]]));
+    }
 }
 static void rt_ew_Neg_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)(-x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(-x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(-x0[k * s[0]]));
+    }
 }
 static void rt_ew_NotEqual_bool_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    }
 }
 static void rt_ew_NotEqual_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    }
 }
 static void rt_ew_NotEqual_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    }
 }
 static void rt_ew_NotEqual_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    }
 }
 static void rt_ew_NotEqual_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    }
 }
 static void rt_ew_NotEqual_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    }
 }
 static void rt_ew_NotEqual_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    }
 }
 static void rt_ew_NotEqual_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
+    }
 }
 static void rt_ew_OnesLike_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)1);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)1);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)1);
+    }
 }
 static void rt_ew_OnesLike_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)1);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)1);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)1);
+    }
 }
 static void rt_ew_OnesLike_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)1);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)1);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)1);
+    }
 }
 static void rt_ew_OnesLike_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)1);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)1);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)1);
+    }
 }
 static void rt_ew_OnesLike_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)1);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)1);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)1);
+    }
 }
 static void rt_ew_OnesLike_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)1);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)1);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)1);
+    }
 }
 static void rt_ew_OnesLike_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)1);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)1);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)1);
+    }
 }
 static void rt_ew_OnesLike_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)1);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)1);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)1);
+    }
 }
 static void rt_ew_Pow_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_pow_int8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_pow_int8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_pow_int8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Pow_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_pow_int16(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_pow_int16(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_pow_int16(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Pow_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_pow_int32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_pow_int32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_pow_int32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Pow_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_pow_int64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_pow_int64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_pow_int64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Pow_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_pow_uint8(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_pow_uint8(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_pow_uint8(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Pow_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_pow_float32(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_pow_float32(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_pow_float32(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_Pow_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_pow_float64(x0[k * s[0]], x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_pow_float64(x0[k * s[0]], x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_pow_float64(x0[k * s[0]], x1[k * s[1]]));
+    }
 }
 static void rt_ew_RealDiv_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] / x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] / x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] / x1[k * s[1]]));
+    }
 }
 static void rt_ew_RealDiv_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] / x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] / x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] / x1[k * s[1]]));
+    }
 }
 static void rt_ew_Relu_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_relu_int8(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_relu_int8(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_relu_int8(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Relu_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_relu_int16(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_relu_int16(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_relu_int16(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Relu_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_relu_int32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_relu_int32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_relu_int32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Relu_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_relu_int64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_relu_int64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_relu_int64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Relu_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_relu_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_relu_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_relu_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Relu_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_relu_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_relu_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_relu_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_SelectV2_bool_bool_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     const rt_bool *x2 = (const rt_bool *)ins[2];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    }
 }
 static void rt_ew_SelectV2_bool_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     const int8_t *x2 = (const int8_t *)ins[2];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    }
 }
 static void rt_ew_SelectV2_bool_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     const int16_t *x2 = (const int16_t *)ins[2];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    }
 }
 static void rt_ew_SelectV2_bool_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     const int32_t *x2 = (const int32_t *)ins[2];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    }
 }
 static void rt_ew_SelectV2_bool_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     const int64_t *x2 = (const int64_t *)ins[2];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    }
 }
 static void rt_ew_SelectV2_bool_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     const uint8_t *x2 = (const uint8_t *)ins[2];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    }
 }
 static void rt_ew_SelectV2_bool_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const float *x1 = (const float *)ins[1];
     const float *x2 = (const float *)ins[2];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    }
 }
 static void rt_ew_SelectV2_bool_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const double *x1 = (const double *)ins[1];
     const double *x2 = (const double *)ins[2];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+    }
 }
 static void rt_ew_Sigmoid_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sigmoid_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sigmoid_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sigmoid_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sigmoid_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sigmoid_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sigmoid_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sigmoid_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sign_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_sign_int8(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_sign_int8(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_sign_int8(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sign_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_sign_int16(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_sign_int16(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_sign_int16(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sign_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_sign_int32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_sign_int32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_sign_int32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sign_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_sign_int64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_sign_int64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_sign_int64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sign_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sign_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sign_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sign_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sign_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sign_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sign_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sign_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sin_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sin_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sin_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sin_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sin_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sin_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sin_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sin_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sqrt_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sqrt_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sqrt_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sqrt_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sqrt_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sqrt_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sqrt_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sqrt_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Square_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x0[k * s[0]]));
+    }
 }
 static void rt_ew_Square_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x0[k * s[0]]));
+    }
 }
 static void rt_ew_Square_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x0[k * s[0]]));
+    }
 }
 static void rt_ew_Square_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x0[k * s[0]]));
+    }
 }
 static void rt_ew_Square_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x0[k * s[0]]));
+    }
 }
 static void rt_ew_Square_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x0[k * s[0]]));
+    }
 }
 static void rt_ew_Square_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x0[k * s[0]]));
+    }
 }
 static void rt_ew_Sub_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] - x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] - x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] - x1[k * s[1]]));
+    }
 }
 static void rt_ew_Sub_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] - x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] - x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] - x1[k * s[1]]));
+    }
 }
 static void rt_ew_Sub_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] - x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] - x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] - x1[k * s[1]]));
+    }
 }
 static void rt_ew_Sub_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] - x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] - x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] - x1[k * s[1]]));
+    }
 }
 static void rt_ew_Sub_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] - x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] - x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] - x1[k * s[1]]));
+    }
 }
 static void rt_ew_Sub_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] - x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] - x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] - x1[k * s[1]]));
+    }
 }
 static void rt_ew_Sub_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] - x1[k * s[1]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] - x1[k * s[1]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] - x1[k * s[1]]));
+    }
 }
 static void rt_ew_Tanh_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_tanh_float32(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_tanh_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_tanh_float32(x0[k * s[0]]));
+    }
 }
 static void rt_ew_Tanh_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_tanh_float64(x0[k * s[0]]));
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_tanh_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_tanh_float64(x0[k * s[0]]));
+    }
 }
 static void rt_ew_ZerosLike_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)0);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)0);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)0);
+    }
 }
 static void rt_ew_ZerosLike_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)0);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)0);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)0);
+    }
 }
 static void rt_ew_ZerosLike_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)0);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)0);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)0);
+    }
 }
 static void rt_ew_ZerosLike_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)0);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)0);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)0);
+    }
 }
 static void rt_ew_ZerosLike_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)0);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)0);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)0);
+    }
 }
 static void rt_ew_ZerosLike_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)0);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)0);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)0);
+    }
 }
 static void rt_ew_ZerosLike_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((float)0);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)0);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)0);
+    }
 }
 static void rt_ew_ZerosLike_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)
-    for (int64_t k = 0; k < n; k++) o[k] = ((double)0);
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)0);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)0);
+    }
 }
 
 /* op type, input dtype code, Cast target code (-1 otherwise) -> loop */

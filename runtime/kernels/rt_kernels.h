@@ -97,6 +97,21 @@ static inline size_t rt_itemsize(int dtype) {
 
 /* ---- arena ------------------------------------------------------------------------------- */
 
+/* Big buffers (>= RT_BIG_BYTES) come from a process-wide caching allocator in runtime._native
+ * (huge pages, blocks reused across calls: no fresh zeroed pages for every result). Arena entries of
+ * big blocks carry a tag in the low bit. The hooks are NULL until the runtime sets them. */
+#define RT_BIG_BYTES ((size_t)4 << 20)
+typedef void *(*rt_big_alloc_fn)(size_t nbytes);
+typedef void (*rt_big_free_fn)(void *data);
+static rt_big_alloc_fn rt_big_alloc = NULL;
+static rt_big_free_fn rt_big_free = NULL;
+
+static inline void *rt_untag(void *entry) { return (void *)((uintptr_t)entry & ~(uintptr_t)1); }
+
+static inline void rt_free_entry(void *entry) {
+    if ((uintptr_t)entry & 1) rt_big_free(rt_untag(entry)); else free(entry);
+}
+
 static inline void *rt_alloc(rt_ctx *ctx, size_t nbytes) {
     if (ctx->allocs == NULL) {
         ctx->allocs = ctx->inline_allocs;
@@ -115,15 +130,12 @@ static inline void *rt_alloc(rt_ctx *ctx, size_t nbytes) {
         ctx->allocs = grown;
         ctx->cap_allocs = cap;
     }
-    void *p = NULL;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (nbytes >= ((size_t)4 << 20)) {
-        /* big buffers: 2 MiB aligned and backed by huge pages (far fewer page faults, as numpy does) */
-        if (posix_memalign(&p, (size_t)2 << 20, nbytes) != 0) p = NULL;
-        if (p) madvise(p, nbytes, MADV_HUGEPAGE);
-    } else
-#endif
-    p = malloc(nbytes ? nbytes : 1);
+    if (nbytes >= RT_BIG_BYTES && rt_big_alloc != NULL) {
+        void *p = rt_big_alloc(nbytes);
+        if (p) ctx->allocs[ctx->n_allocs++] = (void *)((uintptr_t)p | 1);
+        return p;
+    }
+    void *p = malloc(nbytes ? nbytes : 1);
     if (p) ctx->allocs[ctx->n_allocs++] = p;
     return p;
 }
@@ -136,17 +148,28 @@ static inline void rt_release(rt_ctx *ctx, int64_t mark, void **keep, int n_keep
     for (int64_t i = mark; i < ctx->n_allocs; i++) {
         void *p = ctx->allocs[i];
         int kept = 0;
-        for (int k = 0; k < n_keep; k++) if (keep[k] == p) { kept = 1; break; }
-        if (kept) ctx->allocs[w++] = p; else free(p);
+        for (int k = 0; k < n_keep; k++) if (keep[k] == rt_untag(p)) { kept = 1; break; }
+        if (kept) ctx->allocs[w++] = p; else rt_free_entry(p);
     }
     ctx->n_allocs = w;
 }
 
-/* Stop tracking p (its ownership moves to the caller, e.g. a numpy array); 1 if the arena owned it. */
+/* Stop tracking p (its ownership moves to the caller, e.g. a numpy array).
+ * 0: the arena did not own it; 1: free it with free(); 2: free it with rt_big_free(). */
 static inline int rt_detach(rt_ctx *ctx, void *p) {
     for (int64_t i = ctx->n_allocs - 1; i >= 0; i--)
-        if (ctx->allocs[i] == p) { ctx->allocs[i] = ctx->allocs[--ctx->n_allocs]; return 1; }
+        if (rt_untag(ctx->allocs[i]) == p) {
+            int kind = ((uintptr_t)ctx->allocs[i] & 1) ? 2 : 1;
+            ctx->allocs[i] = ctx->allocs[--ctx->n_allocs];
+            return kind;
+        }
     return 0;
+}
+
+/* Free an arena buffer before the scope ends (a loop variable replaced by its next value). */
+static inline void rt_drop(rt_ctx *ctx, void *p) {
+    int kind = rt_detach(ctx, p);
+    if (kind == 1) free(p); else if (kind == 2) rt_big_free(p);
 }
 
 static inline void rt_ctx_free(rt_ctx *ctx) {
@@ -178,7 +201,7 @@ static inline int rt_ctx_join(rt_ctx *ctx, rt_ctx *part, int rc) {
             void *probe = rt_alloc(ctx, 0);      /* grows the table; then drop the probe */
             if (probe) { ctx->n_allocs--; free(probe); } else ok = 0;
         }
-        if (ok && ctx->n_allocs < ctx->cap_allocs) ctx->allocs[ctx->n_allocs++] = p; else free(p);
+        if (ok && ctx->n_allocs < ctx->cap_allocs) ctx->allocs[ctx->n_allocs++] = p; else rt_free_entry(p);
     }
     if (part->allocs != part->inline_allocs) free(part->allocs);
     part->allocs = NULL;

@@ -28,7 +28,8 @@ def emitter(*op_types):
 # ---------------------------------------------------------------------------
 # Elementwise ops and fusion.
 
-_GUARDED = {"FloorDiv", "FloorMod", "Pow"}   # integer forms need a check of the second operand first
+_GUARDED = {"FloorDiv", "FloorMod", "Pow"}
+PARALLEL_MIN = 65536                         # elements below which a loop stays on one thread   # integer forms need a check of the second operand first
 
 
 def _fusable(op) -> bool:
@@ -144,8 +145,17 @@ def emit_elementwise(em: FunctionEmitter, op) -> bool:
     with em.block(f"if ({cond})"):
         em.line(f"{ctype} *restrict po = ({ctype} *){name}.data;{pointers}")
         em.line(f"const int64_t rt_n = {n};")
-        em.line("#pragma omp parallel for simd schedule(static) if(rt_n >= 65536) num_threads(ctx->num_threads)")
-        em.line(f"for (int64_t k = 0; k < rt_n; k++) po[k] = {flat_expr};")
+        loop = f"for (int64_t k = 0; k < rt_n; k++) po[k] = {flat_expr};"
+        small = n.isdigit() and int(n) < PARALLEL_MIN
+        if not small:
+            # a parallel region costs microseconds even when its if() clause is false: branch in C instead
+            with em.block(f"if (rt_n >= {PARALLEL_MIN} && ctx->num_threads > 1)"):
+                em.line("#pragma omp parallel for simd schedule(static) num_threads(ctx->num_threads)")
+                em.line(loop)
+            em.line("else")
+        with em.block(""):
+            em.line("#pragma omp simd")
+            em.line(loop)
     if static_ok:
         return True
     with em.block("else"):
@@ -659,7 +669,7 @@ def emit_while(em, op):
         _scope_results(em, body, new, mark)
         for lv, name, t in zip(lvs, new, op.outputs):
             if native_dtype(t.dtype):
-                em.line(f"rt_detach(ctx, {lv}.data); free({lv}.data);")
+                em.line(f"rt_drop(ctx, {lv}.data);")
             em.line(f"{lv} = {name};")
         em.line(f"{counter}++;")
     return True

@@ -70,8 +70,13 @@ def generate() -> str:
         for i, d in enumerate(ins):
             lines.append(f"    const {d.c_type} *x{i} = (const {d.c_type} *)ins[{i}];")
         lines.append(f"    {out.c_type} *o = ({out.c_type} *)out;")
-        lines.append("    #pragma omp parallel for schedule(static) if(n >= 65536) num_threads(threads)")
-        lines.append(f"    for (int64_t k = 0; k < n; k++) o[k] = {_expr(opdef, ins, out)};")
+        loop = f"for (int64_t k = 0; k < n; k++) o[k] = {_expr(opdef, ins, out)};"
+        lines.append("    if (n >= 65536 && threads > 1) {")
+        lines.append("        #pragma omp parallel for schedule(static) num_threads(threads)")
+        lines.append(f"        {loop}")
+        lines.append("    } else {")
+        lines.append(f"        {loop}")
+        lines.append("    }")
         lines.append("}")
         key_dtype = ins[-1] if op_type == "SelectV2" else ins[0]
         table.append((op_type, _CODES[key_dtype.name], _CODES[dst.name] if dst is not None and op_type == "Cast"
