@@ -209,11 +209,8 @@ cdef int _run_callback(rt_ctx *ctx, int op_index, rt_tensor *ins, int n_in, rt_t
                 value = np.asarray(value, dtype=dtype.np, order="C")
                 _copy_in(ctx, &outs[i], value, code)
         return 0
-    except errors.OpError as e:
-        state.error = _located(type(e), str(e), state.function.ops[op_index])
-    except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError) as e:
-        state.error = _located(errors.InvalidArgumentError, f"{state.function.ops[op_index].type}: {e}",
-                               state.function.ops[op_index])
+    except (errors.OpError,) + errors.KERNEL_ERRORS as e:
+        state.error = errors.located(e, state.function.ops[op_index])
     except BaseException as e:
         state.error = e
     ctx.py_error = 1
@@ -235,10 +232,6 @@ cdef int _copy_in(rt_ctx *ctx, rt_tensor *t, cnp.ndarray value, int code) except
     return 0
 
 
-def _located(cls, message, op):
-    if "\n  [[" in message:
-        return cls(message, op)
-    return cls(f"{message}\n  [[{op.where()}]]", op)
 
 
 # Process-wide switches the fast call path reads without touching Python state.
@@ -727,10 +720,8 @@ def run_plan(list steps, list values):
         op, kernel, attrs, ins, outs, kinds = step
         try:
             results = kernel([values[i] for i in ins], attrs)
-        except errors.OpError as e:
-            raise _located(type(e), str(e), op) from None
-        except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError) as e:
-            raise _located(errors.InvalidArgumentError, f"{op.type}: {e}", op) from None
+        except (errors.OpError,) + errors.KERNEL_ERRORS as e:
+            raise errors.located(e, op) from None
         for slot, value, kind in zip(outs, results, kinds):
             if kind is not None and (type(value) is not np.ndarray or (<cnp.ndarray>value).dtype != kind):
                 value = np.asarray(value).astype(kind, copy=False)

@@ -24,3 +24,18 @@ class UnimplementedError(OpError):
 
 class InternalError(OpError):
     """An invariant of the runtime was broken: a bug, please report it."""
+
+
+# What a kernel may raise for bad input; the executors turn these into InvalidArgumentError.
+KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError)
+
+
+def located(error: BaseException, op) -> OpError:
+    """The run-time error for ``error`` raised by ``op``'s kernel, naming the op and the user's line."""
+    if isinstance(error, OpError):
+        cls, message = type(error), str(error)
+    else:
+        cls, message = InvalidArgumentError, f"{op.type}: {error}"
+    if "\n  [[" in message:
+        return cls(message, op)
+    return cls(f"{message}\n  [[{op.where()}]]", op)

@@ -121,10 +121,8 @@ def _run_reference(graph: Graph, feeds: list) -> list:
     for op, kernel, attrs, ins, outs, kinds in plan.steps:
         try:
             results = kernel([values[i] for i in ins], attrs)
-        except errors.OpError as e:
-            raise _located(type(e), str(e), op) from None
-        except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError) as e:
-            raise _located(errors.InvalidArgumentError, f"{op.type}: {e}", op) from None
+        except (errors.OpError,) + errors.KERNEL_ERRORS as e:
+            raise errors.located(e, op) from None
         for slot, value, kind in zip(outs, results, kinds):
             if kind is not None and (type(value) is not np.ndarray or value.dtype != kind):
                 value = np.asarray(value).astype(kind, copy=False)
@@ -132,7 +130,3 @@ def _run_reference(graph: Graph, feeds: list) -> list:
     return [values[i] for i in plan.output_slots]
 
 
-def _located(cls, message: str, op):
-    if "\n  [[" in message:
-        return cls(message, op)
-    return cls(f"{message}\n  [[{op.where()}]]", op)

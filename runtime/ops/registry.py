@@ -112,7 +112,7 @@ def apply(op_type: str, inputs: list, attrs: dict | None = None, name: str | Non
             results = opdef.kernel([t._value for t in inputs], attrs)
         except errors.OpError:
             raise
-        except (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError) as e:
+        except errors.KERNEL_ERRORS as e:
             raise errors.InvalidArgumentError(f"{op_type}: {e}") from None
         if out_specs is None:
             out = tuple(EagerTensor(np.asarray(r)) for r in results)

@@ -274,6 +274,27 @@ def test_independent_parts_are_emitted_as_parallel_parts(programs):
     assert "rt_fn_test_part0" in code and "rt_fn_test_part1" in code and "rt_ctx_join" in code
 
 
+@pytest.fixture(scope="module")
+def unoptimized(tmp_path_factory):
+    """The same programs built with every optional pass off (no fusion, no memory planning)."""
+    root = tmp_path_factory.mktemp("unoptimized")
+    (root / "rt_native_unoptimized.py").write_text(PROGRAMS)
+    env = dict(os.environ, RT_PASSES="prune")
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-v"], cwd=PROJECT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "fused" not in proc.stdout
+    return _import(root, "rt_native_unoptimized")
+
+
+@HYP
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(_vec(n), _vec(n))))
+def test_switching_passes_off_gives_the_same_results(programs, unoptimized, xy):
+    for name in ("chain", "branches", "control", "accumulate"):
+        args = xy if name in ("chain", "branches") else xy[:1]
+        _assert_same(_arrays(getattr(programs, name)(*args)), _arrays(getattr(unoptimized, name)(*args)))
+
+
 def test_strings(programs):
     assert programs.strings(rt.constant("hi\n\"é")).numpy() == "hi\n\"é!".encode()
 
@@ -450,8 +471,12 @@ def test_generated_code_is_dumped_with_rt_debug(tmp_path):
     text = proc.stdout + proc.stderr
     kept = [line.split()[-1] for line in text.splitlines() if "kept" in line.lower() or "build dir" in line.lower()]
     assert kept, text
-    found = list(Path(kept[-1].strip(".:")).rglob("*.pyx")) if Path(kept[-1].strip(".:")).exists() else []
-    assert found or ".pyx" in text, text
+    kept_dir = Path(kept[-1].strip(".:"))
+    try:
+        assert kept_dir.exists(), text
+        assert list(kept_dir.rglob("*.pyx")) and list(kept_dir.rglob("*_rt_native.h")), text
+    finally:
+        shutil.rmtree(kept_dir, ignore_errors=True)
 
 
 def test_shipped_with_the_same_results_as_eager_in_a_fresh_process(small):

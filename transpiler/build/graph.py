@@ -179,7 +179,9 @@ def show_graphs(target: str, fmt: str = "text", optimize: bool = True, passes: l
         graph = concrete.graph
         if optimizer is not None:
             try:
-                result = optimizer(graph, passes=passes) if passes is not None else optimizer(graph)
+                from transpiler.codegen import EMITTER_PASSES
+                graph_passes = None if passes is None else [p for p in passes if p not in EMITTER_PASSES]
+                result = optimizer(graph, passes=graph_passes) if passes is not None else optimizer(graph)
             except ValueError as e:
                 raise SystemExit(f"error: {e}") from None
             graph = result if hasattr(result, "operations") else graph

@@ -21,7 +21,8 @@ from pathlib import Path
 from transpiler.build.discovery import FactsCache, Import, ModuleInfo
 
 # Compiler environment variables that change the generated object code.
-COMPILER_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "ARCHFLAGS")
+COMPILER_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "ARCHFLAGS",
+                "RT_MARCH", "RT_PASSES")
 
 # File types of the toolchain whose content goes into the fingerprint.
 TOOLCHAIN_SUFFIXES = frozenset({".py", ".pyx", ".pxd", ".pxi", ".h", ".c", ".cpp", ".tmpl", ".in", ".txt", ".json"})

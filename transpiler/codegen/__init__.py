@@ -73,8 +73,22 @@ def _variable_paths(module) -> dict[int, str]:
     return paths
 
 
+EMITTER_PASSES = ("fuse_elementwise", "plan_memory")   # done while emitting C, switchable like graph passes
+
+
 def render_module(module, source_path: str, module_name: str, passes=None) -> RenderedModule:
-    """Generate the extension for an imported module (see the module docstring)."""
+    """Generate the extension for an imported module (see the module docstring).
+
+    ``passes`` (names, or None for all) selects graph passes (``runtime.optimizer.PASSES``) and the
+    emitter's ``fuse_elementwise`` / ``plan_memory``.
+    """
+    if passes is None and os.environ.get("RT_PASSES"):
+        passes = os.environ["RT_PASSES"]
+    if isinstance(passes, str):
+        passes = [p.strip() for p in passes.split(",") if p.strip()]
+    graph_passes = None if passes is None else [p for p in passes if p not in EMITTER_PASSES]
+    emit_options = {name: passes is None or name in passes for name in EMITTER_PASSES}
+    debug = []
     with open(source_path, encoding="utf-8") as f:
         source = f.read()
     short = module_name.rsplit(".", 1)[-1]
@@ -90,9 +104,12 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
             if getattr(concrete, "native", False):
                 continue
             index = len(entries)
-            graph = optimize(concrete.graph, passes=passes)
+            graph = optimize(concrete.graph, passes=graph_passes)
             structured_outputs = _remap_outputs(concrete, graph)
-            emitter = FunctionEmitter(graph, f"rt_fn_{index}", [])
+            emitter = FunctionEmitter(graph, f"rt_fn_{index}", [], **emit_options)
+            if os.environ.get("RT_DEBUG"):
+                debug.append(f"# {qualname}: {concrete._signature_text()}\n## traced\n{concrete.graph}\n"
+                             f"## optimized\n{graph}\n")
             code = emitter.emit()
             for handle in emitter.variables:
                 variable = handle.get()
@@ -130,7 +147,10 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
     pyx = render("module.pyx.tmpl", source_name=("c_comment", os.path.basename(source_path)),
                  uses_blas=("py", uses_blas),
                  header=("raw", header_name), payload=("py", payload))
-    return RenderedModule(name=module_name, files={f"{short}.pyx": pyx, header_name: header}, pyx=f"{short}.pyx",
+    files = {f"{short}.pyx": pyx, header_name: header}
+    if debug:
+        files[f"{short}.graphs.txt"] = "\n".join(debug)
+    return RenderedModule(name=module_name, files=files, pyx=f"{short}.pyx",
                           include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
                           extra_link_args=list(LINK_ARGS), report=report)
 

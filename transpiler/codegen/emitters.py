@@ -46,6 +46,8 @@ def _fusable(op) -> bool:
 
 def plan_fusion(em: FunctionEmitter, graph: Graph, ops: list) -> None:
     """Mark elementwise ops whose only consumer is another elementwise op: they become expressions."""
+    if not em.fuse_elementwise:
+        return
     consumers: dict[int, list] = {}
     for op in ops:
         for t in op.inputs:

@@ -83,7 +83,8 @@ class EmitReport:
 class FunctionEmitter:
     """Emits ``static int NAME(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` for one graph."""
 
-    def __init__(self, graph: Graph, c_name: str, variables: list):
+    def __init__(self, graph: Graph, c_name: str, variables: list, fuse_elementwise: bool = True,
+                 plan_memory: bool = True):
         self.graph = graph
         self.c_name = c_name
         self.variables = variables            # variable handles, in order; storage follows the inputs
@@ -103,6 +104,8 @@ class FunctionEmitter:
         self.graph_outputs = {id(t) for t in graph.outputs}
         self.parts: list[str] = []            # functions for graph parts run concurrently (inter-op)
         self.no_reuse = False
+        self.fuse_elementwise = fuse_elementwise
+        self.plan_memory = plan_memory
 
     # -- naming & lines -------------------------------------------------------------
     def fresh(self, base: str = "t") -> str:
@@ -173,7 +176,7 @@ class FunctionEmitter:
 
     def _planned_buffer(self, tensor, dims) -> str | None:
         """A stack buffer for a small static tensor of the top-level graph (reusing a dead one's)."""
-        if self.depth or id(tensor) in self.graph_outputs or not native_dtype(tensor.dtype) \
+        if not self.plan_memory or self.depth or id(tensor) in self.graph_outputs or not native_dtype(tensor.dtype) \
                 or not tensor.shape.is_fully_defined() or [str(d) for d in tensor.shape.dims] != list(dims):
             return None
         nbytes = max(tensor.shape.num_elements(), 1) * tensor.dtype.size

@@ -1,7 +1,9 @@
 """Hypothesis: small random programs with tensor control flow give the same result eagerly and traced."""
+import atexit
 import importlib.util
 import itertools
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -13,6 +15,7 @@ import runtime as rt
 VARS = ["a", "b", "c"]
 _counter = itertools.count()
 _dir = tempfile.mkdtemp(prefix="rt_generated_")
+atexit.register(shutil.rmtree, _dir, True)
 
 
 @st.composite
