@@ -349,6 +349,38 @@ static inline void rt_matmul_float64(const double *a, const double *b, double *c
             for (int64_t i = 1; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (p[j] < q[j] || p[j] != p[j]) ? p[j] : q[j]; } } \
     }
 
+/* Sums over contiguous rows: vectorised (`omp simd reduction` may reassociate, unlike plain -O3),
+ * accumulated in ACC (double for floats), on several threads when large. */
+#define RT_DEFINE_SUM_ROWS(T, S, ACC) \
+    static inline ACC rt_sum_all_##S(const T *x, int64_t n, int threads) { \
+        ACC acc = 0; \
+        if (n >= 65536 && threads > 1) { \
+            _Pragma("omp parallel for simd reduction(+:acc) schedule(static) num_threads(threads)") \
+            for (int64_t i = 0; i < n; i++) acc += x[i]; \
+        } else { \
+            _Pragma("omp simd reduction(+:acc)") \
+            for (int64_t i = 0; i < n; i++) acc += x[i]; \
+        } \
+        return acc; \
+    } \
+    static inline void rt_reduce_sum_rows_##S(const T *x, T *out, int64_t outer, int64_t n, int threads) { \
+        if (outer == 1) { out[0] = (T)rt_sum_all_##S(x, n, threads); return; } \
+        if (outer * n >= 65536 && threads > 1 && outer >= threads) { \
+            _Pragma("omp parallel for schedule(static) num_threads(threads)") \
+            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_all_##S(x + o * n, n, 1); \
+        } else { \
+            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_all_##S(x + o * n, n, 1); \
+        } \
+    }
+
+RT_DEFINE_SUM_ROWS(int8_t, int8, int64_t)
+RT_DEFINE_SUM_ROWS(int16_t, int16, int64_t)
+RT_DEFINE_SUM_ROWS(int32_t, int32, int64_t)
+RT_DEFINE_SUM_ROWS(int64_t, int64, int64_t)
+RT_DEFINE_SUM_ROWS(uint8_t, uint8, int64_t)
+RT_DEFINE_SUM_ROWS(float, float32, double)
+RT_DEFINE_SUM_ROWS(double, float64, double)
+
 RT_DEFINE_REDUCE(int8_t, int8, int64_t)
 RT_DEFINE_REDUCE(int16_t, int16, int64_t)
 RT_DEFINE_REDUCE(int32_t, int32, int64_t)

@@ -429,7 +429,10 @@ def emit_reduce(em, op):
     suffix = "bool" if kind in ("any", "all") else x.dtype.name
     if kind in ("max", "min"):
         em.line(f"if (({count}) == 0) " + em.fail(f"{op.type} ({op.name}): reduction over an empty dimension"))
-    em.line(f"rt_reduce_{kind}_{suffix}({em.ptr(x)}, {em.ptr(out)}, {outer}, {count}, {inner});")
+    if kind == "sum" and inner == "1":
+        em.line(f"rt_reduce_sum_rows_{suffix}({em.ptr(x)}, {em.ptr(out)}, {outer}, {count}, ctx->num_threads);")
+    else:
+        em.line(f"rt_reduce_{kind}_{suffix}({em.ptr(x)}, {em.ptr(out)}, {outer}, {count}, {inner});")
     if op.type == "Mean":
         ctype = out.dtype.c_type
         em.line(f"{{ const int64_t c = {count}; {ctype} *po = {em.ptr(out)}; "
