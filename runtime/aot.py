@@ -33,6 +33,9 @@ def install(module_globals: dict, payload: bytes, capsules: list) -> None:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     from runtime import autograph
     autograph.register_prebuilt(data.get("conversions", {}))
+    # what a run-time retrace needs, loaded with the module rather than on the first unseen call
+    import runtime.executor  # noqa: F401
+    import runtime.operators  # noqa: F401
     for entry in data["functions"]:
         entry["capsule"] = capsules[entry["index"]]
         entry["module_globals"] = module_globals
