@@ -226,7 +226,6 @@ class FunctionEmitter:
         graph = self.graph
         for i, t in enumerate(graph.inputs):
             self.alias(t, f"in[{i}]")
-        self.line("int64_t rt_loop_guard = 0; (void)rt_loop_guard;")
         self.emit_graph(graph, emitters)
         for i, t in enumerate(graph.outputs):
             self.line(f"out[{i}] = {self.var(t)};")
