@@ -574,11 +574,33 @@ class ConcreteFunction:
         return True
 
     # -- calling ----------------------------------------------------------------------------
+    def _plain_specs(self):
+        """(dtype, dims) per parameter when every parameter is one tensor, else None (computed once)."""
+        plain = self.__dict__.get("_plain")
+        if plain is None:
+            values = self._structured_inputs
+            plain = self._plain = [(v.dtype, v.shape.dims) for v in values] \
+                if all(isinstance(v, TensorSpec) for v in values) and self._function._instance_ref is None \
+                and len(values) == len(self._function._params) else False
+        return plain
+
     def __call__(self, *args, **kwargs):
+        plain = self._plain_specs()
+        if plain and not kwargs and len(args) == len(plain):
+            for a, (dtype, dims) in zip(args, plain):
+                if type(a) is not EagerTensor or a.dtype is not dtype or (dims is not None and (
+                        len(dims) != a._value.ndim
+                        or any(d is not None and d != n for d, n in zip(dims, a._value.shape)))):
+                    break
+            else:
+                return self._call_flat(args)
         params = self._function._params
         instance = self._function._with_instance(())
+        signature = self.__dict__.get("_call_signature")
+        if signature is None:
+            signature = self._call_signature = inspect.Signature(params)
         try:
-            bound = inspect.Signature(params).bind_partial(*args, **kwargs)
+            bound = signature.bind_partial(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"ConcreteFunction {self.name}: {e}") from None
         flat = []
