@@ -160,6 +160,7 @@ def emit_elementwise(em: FunctionEmitter, op) -> bool:
             em.line(loop)
     if static_ok:
         return True
+    _emit_row_broadcast(em, op, out, leaves, name, ctype)
     with em.block("else"):
         # general broadcasting: an odometer over the output index with per-leaf strides
         em.line(f"{ctype} *po = ({ctype} *){name}.data;")
@@ -180,6 +181,50 @@ def emit_elementwise(em: FunctionEmitter, op) -> bool:
                 em.line(f"if (idx[d] < {name}.shape[d]) break;")
                 em.line("idx[d] = 0;" + "".join(f" off{j} -= st{j}[d] * {name}.shape[d];" for j in range(len(leaves))))
     return True
+
+
+def _emit_row_broadcast(em, op, out, leaves, name, ctype) -> None:
+    """``else if`` branch: leaves that are the output's trailing dims (a bias row) or the whole output.
+
+    The common ``x + b`` with ``b`` of shape ``x.shape[-1:]``: an outer loop over rows and a
+    contiguous, vectorised inner loop, instead of the general odometer.
+    """
+    rank = out.shape.rank
+    trailing = [t for t in leaves if t.shape.rank < rank and not _static_scalar(t)]
+    ranks = {t.shape.rank for t in trailing}
+    if not trailing or len(ranks) != 1 or 0 in ranks:
+        return
+    r = ranks.pop()
+    conditions, access, pointers = [], {}, []
+    for t in leaves:
+        p = em.fresh("p")
+        pointers.append(f"const {t.dtype.c_type} *restrict {p} = {em.ptr(t)};")
+        if _static_scalar(t):
+            access[id(t)] = f"{p}[0]"
+        elif t.shape.rank < rank:
+            conditions += [f"{em.var(t)}.shape[{d}] == {name}.shape[{rank - r + d}]" for d in range(r)]
+            access[id(t)] = f"{p}[i]"
+        else:
+            conditions.append(f"rt_same_shape(&{em.var(t)}, &{name})")
+            access[id(t)] = f"{p}[o * inner + i]"
+    expr = _c_expr(op, [_expression(em, t, access) for t in op.inputs])
+    inner = " * ".join(f"{name}.shape[{d}]" for d in range(rank - r, rank))
+    em.line(f"else if ({' && '.join(conditions)})")
+    with em.block(""):
+        em.line(f"{ctype} *restrict po = ({ctype} *){name}.data; {' '.join(pointers)}")
+        em.line(f"const int64_t inner = {inner}, outer = inner ? rt_numel(&{name}) / inner : 0;")
+        loop = f"for (int64_t o = 0; o < outer; o++) {{ {ctype} *restrict row = po + o * inner;"
+        body = f"_Pragma(\"omp simd\") for (int64_t i = 0; i < inner; i++) row[i] = {expr}; }}"
+        with em.block(f"if (outer * inner >= {PARALLEL_MIN} && outer > 1 && ctx->num_threads > 1)"):
+            em.line("#pragma omp parallel for schedule(static) num_threads(ctx->num_threads)")
+            em.line(f"{loop} {body}")
+        em.line("else")
+        with em.block(""):
+            em.line(f"{loop} {body}")
+
+
+def _static_scalar(t) -> bool:
+    return t.shape.is_fully_defined() and t.shape.num_elements() == 1
 
 
 def _register_elementwise():

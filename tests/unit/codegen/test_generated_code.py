@@ -49,7 +49,12 @@ def _countdown(n):
     return total
 
 
+def _bias_relu(x, b):
+    return rt.nn.relu(x + b)
+
+
 PROGRAMS = {
+    "bias_relu": (_bias_relu, [rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.float32)]),
     "double": (_double, [rt.TensorSpec([], rt.int32)]),
     "chain": (_chain, [rt.TensorSpec([None], rt.float32)]),
     "collatz": (_collatz, [rt.TensorSpec([None], rt.int32)]),
