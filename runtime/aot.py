@@ -69,7 +69,6 @@ def attach_prebuilt(function) -> None:
     if not entries or function._instance_ref is not None:
         return
     from runtime.graph import SymbolicTensor
-    from runtime.shapes import TensorSpec
     for entry in entries:
         concrete = NativeConcreteFunction(function, entry)
         function._concrete.append(concrete)

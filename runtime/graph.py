@@ -93,7 +93,10 @@ def user_location() -> Location | None:
 
 
 class SymbolicTensor(Tensor):
-    """A graph tensor: output ``index`` of operation ``op``. ``str`` is ``Tensor("x:0", shape=(None,), dtype=int32)``."""
+    """A graph tensor: output ``index`` of operation ``op``.
+
+    ``str`` is ``Tensor("x:0", shape=(None,), dtype=int32)``.
+    """
 
     __slots__ = ("op", "index", "dtype", "shape", "__weakref__")
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from runtime import config, context, errors, nest
 from runtime.graph import Graph, SymbolicTensor
-from runtime.shapes import TensorShape, TensorSpec
+from runtime.shapes import TensorSpec
 from runtime.tensor import EagerTensor, Tensor
 from runtime.variables import Variable
 
@@ -427,7 +427,7 @@ class Function(_FunctionBase):
         if self.input_signature is not None:
             if not self._concrete:
                 if args or kwargs:
-                    self._lookup_signature(tuple(_spec_placeholder(a) for a in args), kwargs)
+                    self._lookup_signature(args, kwargs)
                 else:
                     bound = self._signature.bind_partial(*self._with_instance(()))
                     bound.apply_defaults()
@@ -462,10 +462,6 @@ if _FunctionBase is object:
 else:
     from runtime._native import install_fast_call
     install_fast_call(Function)
-
-
-def _spec_placeholder(value):
-    return value
 
 
 def _to_tensor(value, dtype=None):
@@ -657,15 +653,11 @@ class ConcreteFunction:
 
     def pretty_printed_signature(self, verbose=True) -> str:
         lines = [self._signature_text(), "  Args:"]
-        any_arg = False
         for param, value in zip(self._function._params, self._structured_inputs):
             tensor_like = any(isinstance(x, TensorSpec) for x in nest.flatten(value)) if nest.is_sequence(value) \
                 else isinstance(value, TensorSpec)
             if tensor_like:
                 lines.append(f"    {param.name}: {_describe_structure(value)}")
-                any_arg = True
-        if not any_arg:
-            lines[-1] = "  Args: none" if False else lines[-1]
         lines += ["  Returns:", f"    {_describe_structure(self.structured_outputs)}"]
         return "\n".join(lines)
 

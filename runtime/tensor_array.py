@@ -8,8 +8,8 @@ import numpy as np
 
 from runtime import dtypes, errors
 from runtime.ops.registry import OpDef, apply, convert, register
-from runtime.shapes import TensorShape, as_shape
-from runtime.tensor import EagerTensor, Tensor
+from runtime.shapes import as_shape
+from runtime.tensor import EagerTensor
 
 
 class TensorList:

@@ -13,7 +13,7 @@ import numpy as np
 
 from runtime import context, dtypes
 from runtime.ops.registry import OpDef, apply, convert, register
-from runtime.tensor import EagerTensor, Tensor, is_symbolic
+from runtime.tensor import EagerTensor, is_symbolic
 
 _ids = itertools.count()
 

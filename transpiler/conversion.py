@@ -9,15 +9,11 @@ the converted function with the original globals and closure cells.
 from __future__ import annotations
 
 import ast
-import functools
 import inspect
 import linecache
-import os
-import sys
 import textwrap
 import threading
 import types
-import weakref
 from dataclasses import dataclass
 
 import libcst as cst
@@ -189,12 +185,7 @@ def convert_function(fn: types.FunctionType, operators_module, options: tuple = 
     source, filename, first_line = _source_of(fn)
     freevars = fn.__code__.co_freevars
     converted = convert_source(source, filename, first_line, tuple(freevars), options)
-    new_fn = instantiate(converted.module_code, fn, operators_module)
-    _by_code[new_fn.__code__] = converted
-    return new_fn
-
-
-_by_code: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary() if False else {}
+    return instantiate(converted.module_code, fn, operators_module)
 
 
 def to_code(fn) -> str:

@@ -14,7 +14,7 @@ import re
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from transpiler.converters.base import MARKER_RE, marker_of, with_marker
+from transpiler.converters.base import marker_of
 
 _MARKER = re.compile(r"\s*#?\s*rt__L(\d+)\s*$")
 

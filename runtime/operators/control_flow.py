@@ -78,7 +78,6 @@ class _SwapBranches(Exception):
 
 
 def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
-    rt = _rt()
     init = tuple(get_state())
     names = symbol_names[:nouts]
     where_ = where()

@@ -463,7 +463,8 @@ register(OpDef("Squeeze", "Squeeze", _squeeze_infer, _squeeze_kernel, 1))
 
 
 def squeeze(input, axis=None, name=None):
-    axis = None if axis is None else ((int(axis),) if isinstance(axis, (int, np.integer)) else tuple(int(a) for a in axis))
+    if axis is not None:
+        axis = (int(axis),) if isinstance(axis, (int, np.integer)) else tuple(int(a) for a in axis)
     return apply("Squeeze", [convert(input)], {"axis": axis}, name=name)
 
 

@@ -6,13 +6,12 @@ closed function of its inputs.
 """
 from __future__ import annotations
 
-import numpy as np
 
-from runtime import context, dtypes, errors, nest
+from runtime import context, dtypes, nest
 from runtime.graph import Graph
 from runtime.ops.registry import OpDef, convert, register
-from runtime.shapes import TensorShape, as_shape
-from runtime.tensor import EagerTensor, Tensor, is_symbolic
+from runtime.shapes import as_shape
+from runtime.tensor import is_symbolic
 from runtime.tensor_array import TensorArray
 
 

@@ -225,7 +225,8 @@ def _matmul_infer(specs, attrs):
         bd[-1], bd[-2] = bd[-2], bd[-1]
     if ad[-1] is not None and bd[-2] is not None and ad[-1] != bd[-2]:
         raise ValueError(f"MatMul: inner dimensions differ: shapes {a.shape} and {b.shape} "
-                         f"(transpose_a={bool(attrs.get('transpose_a'))}, transpose_b={bool(attrs.get('transpose_b'))})")
+                         f"(transpose_a={bool(attrs.get('transpose_a'))}, "
+                         f"transpose_b={bool(attrs.get('transpose_b'))})")
     batch = broadcast_shapes("MatMul", TensorShape(ad[:-2]), TensorShape(bd[:-2]))
     return [(a.dtype, tuple(batch) + (ad[-2], bd[-1]))]
 

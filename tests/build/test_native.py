@@ -16,7 +16,6 @@ import sys
 import textwrap
 import threading
 import time
-import warnings
 from contextlib import redirect_stdout
 from pathlib import Path
 

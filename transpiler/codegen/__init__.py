@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import sys
 from dataclasses import dataclass, field
 
 import runtime
@@ -39,10 +38,6 @@ class RenderedModule:
     extra_link_args: list = field(default_factory=list)
     libraries: list = field(default_factory=list)
     report: list = field(default_factory=list)
-
-
-def compile_flags() -> dict:
-    return {"extra_compile_args": list(COMPILE_ARGS), "extra_link_args": list(LINK_ARGS)}
 
 
 def module_functions(module) -> list[tuple[str, Function]]:
@@ -132,7 +127,8 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
             if emitter.report.fused:
                 line += f", {emitter.report.fused} elementwise ops fused"
             if emitter.report.callbacks:
-                line += ", through Python: " + ", ".join(f"{k} x{v}" for k, v in sorted(emitter.report.callbacks.items()))
+                line += ", through Python: " + ", ".join(
+                    f"{k} x{v}" for k, v in sorted(emitter.report.callbacks.items()))
             report.append(line)
     payload = pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
                             "conversions": _conversions(source_path),

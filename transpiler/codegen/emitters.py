@@ -12,7 +12,7 @@ import numpy as np
 from runtime import dtypes
 from runtime.graph import Graph
 
-from transpiler.codegen.native import DTYPE_CODES, FunctionEmitter, native_dtype
+from transpiler.codegen.native import FunctionEmitter, native_dtype
 
 EMITTERS: dict = {}
 
@@ -28,8 +28,8 @@ def emitter(*op_types):
 # ---------------------------------------------------------------------------
 # Elementwise ops and fusion.
 
-_GUARDED = {"FloorDiv", "FloorMod", "Pow"}
-PARALLEL_MIN = 65536                         # elements below which a loop stays on one thread   # integer forms need a check of the second operand first
+_GUARDED = {"FloorDiv", "FloorMod", "Pow"}   # integer forms need a check of the second operand first
+PARALLEL_MIN = 65536                         # elements below which a loop stays on one thread
 
 
 def _fusable(op) -> bool:
@@ -582,7 +582,8 @@ def emit_slice(em, op):
                     f" if (lo < 0) lo += n; if (hi < 0) hi += n;"
                     f" if (st > 0) {{ lo = lo < 0 ? 0 : (lo > n ? n : lo); hi = hi < 0 ? 0 : (hi > n ? n : hi);"
                     f" {c}[{d}] = hi > lo ? (hi - lo + st - 1) / st : 0; }}"
-                    f" else {{ lo = lo < -1 ? -1 : (lo > n - 1 ? n - 1 : lo); hi = hi < -1 ? -1 : (hi > n - 1 ? n - 1 : hi);"
+                    f" else {{ lo = lo < -1 ? -1 : (lo > n - 1 ? n - 1 : lo);"
+                    f" hi = hi < -1 ? -1 : (hi > n - 1 ? n - 1 : hi);"
                     f" {c}[{d}] = lo > hi ? (lo - hi - st - 1) / -st : 0; }}"
                     f" {b}[{d}] = {c}[{d}] ? lo : 0; {s}[{d}] = st; }}")
     # output dims: kept (sliced) dims in order, with newaxis inserted

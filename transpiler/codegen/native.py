@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runtime import dtypes
 from runtime.graph import Graph, Operation, SymbolicTensor
 
 DTYPE_CODES = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "float16": 6,
@@ -338,8 +337,8 @@ class FunctionEmitter:
         subs, rcs = self.fresh("rt_parts"), self.fresh("rt_rcs")
         self.line(f"rt_ctx {subs}[{n}]; int {rcs}[{n}];")
         self.line(f"for (int p = 0; p < {n}; p++) {{ rt_ctx_part(&{subs}[p], ctx); {rcs}[p] = 0; }}")
-        self.line(f"#pragma omp parallel for schedule(static, 1) num_threads(ctx->inter_threads > 0 ? "
-                  f"ctx->inter_threads : 1) if(ctx->inter_threads > 1)")
+        self.line("#pragma omp parallel for schedule(static, 1) num_threads(ctx->inter_threads > 0 ? "
+                  "ctx->inter_threads : 1) if(ctx->inter_threads > 1)")
         with self.block(f"for (int p = 0; p < {n}; p++)"):
             with self.block("switch (p)"):
                 for k in range(n):

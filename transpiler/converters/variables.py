@@ -56,7 +56,6 @@ class VariableTransformer(Converter):
         return False
 
     def visit_Attribute(self, node):
-        node.value.visit(self) if False else None
         return True
 
     def leave_Name(self, original_node, updated_node):

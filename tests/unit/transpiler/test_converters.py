@@ -2,7 +2,6 @@
 import textwrap
 
 import libcst as cst
-import pytest
 
 from transpiler import origin_info
 from transpiler.conversion import convert_source
