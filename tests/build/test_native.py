@@ -99,6 +99,14 @@ def branches(a, b):
         y = rt.sin(y) - rt.reduce_max(y) * 1e-3
     return x, y, rt.reduce_sum(x) + rt.reduce_sum(y)
 
+@rt.function(input_signature=[F])
+def same_input_branches(a):
+    x, y = a, a * 0.5 - 1.0
+    for _ in range(3):
+        x = rt.tanh(x) * 1.5 + rt.reduce_sum(x) * 1e-3
+        y = rt.sin(y) - rt.reduce_max(y) * 1e-3
+    return x * 2.0, rt.reduce_sum(x) + rt.reduce_sum(y)
+
 counter = rt.Variable(0)
 
 @rt.function(input_signature=[rt.TensorSpec([], rt.int32)])
@@ -262,15 +270,17 @@ def test_independent_parts_run_concurrently_with_the_same_results(programs, xy, 
     rt.config.threading.set_inter_op_parallelism_threads(inter)
     try:
         _check(programs.branches, *xy)
+        _check(programs.same_input_branches, xy[0])
     finally:
         rt.config.threading.set_inter_op_parallelism_threads(0)
 
 
 def test_independent_parts_are_emitted_as_parallel_parts(programs):
     from transpiler.codegen.native import FunctionEmitter
-    concrete = programs.branches.get_concrete_function()
-    code = FunctionEmitter(concrete.graph, "rt_fn_test", []).emit()
-    assert "rt_fn_test_part0" in code and "rt_fn_test_part1" in code and "rt_ctx_join" in code
+    for function in (programs.branches, programs.same_input_branches):
+        concrete = function.get_concrete_function()
+        code = FunctionEmitter(concrete.graph, "rt_fn_test", []).emit()
+        assert "rt_fn_test_part0" in code and "rt_fn_test_part1" in code and "rt_ctx_join" in code
 
 
 @pytest.fixture(scope="module")

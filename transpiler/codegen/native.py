@@ -23,48 +23,81 @@ DTYPE_CODES = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8"
 
 from runtime.aot import op_table  # noqa: E402  (one numbering for the emitter and the runtime callback)
 
-_HEAVY_TYPES = {"MatMul", "Sum", "Mean", "Max", "Min", "Prod", "Any", "All", "Cumsum", "Softmax", "Transpose"}
+_HEAVY_TYPES = {"MatMul", "Sum", "Mean", "Max", "Min", "Prod", "Any", "All", "Cumsum", "Softmax", "Transpose",
+                "Tanh", "Exp", "Log", "Sin", "Cos", "Sigmoid", "Sqrt"}
 PARALLEL_MIN_ELEMENTS = 65536
 
 
 def plan_parallel(em, graph: Graph, ops: list):
     """(pre, parts, post) when the graph has independent heavy parts, else None.
 
-    A part is the set of ops that depend on exactly one input of the function; two or
-    more heavy parts run concurrently, after the ops that depend on no input (pre) and
-    before the ops that join them (post). Graphs with stateful ops or control flow stay
-    sequential.
+    Look for a join: an op whose inputs come from two or more subgraphs with no op in
+    common (e.g. ``branch1(x) + branch2(y)``, or ``branch1(x) + branch2(x)``). Each such
+    subgraph, closed over its ancestors, is a part; two or more heavy parts run
+    concurrently, after the leaf ops (constants: pre) and before everything else (post).
+    Graphs with stateful ops or control flow stay sequential.
     """
-    if len(graph.inputs) < 2 or any(op.opdef.stateful or op.subgraphs() for op in ops):
+    if any(op.opdef.stateful or op.subgraphs() for op in ops):
         return None
-    sources: dict[int, frozenset] = {id(p): frozenset([i]) for i, p in enumerate(graph.inputs)}
-    by_source: dict = {}
-    for op in ops:
-        deps = frozenset().union(*[sources.get(id(t), frozenset()) for t in op.inputs])
-        for t in op.outputs:
-            sources[id(t)] = deps
-        if any(id(t) in em.inlined for t in op.outputs):
-            continue
-        by_source.setdefault(deps, []).append(op)
-    def heavy(part):
-        for op in part:
-            if op.type in _HEAVY_TYPES:
-                return True
+    emitted = [op for op in ops if not any(id(t) in em.inlined for t in op.outputs)]
+    position = {id(op): i for i, op in enumerate(emitted)}
+
+    def producer(t):
+        """The emitted op a tensor comes from (through fused producers), or None for leaves."""
+        op = t.op
+        if op.type == "Placeholder" or not op.inputs:
+            return None
+        return op if id(op) in position else None
+
+    ancestors: dict[int, frozenset] = {}
+    for op in emitted:
+        found = set()
+        for t in em._effective_inputs(op):
+            p = producer(t)
+            if p is not None:
+                found.add(id(p))
+                found |= ancestors[id(p)]
+        ancestors[id(op)] = frozenset(found)
+
+    def heavy(ids):
+        """Worth a thread: matmuls, reductions or transcendentals that are big (or of unknown size)."""
+        for op in emitted:
+            if id(op) not in ids:
+                continue
             for t in op.outputs:
                 n = t.shape.num_elements()
-                if n is None or n >= PARALLEL_MIN_ELEMENTS:
+                work = None if n is None or any(x.shape.num_elements() is None for x in op.inputs) else \
+                    max([n] + [x.shape.num_elements() for x in op.inputs])
+                if op.type in _HEAVY_TYPES and (work is None or work >= PARALLEL_MIN_ELEMENTS):
+                    return True
+                if work is not None and work >= 4 * PARALLEL_MIN_ELEMENTS:
                     return True
         return False
-    singles = [ops_ for deps, ops_ in by_source.items() if len(deps) == 1]
-    parts = [p for p in singles if heavy(p)]
-    if len(parts) < 2:
+
+    best = None
+    for join in reversed(emitted):
+        groups: list[set] = []
+        for t in em._effective_inputs(join):
+            p = producer(t)
+            if p is None:
+                continue
+            closure = set(ancestors[id(p)]) | {id(p)}
+            overlapping = [g for g in groups if g & closure]
+            for g in overlapping:
+                groups.remove(g)
+                closure |= g
+            groups.append(closure)
+        heavy_groups = [g for g in groups if heavy(g)]
+        if len(heavy_groups) >= 2:
+            best = heavy_groups
+            break
+    if best is None:
         return None
-    in_parts = {id(op) for p in parts for op in p}
-    pre = [op for op in ops if not any(id(t) in em.inlined for t in op.outputs) and id(op) not in in_parts
-           and len(sources[id(op.outputs[0])] if op.outputs else frozenset()) <= 1]
+    in_parts = set().union(*best)
+    parts = [[op for op in emitted if id(op) in g] for g in best]
+    pre = [op for op in emitted if id(op) not in in_parts and not op.inputs]
     in_pre = {id(op) for op in pre}
-    post = [op for op in ops if not any(id(t) in em.inlined for t in op.outputs) and id(op) not in in_parts
-            and id(op) not in in_pre]
+    post = [op for op in emitted if id(op) not in in_parts and id(op) not in in_pre]
     return pre, parts, post
 
 
