@@ -228,6 +228,11 @@ class Function(_FunctionBase):
         concrete, flat = self._lookup(args, kwargs)
         return concrete._call_flat(flat)
 
+    def _argument_values(self, bound) -> list:
+        """The bound arguments in parameter order, without the instance of a method."""
+        values = list(bound.arguments.values())
+        return values[1:] if self._instance_ref is not None else values
+
     def _bind(self, args, kwargs) -> inspect.BoundArguments:
         args = self._with_instance(args)
         try:
@@ -242,9 +247,7 @@ class Function(_FunctionBase):
         if self.input_signature is not None:
             return self._lookup_signature(args, kwargs)
         bound = self._bind(args, kwargs)
-        values = list(bound.arguments.values())
-        if self._instance_ref is not None:
-            values = values[1:]
+        values = self._argument_values(bound)
         key = tuple(_structure_key(v) for v in values)
         flat = [_to_tensor(v) for v in nest.flatten(values) if _is_tensor_leaf(v)]
         concrete = self._cache.get(key)
@@ -272,9 +275,7 @@ class Function(_FunctionBase):
 
     def _lookup_signature(self, args, kwargs):
         bound = self._bind(args, kwargs)
-        values = list(bound.arguments.values())
-        if self._instance_ref is not None:
-            values = values[1:]
+        values = self._argument_values(bound)
         structure = self._signature_structure(bound)
         converted = []
         ok = len(values) == len(structure)
@@ -434,9 +435,7 @@ class Function(_FunctionBase):
                     self._trace(bound, self._signature_structure(bound))
             return self._concrete[0]
         bound = self._bind(args, kwargs)
-        values = list(bound.arguments.values())
-        if self._instance_ref is not None:
-            values = values[1:]
+        values = self._argument_values(bound)
         key = tuple(_structure_key(v) for v in values)
         concrete = self._cache.get(key)
         if concrete is None:

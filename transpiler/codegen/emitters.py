@@ -240,23 +240,28 @@ _register_elementwise()
 # ---------------------------------------------------------------------------
 # Data movement.
 
-def copy_into(em: FunctionEmitter, dst, src_c: str, src) -> None:
-    """dst gets a fresh buffer with src's shape and a copy of its data."""
-    name = em.var(dst)
-    em.line(f"{name} = {src_c}; {name}.owner = NULL;")
-    em.line(f"if (rt_alloc_tensor(ctx, &{name})) goto fail;")
-    em.line(f"memcpy({name}.data, {src_c}.data, (size_t)rt_numel(&{src_c}) * rt_itemsize({src_c}.dtype));")
+def copy_value(em: FunctionEmitter, dst_c: str, src_c: str, dtype) -> None:
+    """C tensor ``dst_c`` becomes a copy of ``src_c``: a fresh buffer for C values; for Python
+    objects (strings, TensorArray lists) the shared index, which is never freed."""
+    if not native_dtype(dtype):
+        em.line(f"{dst_c} = {src_c};")
+        return
+    em.line(f"{dst_c} = {src_c}; {dst_c}.owner = NULL;")
+    em.line(f"if (rt_alloc_tensor(ctx, &{dst_c})) goto fail;")
+    em.line(f"memcpy({dst_c}.data, {src_c}.data, (size_t)rt_numel(&{src_c}) * rt_itemsize({src_c}.dtype));")
+
+
+def copy_into(em: FunctionEmitter, dst, src_c: str) -> None:
+    """Graph tensor ``dst`` gets a fresh buffer with a copy of C tensor ``src_c``."""
+    copy_value(em, em.var(dst), src_c, dst.dtype)
 
 
 @emitter("Identity")
 def emit_identity(em, op):
     src = op.inputs[0]
-    if not native_dtype(src.dtype):
-        em.line(f"{em.var(op.outputs[0])} = {em.var(src)};")   # a Python object index: shared, never freed
-        return True
-    if src.shape.rank is not None:
+    if native_dtype(src.dtype) and src.shape.rank is not None:
         return emit_elementwise(em, op)      # a copy loop, into which the producer's chain fuses
-    copy_into(em, op.outputs[0], em.var(src), src)
+    copy_into(em, op.outputs[0], em.var(src))
     return True
 
 
@@ -617,7 +622,7 @@ def emit_read_variable(em, op):
     if not native_dtype(out.dtype):
         return False
     k = em.var_index(op.attrs["variable"])
-    copy_into(em, out, f"in[{len(em.graph.inputs)} + {k}]", out)
+    copy_into(em, out, f"in[{len(em.graph.inputs)} + {k}]")
     return True
 
 
@@ -638,7 +643,7 @@ def emit_assign(em, op):
     expr = rhs if not sym else f"({ctype})(ps[k] {sym} {rhs})"
     em.line(f"{{ {ctype} *ps = ({ctype} *){store}.data; for (int64_t k = 0, n = rt_numel(&{store}); k < n; k++) "
             f"ps[k] = {expr}; }}")
-    copy_into(em, out, store, out)
+    copy_into(em, out, store)
     return True
 
 
@@ -654,14 +659,9 @@ def _scope_results(em, sub: Graph, targets: list[str], mark: str) -> None:
     """Copy the subgraph's outputs into the target tensors, then free the scope's temporaries."""
     keep = []
     for target, t in zip(targets, sub.outputs):
-        src = em.var(t)
+        copy_value(em, target, em.var(t), t.dtype)
         if native_dtype(t.dtype):
-            em.line(f"{target} = {src}; {target}.owner = NULL;")
-            em.line(f"if (rt_alloc_tensor(ctx, &{target})) goto fail;")
-            em.line(f"memcpy({target}.data, {src}.data, (size_t)rt_numel(&{src}) * rt_itemsize({src}.dtype));")
             keep.append(f"{target}.data")
-        else:
-            em.line(f"{target} = {src};")
     keep_arr = em.fresh("keep")
     em.line(f"void *{keep_arr}[{max(len(keep), 1)}] = {{{', '.join(keep) or 'NULL'}}};")
     em.line(f"rt_release(ctx, {mark}, {keep_arr}, {len(keep)});")
@@ -693,12 +693,7 @@ def emit_while(em, op):
     captures = [em.var(t) for t in op.inputs[n_vars:n_vars + len(body.captures)]]
     lvs = [em.var(t) for t in op.outputs]
     for lv, t in zip(lvs, entry):
-        src = em.var(t)
-        if native_dtype(t.dtype):
-            em.line(f"{lv} = {src}; {lv}.owner = NULL; if (rt_alloc_tensor(ctx, &{lv})) goto fail;")
-            em.line(f"memcpy({lv}.data, {src}.data, (size_t)rt_numel(&{src}) * rt_itemsize({src}.dtype));")
-        else:
-            em.line(f"{lv} = {src};")
+        copy_value(em, lv, em.var(t), t.dtype)
     limit = None
     if op.attrs["has_max_iter"]:
         limit = f"{em.ptr(op.inputs[-1])}[0]"

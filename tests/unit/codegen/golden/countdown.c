@@ -7,9 +7,11 @@ static int rt_fn_countdown(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     /* while = While */
     rt_tensor t3; t3.owner = NULL; t3.dtype = 3;
     rt_tensor t4; t4.owner = NULL; t4.dtype = 3;
-    t3 = in[0]; t3.owner = NULL; if (rt_alloc_tensor(ctx, &t3)) goto fail;
+    t3 = in[0]; t3.owner = NULL;
+    if (rt_alloc_tensor(ctx, &t3)) goto fail;
     memcpy(t3.data, in[0].data, (size_t)rt_numel(&in[0]) * rt_itemsize(in[0].dtype));
-    t4 = t2; t4.owner = NULL; if (rt_alloc_tensor(ctx, &t4)) goto fail;
+    t4 = t2; t4.owner = NULL;
+    if (rt_alloc_tensor(ctx, &t4)) goto fail;
     memcpy(t4.data, t2.data, (size_t)rt_numel(&t2) * rt_itemsize(t2.dtype));
     int64_t iter5 = 0;
     for (;;) {
