@@ -85,6 +85,19 @@ def _import_fresh(root: Path, name: str):
                           env=environment, timeout=60)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def rt_cache_dir(tmp_path_factory):
+    """Build records and logs of the tests go to a private cache directory (``RT_CACHE_DIR``), which the
+    build processes the tests start inherit."""
+    previous = os.environ.get("RT_CACHE_DIR")
+    os.environ["RT_CACHE_DIR"] = str(tmp_path_factory.mktemp("rt-cache"))
+    yield Path(os.environ["RT_CACHE_DIR"])
+    if previous is None:
+        os.environ.pop("RT_CACHE_DIR", None)
+    else:
+        os.environ["RT_CACHE_DIR"] = previous
+
+
 @pytest.fixture
 def standin() -> str:
     """The stand-in renderer, as a ``--renderer`` value."""

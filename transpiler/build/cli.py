@@ -51,9 +51,13 @@ def add_graph(subparsers) -> None:
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    """``-j N``: argparse prefixes the error with the option (``argument -j/--jobs: ...``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of parallel builds (1, 2, ...), got {text!r}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 

@@ -158,15 +158,27 @@ def local_dependencies(module: ModuleInfo, cache: FactsCache) -> dict[str, Path]
     return found
 
 
-def module_hash(module: ModuleInfo, cache: FactsCache, toolchain: str) -> str:
-    """The build hash of ``module``: its source, its local dependencies and the toolchain fingerprint."""
-    h = hashlib.sha256()
-    h.update(f"toolchain={toolchain}\0module={module.name}\0".encode())
-    h.update(hash_bytes(module.path.read_bytes()).encode())
-    for name, path in sorted(local_dependencies(module, cache).items()):
+def module_inputs(module: ModuleInfo, cache: FactsCache) -> dict[str, str]:
+    """Absolute path -> content hash of every source file a build of ``module`` reads: its own source and
+    its local dependencies (``local_dependencies``). The build hash covers them, and the build record keeps
+    them so that importing the built module can tell when one changed."""
+    inputs = {str(module.path): hash_bytes(module.path.read_bytes())}
+    for _, path in sorted(local_dependencies(module, cache).items()):
         try:
             data = path.read_bytes()
         except OSError:
             data = b""
-        h.update(f"\0dep={name}:{hash_bytes(data)}".encode())
+        inputs[str(path)] = hash_bytes(data)
+    return inputs
+
+
+def module_hash(module: ModuleInfo, cache: FactsCache, toolchain: str,
+                inputs: dict[str, str] | None = None) -> str:
+    """The build hash of ``module``: its source, its local dependencies and the toolchain fingerprint
+    (``inputs`` is ``module_inputs(module, cache)`` when already computed)."""
+    inputs = module_inputs(module, cache) if inputs is None else inputs
+    h = hashlib.sha256()
+    h.update(f"toolchain={toolchain}\0module={module.name}\0".encode())
+    for path, digest in inputs.items():
+        h.update(f"\0input={os.path.relpath(path, module.root)}:{digest}".encode())
     return h.hexdigest()
