@@ -253,7 +253,7 @@ def _differences(name: str, got, want, rtol: float, atol: float, values: bool) -
             return []
         index = tuple(int(i) for i in np.argwhere(~same)[0]) if same.ndim else ()
         return [f"{name}: {int((~same).sum())} of {same.size} elements differ; at {list(index)}: "
-                f"{a[index]!r} vs {b[index]!r}"]
+                f"{a[index].tolist()!r} vs {b[index].tolist()!r}"]
     if isinstance(got, (list, tuple)) and isinstance(want, (list, tuple)) and len(got) == len(want):
         return [d for i, (g, w) in enumerate(zip(got, want)) for d in
                 _differences(f"{name}[{i}]", g, w, rtol, atol, values)]
