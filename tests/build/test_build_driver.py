@@ -403,7 +403,8 @@ def test_incremental_rebuild_and_force(tmp_path, run_cli, standin):
 @pytest.mark.build
 def test_outdir_mirrors_the_whole_package(tmp_path, run_cli, standin):
     root = _package(tmp_path)
-    _write(root, {"pkg/sub/__init__.py": "VALUE = 1\n", "pkg/sub/layer.py": GOOD.replace("from . import", "from .. import"),
+    _write(root, {"pkg/sub/__init__.py": "VALUE = 1\n",
+                  "pkg/sub/layer.py": GOOD.replace("from . import", "from .. import"),
                   "pkg/plain.py": "from .sub import VALUE\nPLAIN = VALUE + 1\n"})
     (root / "pkg" / "data").mkdir()
     (root / "pkg" / "data" / "table.csv").write_text("a,b\n1,2\n")

@@ -6,6 +6,7 @@ The README's "Testing built modules" and "Running on a cluster (Dask)" sections 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,7 +43,8 @@ def _run(command: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
 def project(tmp_path_factory) -> Path:
     """The README's mymodels package (Shipping section) and the files of these sections, built once."""
     root = tmp_path_factory.mktemp("project")
-    files = {name: text for name, text in readme_files("Shipping built modules").items() if name.startswith("mymodels/")}
+    shipping = readme_files("Shipping built modules")
+    files = {name: text for name, text in shipping.items() if name.startswith("mymodels/")}
     files.update(readme_files(TESTING))
     files.update(readme_files(DASK))
     for name, text in files.items():
@@ -57,9 +59,8 @@ def test_readme_rt_check_of_the_examples(tmp_path):
     build, check, _ = readme_commands(TESTING)
     _run(build, cwd=tmp_path)
     result = _run(check, cwd=tmp_path)
-    assert "failed" not in result.stdout and " passed" in result.stdout, result.stdout
-    assert "examples/power.py::power_as_graph(x: int32[10,10], y=100) PASSED" in \
-        _run(check + " -v -k power_as_graph", cwd=tmp_path).stdout
+    summary = result.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"=+ \d+ passed(, \d+ warnings?)? in .*", summary), result.stdout   # nothing skipped
 
 
 def test_readme_rt_built_fixture(project):

@@ -9,7 +9,8 @@ float32 arrays of shape ``(n, 3)``; fixed Python arguments stay fixed) and each 
 - **eager**: the Python function run op by op (``rt.config.run_functions_eagerly(True)``).
 
 The three must agree: same structure, dtypes and shapes, equal values (floats within a tolerance), or the
-same error (except that eager may raise where the graphs do not: see ``compare_results``). Variables reachable from the module are restored before each run, so functions that update
+same error (except that eager may raise where the graphs do not: see ``compare_results``). Variables
+reachable from the module are restored before each run, so functions that update
 them are compared from the same state. Graphs that draw random numbers are compared by dtype and shape.
 
 Example:
@@ -199,7 +200,8 @@ def run_three_ways(sig: BuiltSignature, args: tuple, traced: ConcreteFunction | 
     variables = module_variables(sig.module)
     saved = [v.numpy().copy() for v in variables]
     traced = traced or _traced_on_reference(sig)
-    runs = {"native": lambda: sig.concrete(*args), "traced": lambda: traced(*args), "eager": lambda: sig.function(*args)}
+    runs = {"native": lambda: sig.concrete(*args), "traced": lambda: traced(*args),
+            "eager": lambda: sig.function(*args)}
     results = {}
     try:
         for mode, run in runs.items():
