@@ -9,11 +9,13 @@ A signature nobody built retraces at run time as usual.
 from __future__ import annotations
 
 import hashlib
+import json
 import linecache
 import os
 import pickle
 import warnings
 
+from runtime.cachedir import build_record
 from runtime.graph import SymbolicTensor
 from runtime.polymorphic_function import ConcreteFunction, _structure_key
 
@@ -50,15 +52,48 @@ def install(module_globals: dict, payload: bytes, capsules: list) -> None:
 
 
 def _warn_if_stale(module_globals, data) -> None:
-    here = os.path.dirname(os.path.abspath(module_globals.get("__file__") or "."))
+    """Warn when a source the build read changed since: the ``.py`` beside the extension, or (from the
+    build record in rt's cache, when this machine built the extension) the module's source and the local
+    modules it imports."""
+    extension = module_globals.get("__file__") or "."
+    here = os.path.dirname(os.path.abspath(extension))
     py = os.path.join(here, os.path.basename(data["filename"]))
-    if not os.path.exists(py):
-        return
-    with open(py, encoding="utf-8") as f:
-        current = f.read()
-    if source_hash(current) != data["source_hash"]:
-        warnings.warn(f"{module_globals['__name__']}: the compiled module is stale: {py} changed since it was "
-                      "built; rebuild it with `python -m transpiler build`", RuntimeWarning, stacklevel=3)
+    changed = []
+    if os.path.exists(py):
+        with open(py, encoding="utf-8") as f:
+            current = f.read()
+        if source_hash(current) != data["source_hash"]:
+            changed.append(py)
+    changed += [path for path in changed_inputs(extension, module_globals["__name__"]) if path not in changed]
+    if changed:
+        warnings.warn(f"{module_globals['__name__']}: the compiled module is stale: {', '.join(changed)} changed "
+                      "since it was built; rebuild it with `python -m transpiler build`",
+                      RuntimeWarning, stacklevel=3)
+
+
+def changed_inputs(extension: str, module_name: str) -> list[str]:
+    """The source files recorded by the build of ``extension`` whose content changed since; empty when there
+    is no record of this very extension file (built elsewhere, cache cleared). Removed files are not
+    reported: the tree an ``-o`` build came from may be gone while the built tree is still in use."""
+    try:
+        with open(build_record(extension, module_name), encoding="utf-8") as f:
+            record = json.load(f)
+        installed = os.stat(extension)
+    except (OSError, ValueError):
+        return []
+    if (record.get("extension_size"), record.get("extension_mtime_ns")) != (installed.st_size,
+                                                                              installed.st_mtime_ns):
+        return []
+    changed = []
+    for path, digest in record.get("inputs", {}).items():
+        try:
+            with open(path, "rb") as f:
+                current = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            continue
+        if current != digest:
+            changed.append(path)
+    return changed
 
 
 def attach_prebuilt(function) -> None:

@@ -8,7 +8,10 @@ runs that graph. Inside another trace, a Function is inlined into the caller's g
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
+import pickle
+import sys
 import weakref
 
 import numpy as np
@@ -454,6 +457,43 @@ class Function(_FunctionBase):
 
     def __repr__(self):
         return f"<rt.Function {self.__name__}>"
+
+    # -- pickling -------------------------------------------------------------------------
+    def __reduce__(self):
+        """Pickle by reference, as functions are: the module and the attribute that hold this Function.
+        Unpickling imports the module -- a built extension where there is one, so a worker process runs
+        the native code -- and looks the Function up again."""
+        module_name = getattr(self.python_function, "__module__", None)
+        path = _attribute_path(sys.modules.get(module_name), self) if self._instance_ref is None else None
+        if path is None:
+            where = "a method bound to an instance" if self._instance_ref is not None else \
+                f"not a module-level attribute (or class attribute) of module {module_name!r}"
+            raise pickle.PicklingError(f"cannot pickle rt.function {self.__name__!r}: it is pickled by reference "
+                                       f"(module and name), and it is {where}")
+        return _function_by_reference, (module_name, path)
+
+
+def _attribute_path(module, function) -> str | None:
+    """``"name"`` or ``"Class.name"`` under which ``module`` holds ``function``, if it does."""
+    if module is None:
+        return None
+    for name, value in vars(module).items():
+        if value is function:
+            return name
+    for name, value in vars(module).items():
+        if isinstance(value, type) and value.__module__ == module.__name__:
+            for attr, member in vars(value).items():
+                if member is function:
+                    return f"{name}.{attr}"
+    return None
+
+
+def _function_by_reference(module_name: str, path: str) -> "Function":
+    """Unpickle a ``Function``: import its module and follow ``path`` (see ``Function.__reduce__``)."""
+    value = importlib.import_module(module_name)
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
 
 
 if _FunctionBase is object:

@@ -132,8 +132,9 @@ EXTRA_COMMANDS: list[str] = ["transpiler.build.cli:add_build", "transpiler.build
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m transpiler",
-                                     description="Convert, trace and build rt.function code.")
+    # the same commands as ``python -m transpiler`` and as the ``rt`` console script
+    prog = "rt" if os.path.basename(sys.argv[0]) == "rt" else "python -m transpiler"
+    parser = argparse.ArgumentParser(prog=prog, description="Convert, trace and build rt.function code.")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(subparsers)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -85,6 +87,19 @@ def _import_fresh(root: Path, name: str):
                           env=environment, timeout=60)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def rt_cache_dir(tmp_path_factory):
+    """Build records and logs of the tests go to a private cache directory (``RT_CACHE_DIR``), which the
+    build processes the tests start inherit."""
+    previous = os.environ.get("RT_CACHE_DIR")
+    os.environ["RT_CACHE_DIR"] = str(tmp_path_factory.mktemp("rt-cache"))
+    yield Path(os.environ["RT_CACHE_DIR"])
+    if previous is None:
+        os.environ.pop("RT_CACHE_DIR", None)
+    else:
+        os.environ["RT_CACHE_DIR"] = previous
+
+
 @pytest.fixture
 def standin() -> str:
     """The stand-in renderer, as a ``--renderer`` value."""
@@ -113,3 +128,51 @@ def run_cli():
 def import_fresh():
     """``import_fresh(root, name)`` imports a module in a new interpreter; stdout is its file and BUILT_BY."""
     return _import_fresh
+
+
+# -- the README's sections: the commands they show are the commands the tests run ------------------------
+
+def readme_blocks(title: str) -> list[tuple[str, str]]:
+    """``(language, text)`` of every fenced code block in the README section ``## title``."""
+    text = (PROJECT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    section = text[start:end if end != -1 else len(text)]
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w*)\n(.*?)```", section, re.S)]
+
+
+def readme_files(title: str) -> dict[str, str]:
+    """The files a README section shows: code blocks whose first line is ``# path/of/the/file``."""
+    files = {}
+    for language, text in readme_blocks(title):
+        first = text.splitlines()[0] if text.strip() else ""
+        if language in ("python", "toml") and re.fullmatch(r"# [\w./-]+\.(py|toml)", first):
+            files[first[2:]] = text
+    return files
+
+
+def readme_commands(title: str) -> list[str]:
+    """The shell commands a README section shows (``sh`` blocks, one command a line)."""
+    return [line for language, text in readme_blocks(title) if language == "sh"
+            for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def run_command(command: str, cwd: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``bash -c command`` in its own process group, killed whole if it outlives ``timeout``."""
+    process = subprocess.Popen(["/bin/bash", "-c", command], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        raise AssertionError(f"{command!r} did not finish in {timeout}s:\n{out}\n{err}") from None
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def plugin_env() -> dict:
+    """Environment for running pytest with rt's plugin: through its ``pytest11`` entry point when rt is
+    installed with it, otherwise named in ``PYTEST_PLUGINS`` (a checkout whose install predates it)."""
+    from importlib.metadata import entry_points
+    registered = any(ep.value == "transpiler.testing.pytest_plugin" for ep in entry_points(group="pytest11"))
+    return {} if registered else {"PYTEST_PLUGINS": "transpiler.testing.pytest_plugin"}

@@ -17,7 +17,8 @@ import pytest
 
 from transpiler.build.compile import TMP_SUFFIX, extension_filename, install_file, remove_stale_temporaries
 from transpiler.build.discovery import FactsCache, discover, module_name_for, scan_source
-from transpiler.build.driver import STATE_DIR, format_error
+from runtime.cachedir import build_log, build_record
+from transpiler.build.driver import format_error
 from transpiler.build.hashing import local_dependencies, module_hash
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -333,8 +334,8 @@ def test_failing_modules_do_not_stop_the_others(tmp_path, run_cli, standin):
     noimport = os.path.join("src", "pkg", "noimport.py")
     assert f"{noimport}:2: ModuleNotFoundError: No module named 'no_such_module_anywhere'" in out
     assert "3 modules: 1 built, 2 failed" in out
-    log = tmp_path / "src" / "pkg" / STATE_DIR / "pkg.bad.log"
-    assert f"log: {os.path.join('src', 'pkg', STATE_DIR, 'pkg.bad.log')}" in out and log.is_file()
+    log = build_log(_ext(root / "pkg", "pkg.bad"), "pkg.bad")
+    assert f"log: {log}" in out and log.is_file()
     assert "Traceback" in log.read_text()
     pkg = root / "pkg"
     assert _ext(pkg, "pkg.models").is_file()
@@ -343,7 +344,10 @@ def test_failing_modules_do_not_stop_the_others(tmp_path, run_cli, standin):
     assert list(scratch.iterdir()) == []   # build dirs removed (no RT_DEBUG)
     # the Python print ran at build time (tracing), into the log, not the progress output
     assert "Tracing with" not in out
-    assert "Tracing with" in (pkg / STATE_DIR / "pkg.models.log").read_text()
+    assert "Tracing with" in build_log(_ext(pkg, "pkg.models"), "pkg.models").read_text()
+    written = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.suffix != ".py"
+                     and "__pycache__" not in p.parts)
+    assert written == [str(_ext(pkg, "pkg.models").relative_to(root))], "only the extension goes into the tree"
 
 
 @pytest.mark.build
@@ -397,23 +401,55 @@ def test_incremental_rebuild_and_force(tmp_path, run_cli, standin):
 
 
 @pytest.mark.build
-def test_outdir_mirrors_the_tree(tmp_path, run_cli, import_fresh, standin):
+def test_outdir_mirrors_the_whole_package(tmp_path, run_cli, standin):
     root = _package(tmp_path)
-    _write(root, {"pkg/sub/__init__.py": "VALUE = 1\n", "pkg/sub/layer.py": GOOD.replace("from . import", "from .. import")})
+    _write(root, {"pkg/sub/__init__.py": "VALUE = 1\n",
+                  "pkg/sub/layer.py": GOOD.replace("from . import", "from .. import"),
+                  "pkg/plain.py": "from .sub import VALUE\nPLAIN = VALUE + 1\n"})
+    (root / "pkg" / "data").mkdir()
+    (root / "pkg" / "data" / "table.csv").write_text("a,b\n1,2\n")
+    (root / "pkg" / "__pycache__").mkdir()
+    (root / "pkg" / "__pycache__" / "junk.pyc").write_bytes(b"")
     result = run_cli("build", "src", "-o", "out", "--renderer", standin, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     out = tmp_path / "out"
-    assert _ext(out / "pkg", "pkg.models").is_file() and _ext(out / "pkg" / "sub", "pkg.sub.layer").is_file()
-    assert (out / "pkg" / "__init__.py").read_text() == ""
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert files == sorted(["pkg/__init__.py", "pkg/helpers.py", "pkg/plain.py", "pkg/data/table.csv",
+                            "pkg/sub/__init__.py", str(_ext(Path("pkg"), "pkg.models")),
+                            str(_ext(Path("pkg/sub"), "pkg.sub.layer"))]), "no sources of built modules, no litter"
     assert (out / "pkg" / "sub" / "__init__.py").read_text() == "VALUE = 1\n"
     assert not list(root.rglob("*.so")), "nothing is written beside the sources"
-    probe = import_fresh(out, "pkg.sub.layer")
+    # the OUTDIR tree imports on its own: the built modules and the plain ones they import
+    code = ("import sys; sys.path.insert(0, 'out'); import pkg.models, pkg.plain, pkg.sub.layer; "
+            "print(pkg.models.BUILT_BY, pkg.sub.layer.BUILT_BY, pkg.plain.PLAIN)")
+    probe = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PYTHONPATH=str(PROJECT)))
     assert probe.returncode == 0, probe.stderr
-    assert probe.stdout.split() == [str(_ext(out / "pkg" / "sub", "pkg.sub.layer")), "stand-in"]
+    assert probe.stdout.split() == ["stand-in", "stand-in", "2"]
     toolchain = _toolchain(standin)
+    (root / "pkg" / "data" / "table.csv").write_text("a,b\n3,4\n")
     again = run_cli("build", "src", "-o", "out", "--renderer", standin, cwd=tmp_path)
     _skip_if_toolchain_changed(toolchain, standin)
     assert again.stdout.count("cached") == 2
+    assert (out / "pkg" / "data" / "table.csv").read_text() == "a,b\n3,4\n", "changed data is copied again"
+
+
+@pytest.mark.build
+def test_outdir_that_is_a_file_is_a_clear_error(tmp_path, run_cli, standin):
+    _package(tmp_path)
+    (tmp_path / "out.txt").write_text("not a directory")
+    result = run_cli("build", "src", "-o", "out.txt", "--renderer", standin, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == ("error: -o/--outdir: out.txt is a file, not a directory (give the directory "
+                                     "the built tree goes into; it is created when missing)")
+
+
+def test_jobs_that_is_not_a_number_names_the_option(tmp_path, run_cli):
+    result = run_cli("build", ".", "-j", "abc", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "argument -j/--jobs: expected a number of parallel builds (1, 2, ...), got 'abc'" in result.stderr
+    assert "argument -j/--jobs: must be at least 1, got 0" in run_cli("build", ".", "-j", "0", cwd=tmp_path).stderr
 
 
 @pytest.mark.build
@@ -424,7 +460,7 @@ def test_compile_error_is_reported_with_log(tmp_path, run_cli, uncompilable):
     assert "building pkg.models ... FAILED" in result.stdout
     assert "the generated code failed to compile" in result.stdout
     assert os.path.join("src", "pkg", "models.py") in result.stdout
-    log = root / "pkg" / STATE_DIR / "pkg.models.log"
+    log = build_log(_ext(root / "pkg", "pkg.models"), "pkg.models")
     assert "log: " in result.stdout and log.is_file() and "undefined_in_generated_code" in log.read_text()
     assert not _ext(root / "pkg", "pkg.models").exists() and _temporaries(tmp_path) == []
 
@@ -467,22 +503,21 @@ def test_interrupted_build_leaves_no_partial_output(tmp_path, standin, whole_gro
     assert "interrupted" in out
     assert not _ext(root / "pkg", "pkg.slow").exists()
     assert _temporaries(tmp_path) == []
-    assert not (root / "pkg" / STATE_DIR / "pkg.slow.json").exists()
+    assert not build_record(_ext(root / "pkg", "pkg.slow"), "pkg.slow").exists()
     assert list(scratch.iterdir()) == [], "the interrupted worker removed its build directory"
 
 
 @pytest.mark.build
-def test_rt_debug_keeps_the_build_dir(tmp_path, run_cli, standin):
-    import shutil
+def test_rt_debug_keeps_the_build_dir(tmp_path, run_cli, standin, rt_cache_dir):
     _package(tmp_path)
     result = run_cli("build", "src", "--renderer", standin, cwd=tmp_path, env={"RT_DEBUG": "1"})
     assert result.returncode == 0
-    (line,) = [line for line in result.stdout.splitlines() if "build dir:" in line]
-    build_dir = Path(line.split("build dir:", 1)[1].strip())
-    try:
-        assert (build_dir / "src" / "models.pyx").is_file()
-    finally:
-        shutil.rmtree(build_dir, ignore_errors=True)
+    (line,) = [line for line in result.stdout.splitlines() if "RT_DEBUG:" in line]
+    build_dir = Path(line.split(" kept in ", 1)[1].strip())
+    assert build_dir == rt_cache_dir.joinpath(*build_dir.relative_to(rt_cache_dir).parts)  # in the cache
+    assert (build_dir / "src" / "models.pyx").is_file()
+    again = run_cli("build", "src", "--renderer", standin, "--force", cwd=tmp_path, env={"RT_DEBUG": "1"})
+    assert again.returncode == 0 and (build_dir / "src" / "models.pyx").is_file()   # replaced, not piled up
 
 
 @pytest.mark.build

@@ -43,17 +43,24 @@ def add_graph(subparsers) -> None:
                     "signatures traced at import), and print each concrete function's graph.")
     graph.add_argument("target", metavar="FILE.py:NAME",
                        help="the function: path/to/file.py:NAME or package.module:NAME (NAME may be Class.method)")
-    graph.add_argument("--format", choices=("text", "dot"), default="text",
-                       help="text: the SSA listing (default); dot: a Graphviz digraph")
+    graph.add_argument("--format", choices=("text", "dot", "svg", "html"), default="text",
+                       help="text: the SSA listing (default); dot: a Graphviz digraph; svg, html: pictures of the "
+                            "graphs as traced and after optimization, with fused loops and Python callbacks marked "
+                            "(laid out by Graphviz's dot)")
+    graph.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     graph.add_argument("--no-optimize", action="store_true", help="show the graphs as traced")
     graph.add_argument("--passes", metavar="A,B", help="only these optimization passes (comma separated)")
     graph.set_defaults(func=_run_graph)
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    """``-j N``: argparse prefixes the error with the option (``argument -j/--jobs: ...``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of parallel builds (1, 2, ...), got {text!r}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
@@ -70,7 +77,7 @@ def _run_build(args) -> int:
 def _run_graph(args) -> int:
     from transpiler.build.graph import show_graphs
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
-    return show_graphs(args.target, fmt=args.format, optimize=not args.no_optimize, passes=passes)
+    return show_graphs(args.target, fmt=args.format, optimize=not args.no_optimize, passes=passes, output=args.output)
 
 
 def main(argv: list[str] | None = None) -> int:

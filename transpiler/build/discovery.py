@@ -233,7 +233,7 @@ def iter_python_files(paths: Iterable[Path], exclude: Iterable[Path] = ()) -> It
             continue
         for dirpath, dirnames, filenames in os.walk(path):
             current = Path(dirpath)
-            dirnames[:] = sorted(d for d in dirnames if not _skipped_dir(d) and current / d not in excluded)
+            dirnames[:] = sorted(d for d in dirnames if not is_skipped_dir(d) and current / d not in excluded)
             for filename in sorted(filenames):
                 file = current / filename
                 if filename.endswith(".py") and not filename.startswith(".") and file not in seen:
@@ -241,7 +241,8 @@ def iter_python_files(paths: Iterable[Path], exclude: Iterable[Path] = ()) -> It
                     yield file
 
 
-def _skipped_dir(name: str) -> bool:
+def is_skipped_dir(name: str) -> bool:
+    """Hidden, cache, build-output and virtual-environment directories, which the build never searches."""
     return name.startswith(".") or name in SKIPPED_DIRS or name.endswith(".egg-info")
 
 

@@ -4,9 +4,12 @@ The pipeline, top to bottom (``build``):
 
 1. discover the modules that define ``rt.function``s (``discovery.discover``, static);
 2. plan each: where its extension goes, its build hash, whether the previous build is still valid;
-3. mirror the packages' ``__init__.py`` files into OUTDIR (with ``-o``);
+3. mirror the rest of the packages into OUTDIR (with ``-o``): other modules, ``__init__.py`` files, data;
 4. build the stale modules, each in its own worker process, ``jobs`` at a time;
-5. print one progress line per module, the failures with file and line, and a summary.
+5. report progress (a bar on a terminal, one line per module otherwise), the failures with file and line,
+   and a summary.
+
+Build records and logs go to rt's cache directory (``runtime.cachedir``), never into the user's tree.
 """
 from __future__ import annotations
 
@@ -22,12 +25,15 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import TextIO
 
-from transpiler.build.compile import extension_filename, install_file
-from transpiler.build.discovery import FactsCache, ModuleInfo, discover, module_name_for
-from transpiler.build.hashing import module_hash, toolchain_fingerprint
+from runtime.cachedir import build_log, build_record, build_state_dir
+from transpiler.build.compile import TMP_SUFFIX, extension_filename, install_file
+from transpiler.build.discovery import FactsCache, ModuleInfo, discover, is_skipped_dir, module_name_for
+from transpiler.build.hashing import module_hash, module_inputs, toolchain_fingerprint
 
 DEFAULT_RENDERER = "transpiler.codegen:render_module"  # "module:function" or "file.py:function"
-STATE_DIR = ".rt_build"  # beside each output: sidecars (build hashes) and logs
+
+# Files never mirrored into OUTDIR: byte code and build temporaries.
+_NOT_MIRRORED_SUFFIXES = (".pyc", ".pyo", TMP_SUFFIX)
 
 
 @dataclasses.dataclass
@@ -35,9 +41,10 @@ class Job:
     """One module's build: where its outputs go and whether the previous build is still valid."""
     module: ModuleInfo
     dest: Path            # the extension file
-    sidecar: Path         # JSON record of the build hash
-    log: Path             # compiler and user output of the build
+    sidecar: Path         # JSON record of the build (in the cache directory)
+    log: Path             # compiler and user output of the build (in the cache directory)
     hash: str
+    inputs: dict          # absolute path -> content hash of every source file the build reads
     cached: bool = False
 
 
@@ -53,10 +60,11 @@ class Outcome:
 
 
 def _display_path(path: str | Path) -> str:
+    """Relative to the current directory when under it, else absolute."""
     path = Path(path)
     try:
-        return os.path.relpath(path)
-    except ValueError:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
         return str(path)
 
 
@@ -67,10 +75,10 @@ def plan(modules: list[ModuleInfo], outdir: Path | None, cache: FactsCache, tool
         directory = module.path.parent
         if outdir is not None:
             directory = outdir / directory.relative_to(module.root)
-        state = directory / STATE_DIR
-        job = Job(module, directory / extension_filename(module.name, module.is_package),
-                  state / f"{module.name}.json", state / f"{module.name}.log",
-                  module_hash(module, cache, toolchain))
+        dest = directory / extension_filename(module.name, module.is_package)
+        inputs = module_inputs(module, cache)
+        job = Job(module, dest, build_record(dest, module.name), build_log(dest, module.name),
+                  module_hash(module, cache, toolchain, inputs), inputs)
         job.cached = not force and _up_to_date(job)
         jobs.append(job)
     return jobs
@@ -92,7 +100,13 @@ def _up_to_date(job: Job) -> bool:
         record = json.loads(job.sidecar.read_text())
     except (OSError, ValueError):
         return False
-    return record.get("hash") == job.hash and record.get("extension") == job.dest.name and job.dest.is_file()
+    try:
+        installed = job.dest.stat()
+    except OSError:
+        return False
+    return (record.get("hash") == job.hash and record.get("extension") == job.dest.name
+            and record.get("extension_size") == installed.st_size
+            and record.get("extension_mtime_ns") == installed.st_mtime_ns)
 
 
 def mirror_packages(modules: list[ModuleInfo], outdir: Path) -> None:
@@ -104,17 +118,60 @@ def mirror_packages(modules: list[ModuleInfo], outdir: Path) -> None:
             done.add(directory)
             init = directory / "__init__.py"
             if init.is_file():
-                target = outdir / directory.relative_to(module.root) / "__init__.py"
-                if not target.is_file() or target.read_bytes() != init.read_bytes():
-                    install_file(init, target)
+                copy_if_changed(init, outdir / directory.relative_to(module.root) / "__init__.py")
             directory = directory.parent
+
+
+def mirror_tree(paths: list[Path], modules: list[ModuleInfo], outdir: Path) -> int:
+    """Copy into OUTDIR everything under the directory ``paths`` that the built modules do not replace:
+    modules without ``rt.function``s, ``__init__.py`` files and package data, at the place they have
+    relative to their ``sys.path`` root. The sources of the modules being built are left out (their
+    extensions are self-contained), and so are byte code, extensions of those modules built beside their
+    sources, hidden and build directories. Returns the number of files copied."""
+    built_sources = {m.path for m in modules}
+    built_extensions = {m.path.parent / extension_filename(m.name, m.is_package) for m in modules}
+    copied = 0
+    for path in paths:
+        if not path.is_dir():
+            continue
+        base, _ = module_name_for(path / "__init__.py")
+        for dirpath, dirnames, filenames in os.walk(path):
+            current = Path(dirpath)
+            dirnames[:] = sorted(d for d in dirnames if not is_skipped_dir(d) and (current / d) != outdir)
+            for name in sorted(filenames):
+                file = current / name
+                if file in built_sources or file in built_extensions or name.endswith(_NOT_MIRRORED_SUFFIXES):
+                    continue
+                copied += copy_if_changed(file, outdir / file.relative_to(base))
+    mirror_packages(modules, outdir)
+    return copied
+
+
+def copy_if_changed(src: Path, dest: Path) -> bool:
+    """Copy ``src`` to ``dest`` atomically, keeping its time stamp, unless ``dest`` has the same size and
+    time stamp already (as rsync decides). Returns whether it copied."""
+    stat = src.stat()
+    try:
+        existing = dest.stat()
+        if existing.st_size == stat.st_size and existing.st_mtime_ns == stat.st_mtime_ns:
+            return False
+    except OSError:
+        pass
+    install_file(src, dest)
+    os.utime(dest, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return True
+
+
+# The directory the worker processes import ``runtime`` and ``transpiler`` from: this one's.
+_TOOLCHAIN_PATH = str(Path(__file__).resolve().parents[2])
 
 
 class _Workers:
     """Runs worker processes; remembers the live ones so an interrupt can stop them."""
 
-    def __init__(self, renderer: str, user_roots: list[Path]):
+    def __init__(self, renderer: str, user_roots: list[Path], progress: "Progress | None" = None):
         self.renderer = renderer
+        self.progress = progress
         self.user_roots = [str(p) for p in user_roots]
         self._live: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
@@ -128,12 +185,12 @@ class _Workers:
             result_path = Path(scratch) / "result.json"
             request = {"name": job.module.name, "source": str(job.module.path), "root": str(job.module.root),
                        "dest": str(job.dest), "sidecar": str(job.sidecar), "log": str(job.log),
-                       "hash": job.hash, "renderer": self.renderer, "user_roots": self.user_roots,
-                       "result": str(result_path)}
+                       "hash": job.hash, "inputs": job.inputs, "renderer": self.renderer,
+                       "user_roots": self.user_roots, "result": str(result_path),
+                       "debug_dir": str(build_state_dir(job.dest.parent) / f"{job.module.name}.debug")}
             request_path.write_text(json.dumps(request))
             env = dict(os.environ)
-            project = str(Path(__file__).resolve().parents[2])
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (project, env.get("PYTHONPATH")) if p)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (_TOOLCHAIN_PATH, env.get("PYTHONPATH")) if p)
             with open(job.log, "wb") as log:
                 with self._lock:
                     if self.stopping:
@@ -142,6 +199,8 @@ class _Workers:
                         [sys.executable, "-m", "transpiler.build.worker", str(request_path)],
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
                     self._live.add(process)
+                if self.progress is not None:
+                    self.progress.started(job.module.name)
                 try:
                     returncode = process.wait()
                 finally:
@@ -174,15 +233,42 @@ class _Workers:
                 process.kill()
 
 
-class _Progress:
-    def __init__(self, total: int, verbose: bool, out: TextIO):
+class Progress:
+    """Reports each finished module. On a terminal, a bar at the bottom shows how many are done and which
+    are building; otherwise (a pipe, a CI log) each module gets one plain line and nothing is redrawn."""
+
+    BAR_WIDTH = 24
+
+    def __init__(self, total: int, verbose: bool, out: TextIO | None, tty: bool | None = None):
         self.total = total
         self.count = 0
         self.verbose = verbose
         self.out = out
+        self.tty = _is_terminal(out) if tty is None else tty
+        self.building: list[str] = []
+        self._lock = threading.Lock()
+        self._bar_shown = False
+
+    def started(self, name: str) -> None:
+        with self._lock:
+            self.building.append(name)
+            self._write([])
 
     def show(self, outcome: Outcome) -> None:
-        self.count += 1
+        with self._lock:
+            self.count += 1
+            if outcome.name in self.building:
+                self.building.remove(outcome.name)
+            self._write(self._lines(outcome))
+
+    def finish(self) -> None:
+        """Remove the bar (before the summary line)."""
+        with self._lock:
+            if self._bar_shown:
+                self._emit("\r\x1b[K")
+                self._bar_shown = False
+
+    def _lines(self, outcome: Outcome) -> list[str]:
         status = {"ok": f"ok ({outcome.seconds:.1f}s)", "cached": "cached",
                   "failed": f"FAILED ({outcome.seconds:.1f}s)" if outcome.seconds else "FAILED",
                   "interrupted": "interrupted"}[outcome.status]
@@ -195,14 +281,44 @@ class _Progress:
         if self.verbose:
             lines += [f"    {line}" for line in outcome.report]
         if outcome.build_dir:
-            lines.append(f"    build dir: {outcome.build_dir}")
+            lines.append(f"    RT_DEBUG: the generated sources and compiler files are kept in {outcome.build_dir}")
+        return lines
+
+    def _bar(self) -> str:
+        done = round(self.BAR_WIDTH * self.count / max(self.total, 1))
+        bar = "#" * done + "-" * (self.BAR_WIDTH - done)
+        building = ", ".join(self.building[:3]) + (" ..." if len(self.building) > 3 else "")
+        return f"[{bar}] {self.count}/{self.total}" + (f"  building {building}" if building else "")
+
+    def _write(self, lines: list[str]) -> None:
+        if not self.tty:
+            if lines:
+                self._emit("\n".join(lines) + "\n")
+            return
+        text = "\r\x1b[K" if self._bar_shown else ""
+        text += "".join(line + "\n" for line in lines)
+        if self.count < self.total:
+            text += self._bar()
+            self._bar_shown = True
+        else:
+            self._bar_shown = False
+        self._emit(text)
+
+    def _emit(self, text: str) -> None:
         if self.out is None:
             return
         try:
-            self.out.write("\n".join(lines) + "\n")
+            self.out.write(text)
             self.out.flush()
         except BrokenPipeError:  # e.g. piped into `head`: keep building, stop printing
             self.out = None
+
+
+def _is_terminal(out: TextIO | None) -> bool:
+    try:
+        return bool(out is not None and out.isatty() and os.environ.get("TERM") != "dumb")
+    except (AttributeError, ValueError):
+        return False
 
 
 def format_error(error: dict) -> str:
@@ -222,8 +338,12 @@ def format_error(error: dict) -> str:
 
 
 def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int | None = None, force: bool = False,
-          verbose: bool = False, renderer: str = DEFAULT_RENDERER, out: TextIO | None = None) -> int:
+          verbose: bool = False, renderer: str = DEFAULT_RENDERER, out: TextIO | None = None,
+          mirror: bool = True) -> int:
     """Build the extension modules of every module under ``paths`` that defines ``rt.function``s.
+
+    With ``outdir``, the extensions go into a tree mirrored under it and, when ``mirror`` is true, the rest
+    of each directory in ``paths`` is copied there too (``mirror_tree``), so that OUTDIR imports on its own.
 
     Returns the exit status: 0 when everything built (or was up to date), 1 when a module failed,
     2 for bad arguments, 130 when interrupted.
@@ -241,11 +361,15 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
         print(f"error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return 2
     outdir_path = Path(outdir).resolve() if outdir is not None else None
+    if outdir_path is not None and outdir_path.exists() and not outdir_path.is_dir():
+        print(f"error: -o/--outdir: {outdir} is a file, not a directory (give the directory the built tree "
+              "goes into; it is created when missing)", file=sys.stderr)
+        return 2
     jobs = max(1, jobs or os.cpu_count() or 1)
 
-    # 1. discovery (static; facts cached by content hash)
+    # 1. discovery (static; facts cached by content hash in the cache directory)
     cache_home = outdir_path or (roots[0] if roots[0].is_dir() else roots[0].parent)
-    cache = FactsCache(cache_home / STATE_DIR / "discovery.json")
+    cache = FactsCache(build_state_dir(cache_home) / "discovery.json")
     syntax_errors: list = []
     modules = discover(roots, exclude=[outdir_path] if outdir_path else [], cache=cache, errors=syntax_errors)
     if not modules and not syntax_errors:
@@ -260,9 +384,18 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
     conflicts = _conflicting_outputs(planned)
     planned = [job for job in planned if id(job) not in conflicts]
 
-    # 3. OUTDIR gets the packages too
+    # 3. OUTDIR gets the rest of the packages too
     if outdir_path is not None:
-        mirror_packages(modules, outdir_path)
+        try:
+            if mirror:
+                copied = mirror_tree(roots, modules, outdir_path)
+                if verbose and copied:
+                    print(f"copied {copied} other file{'s' if copied != 1 else ''} into {outdir}", file=out)
+            else:
+                mirror_packages(modules, outdir_path)
+        except OSError as error:
+            print(f"error: -o/--outdir: cannot write the built tree into {outdir}: {error}", file=sys.stderr)
+            return 2
 
     # 4. build, 5. report
     todo = [job for job in planned if not job.cached]
@@ -270,7 +403,7 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
     if todo:
         print(f"building {len(todo)} of {total} module{'s' if total != 1 else ''} "
               f"({min(jobs, len(todo))} in parallel)", file=out)
-    progress = _Progress(total, verbose, out)
+    progress = Progress(total, verbose, out)
     outcomes: list[Outcome] = []
     for job, first in conflicts.values():
         outcome = Outcome(None, "failed", error={
@@ -292,7 +425,7 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
             outcomes.append(outcome)
             progress.show(outcome)
 
-    workers = _Workers(renderer, roots)
+    workers = _Workers(renderer, roots, progress)
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
         futures = [pool.submit(workers.run, job) for job in todo]
@@ -303,11 +436,13 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
     except KeyboardInterrupt:
         workers.stop()
         pool.shutdown(wait=True, cancel_futures=True)
+        progress.finish()
         print("interrupted: no partial extension was installed", file=out)
         return 130
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
+    progress.finish()
     counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "failed")}
     parts = [f"{counts['ok']} built"] if counts["ok"] else []
     parts += [f"{counts['cached']} up to date"] if counts["cached"] else []

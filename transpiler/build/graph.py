@@ -2,7 +2,8 @@
 
 The module is imported from its ``.py`` source (as the build does), the function's ``input_signature``
 is traced, and every concrete function -- those traced at import time included -- is printed: its
-signature, then its graph as an SSA listing (``--format text``) or a Graphviz digraph (``--format dot``).
+signature, then its graph as an SSA listing (``--format text``) or a Graphviz digraph (``--format dot``),
+or drawn before and after optimization (``--format svg|html``, see ``transpiler.build.pictures``).
 
 Example:
     >>> import runtime as rt
@@ -22,6 +23,7 @@ from typing import TextIO
 
 from transpiler.build.discovery import module_name_for
 from transpiler.build.hashing import module_file
+from transpiler.build.pictures import LayoutEngineMissing, Picture, emission_facts, picture_dot, render_html, render_svg
 
 
 class TargetError(Exception):
@@ -137,8 +139,10 @@ def _optimizer():
 
 
 def show_graphs(target: str, fmt: str = "text", optimize: bool = True, passes: list[str] | None = None,
-                out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Print every concrete function of ``target`` with its graph; returns the exit status."""
+                out: TextIO | None = None, err: TextIO | None = None, output: str | None = None) -> int:
+    """Print every concrete function of ``target`` with its graph (or, with ``output``, write it to that
+    file); returns the exit status. ``fmt`` is ``text``, ``dot``, or ``svg``/``html`` (pictures of the graph
+    as traced and after optimization, see ``transpiler.build.pictures``)."""
     from transpiler.build.loading import load_from_source, prefer_sources
     from transpiler.build.worker import user_location
     out = out or sys.stdout
@@ -174,22 +178,45 @@ def show_graphs(target: str, fmt: str = "text", optimize: bool = True, passes: l
     if optimize and optimizer is None:
         print("note: no graph optimizer is available yet (transpiler.codegen.optimize); "
               "showing the graphs as traced", file=err)
-    blocks = []
+    from transpiler.codegen import EMITTER_PASSES
+    graph_passes = None if passes is None else [p for p in passes if p not in EMITTER_PASSES]
+    emit_options = {p: passes is None or p in passes for p in EMITTER_PASSES}
+    blocks, pictures = [], []
     for concrete in concretes:
         graph = concrete.graph
         if optimizer is not None:
             try:
-                from transpiler.codegen import EMITTER_PASSES
-                graph_passes = None if passes is None else [p for p in passes if p not in EMITTER_PASSES]
                 result = optimizer(graph, passes=graph_passes) if passes is not None else optimizer(graph)
             except ValueError as e:
-                raise SystemExit(f"error: {e}") from None
+                print(f"error: {e}", file=err)
+                return 2
             graph = result if hasattr(result, "operations") else graph
         signature = concrete.pretty_printed_signature(verbose=True)
         if fmt == "dot":
             header = "\n".join(f"// {line}" for line in signature.splitlines())
             blocks.append(header + "\n" + to_dot(graph, title=concrete._signature_text()))
+        elif fmt in ("svg", "html"):
+            facts = emission_facts(graph, **emit_options) if optimizer is not None else None
+            pictures.append(Picture(signature, concrete.graph, graph if optimizer is not None else None, facts))
         else:
             blocks.append(signature + "\n" + str(graph))
-    print("\n\n".join(blocks), file=out)
+    try:
+        if fmt == "svg":
+            text = render_svg(picture_dot(pictures, f"{dotted}.{name}"))
+        elif fmt == "html":
+            text = render_html(pictures, f"{dotted}.{name}")
+        else:
+            text = "\n\n".join(blocks) + "\n"
+    except LayoutEngineMissing as error:
+        print(f"error: {error}", file=err)
+        return 2
+    if output is not None:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as error:
+            print(f"error: -o/--output: cannot write {output}: {error.strerror or error}", file=err)
+            return 2
+        print(f"wrote {output}", file=err)
+    else:
+        out.write(text)
     return 0

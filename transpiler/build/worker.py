@@ -116,7 +116,12 @@ def build(request: dict) -> dict:
 
     started = time.monotonic()
     keep = bool(os.environ.get("RT_DEBUG"))
-    build_dir = Path(tempfile.mkdtemp(prefix=f"rt-build-{request['name']}-"))
+    if keep and request.get("debug_dir"):   # a debug build keeps its files in the cache, replacing the last
+        build_dir = Path(request["debug_dir"])
+        shutil.rmtree(build_dir, ignore_errors=True)
+        build_dir.mkdir(parents=True)
+    else:
+        build_dir = Path(tempfile.mkdtemp(prefix=f"rt-build-{request['name']}-"))
     result: dict = {"status": "failed", "report": [], "build_dir": str(build_dir) if keep else None}
     stage = "import"
     try:
@@ -135,8 +140,11 @@ def build(request: dict) -> dict:
         dest = Path(request["dest"])
         remove_stale_temporaries(dest)
         install_file(built, dest)
+        installed = dest.stat()
         record = {"module": request["name"], "source": request["source"], "hash": request["hash"],
-                  "extension": dest.name, "built_at": time.time()}
+                  "extension": dest.name, "extension_size": installed.st_size,
+                  "extension_mtime_ns": installed.st_mtime_ns, "inputs": request.get("inputs", {}),
+                  "built_at": time.time()}
         write_text_atomically(Path(request["sidecar"]), json.dumps(record, indent=1))
         result["status"] = "ok"
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "templates")
+TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 

@@ -1,0 +1,51 @@
+"""Where rt keeps its own files: build records, build logs, kept debug builds.
+
+Never in the user's tree: under ``$RT_CACHE_DIR`` when it is set, otherwise under the user cache
+(``$XDG_CACHE_HOME/rt`` or ``~/.cache/rt``). The build keeps one directory per output directory
+(``build/<name>-<hash of its path>/``), holding for each module it built a record
+(``<module>.json``: build hash, the source files it depends on and their content hashes, the installed
+extension's size and time stamp) and the log of its last build (``<module>.log``). A built module reads
+its record on import to tell whether the modules it imports changed since the build.
+
+Example:
+    >>> import os
+    >>> os.environ["RT_CACHE_DIR"] = "/tmp/rt-cache"
+    >>> str(cache_root())
+    '/tmp/rt-cache'
+    >>> str(build_record("/src/pkg/models.so", "pkg.models")).startswith("/tmp/rt-cache/build/pkg-")
+    True
+    >>> del os.environ["RT_CACHE_DIR"]
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+CACHE_ENV = "RT_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """The root of rt's cache: ``$RT_CACHE_DIR``, ``$XDG_CACHE_HOME/rt`` or ``~/.cache/rt``."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured).expanduser().resolve()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base).resolve() / "rt"
+
+
+def build_state_dir(directory: str | os.PathLike) -> Path:
+    """The cache directory for the build outputs that go into ``directory`` (records, logs, debug files)."""
+    directory = Path(os.path.abspath(directory))
+    digest = hashlib.sha256(str(directory).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return cache_root() / "build" / f"{directory.name or 'root'}-{digest}"
+
+
+def build_record(extension: str | os.PathLike, module_name: str) -> Path:
+    """The record of the build that installed ``extension`` (the file of module ``module_name``)."""
+    return build_state_dir(Path(os.path.abspath(extension)).parent) / f"{module_name}.json"
+
+
+def build_log(extension: str | os.PathLike, module_name: str) -> Path:
+    """The log of the last build of ``extension``."""
+    return build_state_dir(Path(os.path.abspath(extension)).parent) / f"{module_name}.log"

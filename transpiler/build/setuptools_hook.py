@@ -1,0 +1,79 @@
+"""The setuptools entry point (``setuptools.finalize_distribution_options``) of the build integration.
+
+setuptools calls ``finalize_distribution_options`` for every distribution it builds in an environment
+where rt is installed, so this module stays small (stdlib and setuptools only): it reads the project's
+``[tool.rt]`` table and looks for ``RtExtension``s, and only a project that uses one of them loads the
+integration itself (``transpiler.build.setuptools_ext``: the build driver, libcst, the runtime).
+
+A ``pyproject.toml`` names what to build::
+
+    [tool.rt]
+    build = ["mymodels"]        # directories or .py files, relative to the project
+    include-sources = false     # ship the .py of built modules too (default: true)
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from setuptools import Extension
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    from setuptools.extern import tomli as tomllib
+
+TOOL_TABLE = "rt"
+
+
+class RtExtension(Extension):
+    """The extension module of one Python module that defines ``rt.function``s.
+
+    ``sources`` is the module's ``.py`` file: ``python -m transpiler build`` traces it and generates and
+    compiles the extension's code during ``build_ext``. With ``include_sources=False`` the ``.py`` is left
+    out of the built package (the extension is self-contained).
+    """
+
+    def __init__(self, name: str, source: str, include_sources: bool = True):
+        super().__init__(name, [source])
+        self.rt_source = source
+        self.include_sources = include_sources
+
+
+def read_config(pyproject: Path) -> dict | None:
+    """The ``[tool.rt]`` table of ``pyproject`` (None when absent); raises ``ValueError`` when it is wrong."""
+    try:
+        with open(pyproject, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        return None
+    config = data.get("tool", {}).get(TOOL_TABLE)
+    if config is None:
+        return None
+    build = config.get("build")
+    if not isinstance(build, list) or not build or not all(isinstance(p, str) for p in build):
+        raise ValueError(f"{pyproject}: [tool.{TOOL_TABLE}] build must be a list of package directories or "
+                         f".py files, e.g. build = [\"mypackage\"]; got {build!r}")
+    include = config.get("include-sources", True)
+    if not isinstance(include, bool):
+        raise ValueError(f"{pyproject}: [tool.{TOOL_TABLE}] include-sources must be true or false, got {include!r}")
+    unknown = sorted(set(config) - {"build", "include-sources"})
+    if unknown:
+        raise ValueError(f"{pyproject}: unknown key(s) in [tool.{TOOL_TABLE}]: {', '.join(unknown)} "
+                         "(known: build, include-sources)")
+    return {"build": build, "include_sources": include}
+
+
+def finalize_distribution_options(dist) -> None:
+    """Set up the rt build for a distribution that asks for one, and do nothing for any other."""
+    if os.environ.get("RT_BUILDING"):
+        # An rt build worker compiling one generated module: its own setuptools run, in the user's project
+        # directory, must not start the project's rt build again.
+        return
+    config = read_config(Path("pyproject.toml"))
+    wanted = any(isinstance(ext, RtExtension) for ext in dist.ext_modules or [])
+    if config is None and not wanted:
+        return
+    # Loaded here, not at the top: only projects that build rt modules pay for importing the build driver.
+    from transpiler.build import setuptools_ext
+    setuptools_ext.configure(dist, config)
