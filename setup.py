@@ -1,7 +1,11 @@
-"""Build script: the pure-Python packages plus the compiled native call path (Cython + OpenMP)."""
+"""Build script: the pure-Python packages plus the compiled native call path (Cython + OpenMP).
+
+The code generator's templates live in the top-level ``templates/`` folder and install as the
+package data of ``transpiler.templates``, so a non-editable install can build modules too.
+"""
 import numpy as np
 from Cython.Build import cythonize
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 extensions = [
     Extension(
@@ -14,4 +18,8 @@ extensions = [
     ),
 ]
 
-setup(ext_modules=cythonize(extensions, language_level=3, quiet=True))
+setup(
+    packages=find_packages(include=["runtime*", "transpiler*"]) + ["transpiler.templates"],
+    package_dir={"transpiler.templates": "templates"},
+    ext_modules=cythonize(extensions, language_level=3, quiet=True),
+)

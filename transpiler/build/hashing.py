@@ -48,9 +48,11 @@ def _tree_files(directory: Path) -> list[Path]:
 
 
 def toolchain_directories() -> list[Path]:
-    """The directories whose code shapes a build: ``runtime/`` and ``transpiler/`` (its ``templates/`` too)."""
+    """The directories whose code shapes a build: ``runtime/``, ``transpiler/`` and the templates."""
     import runtime
-    return [Path(runtime.__file__).resolve().parent, Path(__file__).resolve().parents[1]]
+    from transpiler.codegen.render import TEMPLATES
+    dirs = [Path(runtime.__file__).resolve().parent, Path(__file__).resolve().parents[1]]
+    return dirs + [Path(TEMPLATES).resolve()] if Path(TEMPLATES).resolve().parent != dirs[1] else dirs
 
 
 def toolchain_fingerprint(options: dict | None = None) -> str:

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from runtime.graph import Graph, Operation
 from transpiler.codegen.native import FunctionEmitter
+from transpiler.codegen.render import TEMPLATES
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 
 # Fill colours: tests and readers of the SVG tell the kinds of op apart by them.
 NATIVE_FILL, CALLBACK_FILL, TRACED_FILL, FUSED_FILL = "#dbeafe", "#fde68a", "#f3f4f6", "#dcfce7"
@@ -281,5 +281,5 @@ def render_html(pictures: list[Picture], title: str) -> str:
                      f"{len(picture.facts.callbacks)} op(s) through Python callbacks")
         sections.append(f'<section id="signature-{index}">\n<h2>{html.escape(picture.signature.splitlines()[0])}</h2>\n'
                         f"<pre>{html.escape(picture.signature)}</pre>\n<p>{html.escape(notes)}</p>\n{svg}\n</section>")
-    page = string.Template((TEMPLATES / "graph.html.tmpl").read_text(encoding="utf-8"))
+    page = string.Template((Path(TEMPLATES) / "graph.html.tmpl").read_text(encoding="utf-8"))
     return page.substitute(title=html.escape(title), sections="\n".join(sections))

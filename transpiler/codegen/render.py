@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import re
 
-TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Installed: the package data of ``transpiler.templates`` (see setup.py); in a checkout: the top-level templates/.
+TEMPLATES = next((d for d in (os.path.join(_PACKAGE, "templates"), os.path.join(os.path.dirname(_PACKAGE), "templates"))
+                  if os.path.isdir(d)), os.path.join(_PACKAGE, "templates"))
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
