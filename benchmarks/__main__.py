@@ -75,8 +75,8 @@ def threads_sweep(args) -> list[tuple[str, float]]:
     command += ["--quick"] if args.quick else []
     for only in args.only or []:
         command += ["--only", only]
-    for _ in range(2):                     # two rounds, best of both: load drifts while the sweep runs
-        for setting in settings:
+    for round_ in range(3):                # best of three rounds, each in another order: load drifts meanwhile
+        for setting in settings[round_:] + settings[:round_]:
             env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
             if setting is not None:
                 env.update({name: str(value) for name, value in zip(THREAD_VARIABLES, setting)})
