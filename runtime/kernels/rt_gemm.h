@@ -1,7 +1,8 @@
 /* The blocked GEMM of one floating type. rt_kernels.h includes this file once per type, with
  *   RT_G_T  the element type (float, double) and
  *   RT_G_S  the name suffix (float32, float64)
- * defined; it defines rt_gemm_blocked_<S>: C[m,n] = op(A)[m,k] @ op(B)[k,n], row-major, op(X) = X or X^T.
+ * defined; it defines rt_gemm_blocked_<S>: C[m,n] = op(A)[m,k] @ op(B)[k,n], row-major, op(X) = X or X^T,
+ * with any row strides.
  *
  * The algorithm is GotoBLAS/BLIS's: B is packed KC x NC at a time into slivers NR columns wide, A is
  * packed MC x KC at a time into slivers MR rows tall, and a micro-kernel keeps an MR x NR tile of C in
@@ -208,12 +209,11 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
     return 0;
 }
 
-/* C = op(A) @ op(B) with up to `threads` threads (C row-major [m, n], not aliasing A or B).
- * op(A) is [m, k]: A is stored [m, k], or [k, m] when `ta`. op(B) is [k, n]: B is [k, n], or [n, k] when `tb`.
+/* C = op(A) @ op(B) with up to `threads` threads; C is [m, n] with rows ldc apart, not aliasing A or B.
+ * op(A) is [m, k]: A's rows (of k, or of m when `ta`) are lda apart; likewise B's (of n, or of k when `tb`) ldb.
  * Returns 0, or -1 when the packing buffers cannot be allocated. */
-static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, const RT_G_T *b, RT_G_T *c, int64_t m, int64_t k, int64_t n,
-                                    int ta, int tb, int threads) {
-    const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c, int64_t ldc,
+                                    int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) {
     int tm = 1, tn = 1;
     if (m * k * n >= RT_GEMM_PARALLEL_MIN) {
         for (int t = threads; t > 1;) {
@@ -227,7 +227,7 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, const RT_G_T *b, RT_G_T *c,
             t /= f;
         }
     }
-    if (tm * tn == 1) return RT_G_FN(rt_gemm_block)(a, lda, ta, b, ldb, tb, c, n, m, k, n);
+    if (tm * tn == 1) return RT_G_FN(rt_gemm_block)(a, lda, ta, b, ldb, tb, c, ldc, m, k, n);
     /* block edges on multiples of the micro-tiles */
     const int64_t ms = (m / tm + RT_G_MR_MAX - 1) / RT_G_MR_MAX * RT_G_MR_MAX;
     const int64_t ns = (n / tn + RT_G_NR_MAX - 1) / RT_G_NR_MAX * RT_G_NR_MAX;
@@ -241,7 +241,7 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, const RT_G_T *b, RT_G_T *c,
         if (j1 > n) j1 = n;
         if (i0 < i1 && j0 < j1)
             rc |= RT_G_FN(rt_gemm_block)(ta ? a + i0 : a + i0 * lda, lda, ta, tb ? b + j0 * ldb : b + j0, ldb, tb,
-                                         c + i0 * n + j0, n, i1 - i0, k, j1 - j0);
+                                         c + i0 * ldc + j0, ldc, i1 - i0, k, j1 - j0);
     }
     return rc ? -1 : 0;
 }

@@ -280,12 +280,16 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
  *                 int transpose_a, int transpose_b);
  *       c[m, n] = op(a) @ op(b) with op(a) [m, k] (a is stored [k, m] when transpose_a) and op(b) [k, n]
  *       (b stored [n, k] when transpose_b); all row-major and contiguous, c aliasing neither.
+ *   int rt_gemm_ld_S(rt_ctx *ctx, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc,
+ *                    int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b);
+ *       the same on row-strided matrices: rows of a (as stored) are lda elements apart, of b ldb, of c ldc
+ *       (a column block of a wider tensor, for instance).
  *   int rt_gemm_batch_S(rt_ctx *ctx, const T *a, const T *b, T *c, int batch_ndim, const int64_t *batch_shape,
  *                       const int64_t *a_batch_strides, const int64_t *b_batch_strides,
  *                       int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b);
- *       the same for every index of batch_shape[0:batch_ndim]: c is contiguous [*batch_shape, m, n]; matrix
+ *       rt_gemm_S for every index of batch_shape[0:batch_ndim]: c is contiguous [*batch_shape, m, n]; matrix
  *       `idx` of a starts at sum(idx[d] * a_batch_strides[d]) elements (stride 0: a broadcasts along d).
- * Both return 0, or -1 with ctx->msg set (out of memory). They use up to ctx->num_threads threads, only
+ * They return 0, or -1 with ctx->msg set (out of memory). They use up to ctx->num_threads threads, only
  * for products of at least RT_GEMM_PARALLEL_MIN multiply-adds: smaller ones never start the thread pool.
  * Floats go through the blocked GEMM of rt_gemm.h (no BLAS library: its own thread pool would fight
  * OpenMP's); products of at most RT_GEMM_TINY multiply-adds, and integers, through plain loops that
@@ -317,26 +321,27 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
 #undef RT_G_T
 #undef RT_G_S
 
-/* Plain loops: c = op(a) @ op(b) for rows [i0, i1). Integers multiply and add in the unsigned type U,
+/* Plain loops: rows [i0, i1) of c = op(a) @ op(b). Integers multiply and add in the unsigned type U,
  * so overflow wraps as numpy's does (signed overflow would be undefined in C). */
 #define RT_DEFINE_MATMUL_LOOP(T, U, S) \
-    static inline void rt_matmul_loop_##S(const T *restrict a, const T *restrict b, T *restrict c, int64_t i0, \
-                                          int64_t i1, int64_t m, int64_t k, int64_t n, int ta, int tb) { \
+    static inline void rt_matmul_loop_##S(const T *restrict a, int64_t lda, const T *restrict b, int64_t ldb, \
+                                          T *restrict c, int64_t ldc, int64_t i0, int64_t i1, int64_t k, \
+                                          int64_t n, int ta, int tb) { \
         for (int64_t i = i0; i < i1; i++) { \
-            T *restrict crow = c + i * n; \
+            T *restrict crow = c + i * ldc; \
             if (tb) { \
                 for (int64_t j = 0; j < n; j++) { \
-                    const T *restrict bcol = b + j * k; \
+                    const T *restrict bcol = b + j * ldb; \
                     U acc = 0; \
-                    for (int64_t p = 0; p < k; p++) acc += (U)(ta ? a[p * m + i] : a[i * k + p]) * (U)bcol[p]; \
+                    for (int64_t p = 0; p < k; p++) acc += (U)(ta ? a[p * lda + i] : a[i * lda + p]) * (U)bcol[p]; \
                     crow[j] = (T)acc; \
                 } \
                 continue; \
             } \
             for (int64_t j = 0; j < n; j++) crow[j] = 0; \
             for (int64_t p = 0; p < k; p++) { \
-                const U av = (U)(ta ? a[p * m + i] : a[i * k + p]); \
-                const T *restrict brow = b + p * n; \
+                const U av = (U)(ta ? a[p * lda + i] : a[i * lda + p]); \
+                const T *restrict brow = b + p * ldb; \
                 for (int64_t j = 0; j < n; j++) crow[j] = (T)((U)crow[j] + av * (U)brow[j]); \
             } \
         } \
@@ -344,30 +349,38 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
 
 /* Integer products: the loops, split by rows over threads when big enough. */
 #define RT_DEFINE_GEMM_INT(T, S) \
-    static inline int rt_gemm_##S(rt_ctx *ctx, const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n, \
-                                  int transpose_a, int transpose_b) { \
+    static inline int rt_gemm_ld_##S(rt_ctx *ctx, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, \
+                                     int64_t ldc, int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b) { \
         const int threads = m * k * n >= RT_GEMM_PARALLEL_MIN && m > 1 ? ctx->num_threads : 1; \
         if (threads > 1) { \
             _Pragma("omp parallel for schedule(static) num_threads(threads)") \
             for (int t = 0; t < threads; t++) \
-                rt_matmul_loop_##S(a, b, c, m * t / threads, m * (t + 1) / threads, m, k, n, transpose_a, transpose_b); \
+                rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, m * t / threads, m * (t + 1) / threads, k, n, \
+                                   transpose_a, transpose_b); \
         } else { \
-            rt_matmul_loop_##S(a, b, c, 0, m, m, k, n, transpose_a, transpose_b); \
+            rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, 0, m, k, n, transpose_a, transpose_b); \
         } \
         return 0; \
     }
 
 /* Float products: tiny ones through the loops, the rest through the blocked GEMM. */
 #define RT_DEFINE_GEMM_FLOAT(T, S) \
-    static inline int rt_gemm_##S(rt_ctx *ctx, const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n, \
-                                  int transpose_a, int transpose_b) { \
+    static inline int rt_gemm_ld_##S(rt_ctx *ctx, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, \
+                                     int64_t ldc, int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b) { \
         if (m * k * n <= RT_GEMM_TINY) { \
-            rt_matmul_loop_##S(a, b, c, 0, m, m, k, n, transpose_a, transpose_b); \
+            rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, 0, m, k, n, transpose_a, transpose_b); \
             return 0; \
         } \
-        if (rt_gemm_blocked_##S(a, b, c, m, k, n, transpose_a, transpose_b, ctx->num_threads)) \
+        if (rt_gemm_blocked_##S(a, lda, b, ldb, c, ldc, m, k, n, transpose_a, transpose_b, ctx->num_threads)) \
             return rt_fail(ctx, "MatMul: out of memory for packing the operands"); \
         return 0; \
+    }
+
+#define RT_DEFINE_GEMM(T, S) \
+    static inline int rt_gemm_##S(rt_ctx *ctx, const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n, \
+                                  int transpose_a, int transpose_b) { \
+        return rt_gemm_ld_##S(ctx, a, transpose_a ? m : k, b, transpose_b ? k : n, c, n, m, k, n, transpose_a, \
+                              transpose_b); \
     }
 
 /* Batches: small products spread over threads, one product each; big ones one after another, each on all. */
@@ -421,6 +434,13 @@ RT_DEFINE_GEMM_INT(int64_t, int64)
 RT_DEFINE_GEMM_INT(uint8_t, uint8)
 RT_DEFINE_GEMM_FLOAT(float, float32)
 RT_DEFINE_GEMM_FLOAT(double, float64)
+RT_DEFINE_GEMM(int8_t, int8)
+RT_DEFINE_GEMM(int16_t, int16)
+RT_DEFINE_GEMM(int32_t, int32)
+RT_DEFINE_GEMM(int64_t, int64)
+RT_DEFINE_GEMM(uint8_t, uint8)
+RT_DEFINE_GEMM(float, float32)
+RT_DEFINE_GEMM(double, float64)
 RT_DEFINE_GEMM_BATCH(int8_t, int8)
 RT_DEFINE_GEMM_BATCH(int16_t, int16)
 RT_DEFINE_GEMM_BATCH(int32_t, int32)
