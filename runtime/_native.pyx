@@ -207,7 +207,7 @@ cdef int _run_callback(rt_ctx *ctx, int op_index, rt_tensor *ins, int n_in, rt_t
         arrays = []
         for i in range(n_in):
             arrays.append(_unpack(&ins[i], _typenum(op.inputs[i].dtype), state))
-        results = op.opdef.kernel(arrays, op.attrs)
+        results = (<NativeFunction>state.function).callback_kernel(op_index)(arrays, op.attrs)
         for i in range(n_out):
             dtype = op.outputs[i].dtype
             code = _CODES[dtype.name]
@@ -338,6 +338,7 @@ cdef class NativeFunction:
     cdef int n_args
     cdef int arg_tensor[64]       # per positional argument: tensor input index, or -1 for a fixed Python value
     cdef list fixed               # per positional argument: the Python value it was built with
+    cdef dict callback_kernels    # op index -> the kernel its callback runs
 
     def __init__(self, capsule, graph, ops, variables, name="", resolve=None, single_output=False,
                  needs_state=True, small=False, arguments=None):
@@ -392,6 +393,19 @@ cdef class NativeFunction:
                 self.fixed.append(argument[0])
         if k != self.n_in or self.n_args > 64:
             self.fast_ok = False
+
+    cdef object callback_kernel(self, int op_index):
+        """The kernel a callback runs: the kernel library's GEMM for MatMul (numpy's would start OpenBLAS's own
+        thread pool, which fights OpenMP's for the cores), the op's numpy kernel otherwise."""
+        op = self.ops[op_index]
+        if op.type != "MatMul":
+            return op.opdef.kernel
+        if self.callback_kernels is None:
+            self.callback_kernels = {}
+        kernel = self.callback_kernels.get(op_index)
+        if kernel is None:
+            kernel = self.callback_kernels[op_index] = compiled_kernel(op)
+        return kernel
 
     def call(self, list arrays):
         cdef PyObject *ptrs[64]
