@@ -13,6 +13,8 @@ import timeit
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy
+
 from transpiler.codegen import COMPILE_ARGS, LINK_ARGS
 
 HERE = Path(__file__).resolve().parent
@@ -21,7 +23,6 @@ BUILD_DIR = HERE / "_build"
 
 def machine() -> str:
     """``CPU model, N cores, Python x.y, numpy x.y``."""
-    import numpy
     model = platform.processor() or "unknown CPU"
     info = {}
     try:

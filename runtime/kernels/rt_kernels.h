@@ -307,7 +307,8 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
 #define RT_VEC_BYTES 16
 #define RT_GEMM_MR 4
 #endif
-#define RT_GEMM_PARALLEL_MIN ((int64_t)1 << 21)
+/* ~80 us on one core: below it, waking a sleeping worker costs about what a second thread saves */
+#define RT_GEMM_PARALLEL_MIN ((int64_t)1 << 22)
 #define RT_GEMM_TINY 4096
 
 #define RT_G_T float
