@@ -4,7 +4,8 @@
 - matmuls of BLAS size (the kernel library's blocked GEMM), built and through the generic executor;
 - the caching allocator: results of >= 4 MiB handed over without a copy stay valid after later calls;
 - concurrent calls from Python threads;
-- fork after a big native call: the child (os.fork and multiprocessing's fork) finishes with correct results.
+- fork after a big native call: the child (os.fork and multiprocessing's fork) finishes with correct results;
+- OpenMP's workers sleep once a call returns (no core burnt spinning between calls).
 """
 from __future__ import annotations
 
@@ -248,3 +249,36 @@ def test_fork_after_a_big_native_call(built):
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
                           timeout=180, env=env, cwd=PROJECT)
     assert proc.returncode == 0 and "fork ok" in proc.stdout, proc.stdout + proc.stderr
+
+
+IDLE_SCRIPT = '''
+import resource
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, {root!r})
+import runtime as rt
+import rt_parallel_programs as programs
+
+rt.config.threading.set_intra_op_parallelism_threads(2)
+x = np.linspace(-3, 3, {big}, dtype=np.float32)
+for _ in range(20):
+    programs.chain(x, x)
+cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+before = cpu()
+time.sleep(0.5)
+print(f"cpu {{cpu() - before:.4f}}")
+'''
+
+
+def test_workers_sleep_after_a_call(built):
+    """The runtime makes OpenMP's wait policy passive: after a parallel call, no worker spins on a core."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", IDLE_SCRIPT.format(root=str(built.ROOT), big=BIG)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=PROJECT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    burnt = float(proc.stdout.split()[-1])
+    assert burnt < 0.002, f"{burnt * 1e3:.1f} ms of CPU burnt in the 500 ms after the last call"
