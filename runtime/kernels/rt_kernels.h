@@ -348,40 +348,46 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
         } \
     }
 
-/* Integer products: the loops, split by rows over threads when big enough. */
+/* Integer products: the loops, split by rows over threads when big enough. Returns 0. */
 #define RT_DEFINE_GEMM_INT(T, S) \
-    static inline int rt_gemm_ld_##S(rt_ctx *ctx, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, \
-                                     int64_t ldc, int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b) { \
-        const int threads = m * k * n >= RT_GEMM_PARALLEL_MIN && m > 1 ? ctx->num_threads : 1; \
-        if (threads > 1) { \
+    static inline int rt_gemm_run_##S(const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, \
+                                      int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) { \
+        if (m * k * n >= RT_GEMM_PARALLEL_MIN && m > 1 && threads > 1) { \
             _Pragma("omp parallel for schedule(static) num_threads(threads)") \
             for (int t = 0; t < threads; t++) \
-                rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, m * t / threads, m * (t + 1) / threads, k, n, \
-                                   transpose_a, transpose_b); \
+                rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, m * t / threads, m * (t + 1) / threads, k, n, ta, tb); \
         } else { \
-            rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, 0, m, k, n, transpose_a, transpose_b); \
+            rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, 0, m, k, n, ta, tb); \
         } \
         return 0; \
     }
 
-/* Float products: tiny ones through the loops, the rest through the blocked GEMM. */
+/* Float products: tiny ones through the loops, the rest through the blocked GEMM. -1: out of memory. */
 #define RT_DEFINE_GEMM_FLOAT(T, S) \
-    static inline int rt_gemm_ld_##S(rt_ctx *ctx, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, \
-                                     int64_t ldc, int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b) { \
+    static inline int rt_gemm_run_##S(const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, \
+                                      int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) { \
         if (m * k * n <= RT_GEMM_TINY) { \
-            rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, 0, m, k, n, transpose_a, transpose_b); \
+            rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, 0, m, k, n, ta, tb); \
             return 0; \
         } \
-        if (rt_gemm_blocked_##S(a, lda, b, ldb, c, ldc, m, k, n, transpose_a, transpose_b, ctx->num_threads)) \
-            return rt_fail(ctx, "MatMul: out of memory for packing the operands"); \
-        return 0; \
+        return rt_gemm_blocked_##S(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, threads); \
     }
 
+/* The entry points over rt_gemm_run_S (see the list above). */
 #define RT_DEFINE_GEMM(T, S) \
+    static inline int rt_gemm_ld_##S(rt_ctx *ctx, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, \
+                                     int64_t ldc, int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b) { \
+        if (rt_gemm_run_##S(a, lda, b, ldb, c, ldc, m, k, n, transpose_a, transpose_b, ctx->num_threads)) \
+            return rt_fail(ctx, "MatMul: out of memory for packing the operands"); \
+        return 0; \
+    } \
     static inline int rt_gemm_##S(rt_ctx *ctx, const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n, \
                                   int transpose_a, int transpose_b) { \
         return rt_gemm_ld_##S(ctx, a, transpose_a ? m : k, b, transpose_b ? k : n, c, n, m, k, n, transpose_a, \
                               transpose_b); \
+    } \
+    static inline void rt_matmul_##S(const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n) { \
+        (void)rt_gemm_run_##S(a, k, b, n, c, n, m, k, n, 0, 0, 1); \
     }
 
 /* Batches: small products spread over threads, one product each; big ones one after another, each on all. */
@@ -395,8 +401,8 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
         const int64_t work = m * k * n; \
         const int spread = ctx->num_threads > 1 && total > 1 && work < RT_GEMM_PARALLEL_MIN \
             && work * total >= RT_GEMM_PARALLEL_MIN; \
-        rt_ctx one = *ctx; \
-        one.num_threads = spread ? 1 : ctx->num_threads; \
+        const int threads = spread ? 1 : ctx->num_threads; \
+        const int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n; \
         int rc = 0; \
         _Pragma("omp parallel for schedule(static) num_threads(ctx->num_threads) if(spread) reduction(|:rc)") \
         for (int64_t t = 0; t < total; t++) { \
@@ -407,18 +413,10 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
                 off_a += i * a_batch_strides[d]; \
                 off_b += i * b_batch_strides[d]; \
             } \
-            rt_ctx mine = one; \
-            rc |= rt_gemm_##S(&mine, a + off_a, b + off_b, c + t * m * n, m, k, n, transpose_a, transpose_b); \
+            rc |= rt_gemm_run_##S(a + off_a, lda, b + off_b, ldb, c + t * m * n, n, m, k, n, transpose_a, \
+                                  transpose_b, threads); \
         } \
         return rc ? rt_fail(ctx, "MatMul: out of memory for packing the operands") : 0; \
-    }
-
-#define RT_DEFINE_MATMUL(T, S) \
-    static inline void rt_matmul_##S(const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n) { \
-        rt_ctx one; \
-        one.num_threads = 1; \
-        one.msg[0] = 0; \
-        (void)rt_gemm_##S(&one, a, b, c, m, k, n, 0, 0); \
     }
 
 RT_DEFINE_MATMUL_LOOP(int8_t, uint32_t, int8)
@@ -449,13 +447,6 @@ RT_DEFINE_GEMM_BATCH(int64_t, int64)
 RT_DEFINE_GEMM_BATCH(uint8_t, uint8)
 RT_DEFINE_GEMM_BATCH(float, float32)
 RT_DEFINE_GEMM_BATCH(double, float64)
-RT_DEFINE_MATMUL(int8_t, int8)
-RT_DEFINE_MATMUL(int16_t, int16)
-RT_DEFINE_MATMUL(int32_t, int32)
-RT_DEFINE_MATMUL(int64_t, int64)
-RT_DEFINE_MATMUL(uint8_t, uint8)
-RT_DEFINE_MATMUL(float, float32)
-RT_DEFINE_MATMUL(double, float64)
 
 /* ---- reductions over one axis: x viewed as [outer, n, inner] -> out [outer, inner] ----------- */
 
