@@ -141,7 +141,7 @@ def main(argv=None) -> int:
     missing = [c for c in checks if c.passed is None]
     print()
     print(f"{len(checks) - len(failed) - len(missing)} of {len(checks)} targets met"
-          + (f", {len(missing)} not measured (peer not installed)" if missing else "")
+          + (f", {len(missing)} not measured (peer not installed, or --built-only)" if missing else "")
           + (" (--quick: not the targets' sizes)" if args.quick else ""))
     return 1 if failed and args.strict else 0
 
