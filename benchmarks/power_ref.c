@@ -1,7 +1,8 @@
 /* The hand-written reference for the guide's power(x, 100): 100 chained 10x10 int32 matmuls.
  *
- * Compiled by the benchmark with `gcc -O3 -shared -fPIC` and called through ctypes.
- * Integer overflow wraps like numpy's int32 matmul (the products are summed in uint32).
+ * Compiled by the benchmark with the generated code's own flags (transpiler.codegen.COMPILE_ARGS) and
+ * called through ctypes. Sizes are literals, pointers restrict; integer overflow wraps like numpy's int32
+ * matmul (the products are summed in uint32).
  */
 #include <stdint.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 #define N 10
 
 /* out = x^n_iter, computed as r = x @ r, n_iter times, from the identity. */
-void power_ref(const int32_t *x, int32_t *out, int n_iter)
+void power_ref(const int32_t *restrict x, int32_t *restrict out, int n_iter)
 {
     uint32_t r[N * N], t[N * N];
     memset(r, 0, sizeof r);
@@ -32,7 +33,7 @@ void power_ref(const int32_t *x, int32_t *out, int n_iter)
 }
 
 /* Calls power_ref `calls` times inside C; returns the seconds per call (no Python call overhead). */
-double power_ref_batch(const int32_t *x, int32_t *out, int n_iter, int calls)
+double power_ref_batch(const int32_t *restrict x, int32_t *restrict out, int n_iter, int calls)
 {
     struct timespec start, stop;
     uint32_t checksum = 0;

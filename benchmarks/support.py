@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import filecmp
+import importlib
 import os
 import platform
 import shutil
@@ -12,14 +13,16 @@ import timeit
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy
+
+from transpiler.codegen import COMPILE_ARGS, LINK_ARGS
+
 HERE = Path(__file__).resolve().parent
 BUILD_DIR = HERE / "_build"
-KERNELS_MODULE = "rt_bench_kernels"
 
 
 def machine() -> str:
     """``CPU model, N cores, Python x.y, numpy x.y``."""
-    import numpy
     model = platform.processor() or "unknown CPU"
     info = {}
     try:
@@ -39,38 +42,39 @@ def machine() -> str:
             f"{platform.system()} {platform.machine()}")
 
 
-def build_kernels(force: bool = False):
-    """Build ``kernels.py`` with ``python -m transpiler build`` in ``_build/`` and import it.
+def build_module(name: str, force: bool = False):
+    """Build ``benchmarks/<name>.py`` with ``python -m transpiler build`` in ``_build/`` and import it.
 
-    The source is copied under another name so that the build and the import do not
-    see ``benchmarks/kernels.py`` itself; an unchanged copy keeps the build incremental.
+    The source is copied as ``rt_bench_<name>.py`` so that the build and the import do not see
+    ``benchmarks/<name>.py`` itself; an unchanged copy keeps the build incremental.
     """
     BUILD_DIR.mkdir(exist_ok=True)
-    source = BUILD_DIR / f"{KERNELS_MODULE}.py"
-    if not source.exists() or not filecmp.cmp(HERE / "kernels.py", source, shallow=False):
-        shutil.copyfile(HERE / "kernels.py", source)
+    module_name = f"rt_bench_{name}"
+    source = BUILD_DIR / f"{module_name}.py"
+    if not source.exists() or not filecmp.cmp(HERE / f"{name}.py", source, shallow=False):
+        shutil.copyfile(HERE / f"{name}.py", source)
     command = [sys.executable, "-m", "transpiler", "build", str(source)] + (["--force"] if force else [])
     proc = subprocess.run(command, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{proc.stdout}\n{proc.stderr}")
-    sys.path.insert(0, str(BUILD_DIR))
-    import importlib
-    return importlib.import_module(KERNELS_MODULE)
+    if str(BUILD_DIR) not in sys.path:
+        sys.path.insert(0, str(BUILD_DIR))
+    return importlib.import_module(module_name)
 
 
-def build_power_ref() -> ctypes.CDLL:
-    """Compile ``power_ref.c`` with ``gcc -O3`` into a shared library and load it."""
+def c_flags() -> list[str]:
+    """The flags the code generator compiles generated C with (optimisation, OpenMP, the machine's ISA)."""
+    return list(COMPILE_ARGS)
+
+
+def build_c_reference(name: str) -> ctypes.CDLL:
+    """Compile ``benchmarks/<name>.c`` with the generated code's flags into a shared library and load it."""
     BUILD_DIR.mkdir(exist_ok=True)
-    library = BUILD_DIR / "libpower_ref.so"
-    subprocess.run([os.environ.get("CC", "gcc"), "-O3", "-shared", "-fPIC", "-o", str(library),
-                    str(HERE / "power_ref.c")], check=True)
-    lib = ctypes.CDLL(str(library))
-    pointer = ctypes.c_void_p
-    lib.power_ref.argtypes = [pointer, pointer, ctypes.c_int]
-    lib.power_ref.restype = None
-    lib.power_ref_batch.argtypes = [pointer, pointer, ctypes.c_int, ctypes.c_int]
-    lib.power_ref_batch.restype = ctypes.c_double
-    return lib
+    library = BUILD_DIR / f"lib{name}.so"
+    command = [os.environ.get("CC", "gcc"), *c_flags(), "-shared", "-fPIC", "-o", str(library),
+               str(HERE / f"{name}.c"), *LINK_ARGS]
+    subprocess.run(command, check=True)
+    return ctypes.CDLL(str(library))
 
 
 def best_time(fn: Callable[[], object], repeat: int = 7, min_seconds: float = 0.2) -> float:

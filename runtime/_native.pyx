@@ -138,9 +138,20 @@ cdef extern from *:
         pthread_mutex_unlock(&rt_big_lock);
         if (block) free(block);
     }
+    /* fork() while another thread holds the lock would leave the child's copy locked forever */
+    static void rt_big_before_fork(void) { pthread_mutex_lock(&rt_big_lock); }
+    static void rt_big_after_fork(void) { pthread_mutex_unlock(&rt_big_lock); }
+    static int rt_big_register_fork(void) {
+        return pthread_atfork(rt_big_before_fork, rt_big_after_fork, rt_big_after_fork);
+    }
     """
     void *rt_big_alloc_impl(size_t nbytes) nogil
     void rt_big_free_impl(void *data) nogil
+    int rt_big_register_fork()
+
+
+if rt_big_register_fork() != 0:
+    raise MemoryError("pthread_atfork failed")
 
 
 cdef void _free_capsule(object capsule) noexcept:
@@ -196,7 +207,7 @@ cdef int _run_callback(rt_ctx *ctx, int op_index, rt_tensor *ins, int n_in, rt_t
         arrays = []
         for i in range(n_in):
             arrays.append(_unpack(&ins[i], _typenum(op.inputs[i].dtype), state))
-        results = op.opdef.kernel(arrays, op.attrs)
+        results = (<NativeFunction>state.function).callback_kernel(op_index)(arrays, op.attrs)
         for i in range(n_out):
             dtype = op.outputs[i].dtype
             code = _CODES[dtype.name]
@@ -327,6 +338,7 @@ cdef class NativeFunction:
     cdef int n_args
     cdef int arg_tensor[64]       # per positional argument: tensor input index, or -1 for a fixed Python value
     cdef list fixed               # per positional argument: the Python value it was built with
+    cdef dict callback_kernels    # op index -> the kernel its callback runs
 
     def __init__(self, capsule, graph, ops, variables, name="", resolve=None, single_output=False,
                  needs_state=True, small=False, arguments=None):
@@ -381,6 +393,19 @@ cdef class NativeFunction:
                 self.fixed.append(argument[0])
         if k != self.n_in or self.n_args > 64:
             self.fast_ok = False
+
+    cdef object callback_kernel(self, int op_index):
+        """The kernel a callback runs: the kernel library's GEMM for MatMul (numpy's would start OpenBLAS's own
+        thread pool, which fights OpenMP's for the cores), the op's numpy kernel otherwise."""
+        op = self.ops[op_index]
+        if op.type != "MatMul":
+            return op.opdef.kernel
+        if self.callback_kernels is None:
+            self.callback_kernels = {}
+        kernel = self.callback_kernels.get(op_index)
+        if kernel is None:
+            kernel = self.callback_kernels[op_index] = compiled_kernel(op)
+        return kernel
 
     def call(self, list arrays):
         cdef PyObject *ptrs[64]
@@ -544,16 +569,6 @@ def install_fast_call(type cls):
     PyType_Modified(<PyTypeObject_call *>cls)
 
 
-def blas_capsules():
-    """Capsules of scipy's BLAS sgemm/dgemm (for large float matmuls), or (None, None)."""
-    try:
-        from scipy.linalg import cython_blas
-    except ImportError:
-        return None, None
-    capi = cython_blas.__pyx_capi__
-    return capi.get("sgemm"), capi.get("dgemm")
-
-
 # ---------------------------------------------------------------------------
 # The generic executor: runs any graph (no C compiler needed) with the kernel
 # library's compiled loops where they apply, the op's numpy kernel elsewhere.
@@ -562,18 +577,36 @@ cdef extern from "kernels/rt_elementwise.h" nogil:
     ctypedef void (*rt_ew_fn)(void *const *ins, void *out, int64_t n, const int64_t *s, int threads)
     rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst)
 
-cdef extern from "kernels/rt_kernels.h" nogil:
-    void rt_matmul_int8(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
-    void rt_matmul_int16(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
-    void rt_matmul_int32(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
-    void rt_matmul_int64(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
-    void rt_matmul_uint8(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
-    void rt_matmul_float32(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
-    void rt_matmul_float64(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n)
-    void *rt_sgemm
-    void *rt_dgemm
+ctypedef int (*gemm_batch_fn)(rt_ctx *ctx, const void *a, const void *b, void *c, int batch_ndim,
+                              const int64_t *batch_shape, const int64_t *a_batch_strides,
+                              const int64_t *b_batch_strides, int64_t m, int64_t k, int64_t n,
+                              int transpose_a, int transpose_b) noexcept nogil
 
-ctypedef void (*matmul_fn)(const void *a, const void *b, void *c, int64_t m, int64_t k, int64_t n) noexcept nogil
+# The batched products of the kernel library (see rt_kernels.h), declared with untyped data pointers:
+# the executor calls them through one pointer type, chosen by dtype (other dtypes use the op's numpy kernel).
+cdef extern from "kernels/rt_kernels.h" nogil:
+    int rt_gemm_batch_int8(rt_ctx *, const void *, const void *, void *, int, const int64_t *, const int64_t *,
+                           const int64_t *, int64_t, int64_t, int64_t, int, int)
+    int rt_gemm_batch_int16(rt_ctx *, const void *, const void *, void *, int, const int64_t *, const int64_t *,
+                            const int64_t *, int64_t, int64_t, int64_t, int, int)
+    int rt_gemm_batch_int32(rt_ctx *, const void *, const void *, void *, int, const int64_t *, const int64_t *,
+                            const int64_t *, int64_t, int64_t, int64_t, int, int)
+    int rt_gemm_batch_int64(rt_ctx *, const void *, const void *, void *, int, const int64_t *, const int64_t *,
+                            const int64_t *, int64_t, int64_t, int64_t, int, int)
+    int rt_gemm_batch_uint8(rt_ctx *, const void *, const void *, void *, int, const int64_t *, const int64_t *,
+                            const int64_t *, int64_t, int64_t, int64_t, int, int)
+    int rt_gemm_batch_float32(rt_ctx *, const void *, const void *, void *, int, const int64_t *, const int64_t *,
+                              const int64_t *, int64_t, int64_t, int64_t, int, int)
+    int rt_gemm_batch_float64(rt_ctx *, const void *, const void *, void *, int, const int64_t *, const int64_t *,
+                              const int64_t *, int64_t, int64_t, int64_t, int, int)
+
+_GEMM_BATCH = {
+    "int8": <intptr_t><gemm_batch_fn>rt_gemm_batch_int8, "int16": <intptr_t><gemm_batch_fn>rt_gemm_batch_int16,
+    "int32": <intptr_t><gemm_batch_fn>rt_gemm_batch_int32, "int64": <intptr_t><gemm_batch_fn>rt_gemm_batch_int64,
+    "uint8": <intptr_t><gemm_batch_fn>rt_gemm_batch_uint8,
+    "float32": <intptr_t><gemm_batch_fn>rt_gemm_batch_float32,
+    "float64": <intptr_t><gemm_batch_fn>rt_gemm_batch_float64,
+}
 
 
 cdef class _Elementwise:
@@ -620,37 +653,56 @@ cdef class _Elementwise:
 
 
 cdef class _MatMul:
+    """MatMul through the kernel library's GEMM: transposed operands and broadcast batches included."""
     cdef object fallback
 
     def __call__(self, list inputs, attrs):
         cdef cnp.ndarray a = inputs[0], b = inputs[1], c
-        cdef void *pa
-        cdef void *pb
-        cdef void *pc
-        cdef matmul_fn fn
-        cdef int64_t m, k, n
-        if a.ndim != 2 or b.ndim != 2 or attrs.get("transpose_a") or attrs.get("transpose_b") \
-                or a.dtype != b.dtype or a.dtype.name not in _MATMUL_OK or a.shape[1] != b.shape[0]:
+        cdef gemm_batch_fn fn
+        cdef rt_ctx ctx
+        cdef int64_t m, k, n, k2
+        cdef int64_t shape[8]
+        cdef int64_t a_strides[8]
+        cdef int64_t b_strides[8]
+        cdef int ta = bool(attrs.get("transpose_a")), tb = bool(attrs.get("transpose_b"))
+        cdef int d, nd, rc
+        address = _GEMM_BATCH.get(a.dtype.name)
+        if address is None or a.dtype != b.dtype or a.ndim < 2 or b.ndim < 2 or max(a.ndim, b.ndim) > 10:
+            return self.fallback(inputs, attrs)
+        *a_batch, a_rows, a_cols = (<object>a).shape
+        *b_batch, b_rows, b_cols = (<object>b).shape
+        m, k = (a_cols, a_rows) if ta else (a_rows, a_cols)
+        k2, n = (b_cols, b_rows) if tb else (b_rows, b_cols)
+        try:
+            batch = np.broadcast_shapes(tuple(a_batch), tuple(b_batch))
+        except ValueError:
+            return self.fallback(inputs, attrs)     # it raises the op's own error
+        if k != k2:
             return self.fallback(inputs, attrs)
         a = np.ascontiguousarray(a)
         b = np.ascontiguousarray(b)
-        name = a.dtype.name
-        if name == "int8": fn = <matmul_fn>rt_matmul_int8
-        elif name == "int16": fn = <matmul_fn>rt_matmul_int16
-        elif name == "int32": fn = <matmul_fn>rt_matmul_int32
-        elif name == "int64": fn = <matmul_fn>rt_matmul_int64
-        elif name == "uint8": fn = <matmul_fn>rt_matmul_uint8
-        elif name == "float32": fn = <matmul_fn>rt_matmul_float32
-        else: fn = <matmul_fn>rt_matmul_float64
-        m, k, n = a.shape[0], a.shape[1], b.shape[1]
-        c = np.empty((m, n), a.dtype)
-        pa, pb, pc = cnp.PyArray_DATA(a), cnp.PyArray_DATA(b), cnp.PyArray_DATA(c)
+        nd = len(batch)
+        for d in range(nd):
+            shape[d] = batch[d]
+            a_strides[d] = _batch_stride(a, d - nd + a.ndim - 2, batch[d])
+            b_strides[d] = _batch_stride(b, d - nd + b.ndim - 2, batch[d])
+        c = np.empty(tuple(batch) + (m, n), a.dtype)
+        fn = <gemm_batch_fn><intptr_t>address
+        ctx.msg[0] = 0
+        ctx.num_threads = config.intra_op_threads()
         with nogil:
-            fn(pa, pb, pc, m, k, n)
+            rc = fn(&ctx, cnp.PyArray_DATA(a), cnp.PyArray_DATA(b), cnp.PyArray_DATA(c), nd, shape, a_strides,
+                    b_strides, m, k, n, ta, tb)
+        if rc != 0:
+            raise MemoryError(ctx.msg.decode("utf-8", "replace"))
         return (c,)
 
 
-_MATMUL_OK = {"int8", "int16", "int32", "int64", "uint8", "float32", "float64"}
+cdef int64_t _batch_stride(cnp.ndarray x, int axis, int64_t size):
+    """Elements between consecutive matrices of contiguous ``x`` along batch ``axis`` (0 where it broadcasts)."""
+    if axis < 0 or x.shape[axis] == 1:
+        return 0
+    return x.strides[axis] // x.itemsize
 
 
 cdef extern from "kernels/rt_kernels.h" nogil:
@@ -662,31 +714,12 @@ cdef extern from "kernels/rt_kernels.h" nogil:
 rt_big_alloc = <rt_big_alloc_fn>rt_big_alloc_impl
 rt_big_free = <rt_big_free_fn>rt_big_free_impl
 
-cdef bint _blas_loaded = False
-
-
-def _set_own_blas():
-    """Point the kernel library's BLAS hooks at scipy's (first float matmul only: loading
-    OpenBLAS starts its thread pool, which should not cost programs that never use it)."""
-    global rt_sgemm, rt_dgemm, _blas_loaded
-    if _blas_loaded:
-        return
-    _blas_loaded = True
-    s, d = blas_capsules()
-    if s is not None:
-        rt_sgemm = PyCapsule_GetPointer(s, PyCapsule_GetName(s))
-        rt_dgemm = PyCapsule_GetPointer(d, PyCapsule_GetName(d))
-
-
-
 def compiled_kernel(op):
     """The compiled kernel for ``op`` (a callable like ``opdef.kernel``), or None."""
     cdef _Elementwise ew
     cdef _MatMul mm
     cdef rt_ew_fn fn
     if op.type == "MatMul":
-        if op.inputs[0].dtype.name in ("float32", "float64"):
-            _set_own_blas()
         mm = _MatMul()
         mm.fallback = op.opdef.kernel
         return mm

@@ -22,7 +22,12 @@ def functions_run_eagerly() -> bool:
 
 
 class threading:  # noqa: N801 - mirrors tf.config.threading
-    """Thread counts used by native code: intra-op (parallel loops) and inter-op (independent ops)."""
+    """Thread counts used by native code: intra-op (parallel loops, matmuls) and inter-op (independent ops).
+
+    Native code has one thread pool, OpenMP's: the matmul kernels are the runtime's own, parallelised in
+    the same pool, so no BLAS pool competes with it for the cores. A process forked after native code ran
+    on several threads runs native code on one thread: OpenMP's pool does not survive ``fork()``.
+    """
 
     _intra = 0
     _inter = 0
@@ -47,25 +52,51 @@ class threading:  # noqa: N801 - mirrors tf.config.threading
 
 
 _cpu_count = None
+_pool_may_run = False    # native code was handed more than one thread: OpenMP's pool may have started
+_forked_child = False    # this process was forked after that: its copy of the pool has no threads
 
 
 def intra_op_threads() -> int:
-    """Threads for parallel loops: the setting, else OMP_NUM_THREADS, else the CPU count."""
-    global _cpu_count
+    """Threads for parallel loops: the setting, else OMP_NUM_THREADS, else the CPU count (1 in a forked child)."""
+    global _cpu_count, _pool_may_run
+    if _forked_child:
+        return 1
     if threading._intra > 0:
-        return threading._intra
-    env = os.environ.get("OMP_NUM_THREADS", "")
-    if env.strip().isdigit() and int(env) > 0:
-        return int(env)
-    if _cpu_count is None:
-        _cpu_count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return _cpu_count
+        count = threading._intra
+    else:
+        env = os.environ.get("OMP_NUM_THREADS", "")
+        if env.strip().isdigit() and int(env) > 0:
+            count = int(env)
+        else:
+            if _cpu_count is None:
+                _cpu_count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                    else (os.cpu_count() or 1)
+            count = _cpu_count
+    _pool_may_run = _pool_may_run or count > 1
+    return count
 
 
 def inter_op_threads() -> int:
-    if threading._inter > 0:
-        return threading._inter
-    return intra_op_threads()
+    """Threads for independent parts of a graph: the setting, else as many as intra-op (1 in a forked child)."""
+    global _pool_may_run
+    if _forked_child:
+        return 1
+    count = threading._inter if threading._inter > 0 else intra_op_threads()
+    _pool_may_run = _pool_may_run or count > 1
+    return count
+
+
+def _after_fork_in_child() -> None:
+    """libgomp's thread pool does not survive fork: a parallel region in the child would wait forever for
+    workers that do not exist. A child of a process whose pool may have started runs on one thread."""
+    global _forked_child
+    if _pool_may_run:
+        _forked_child = True
+        _apply_threads()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 _listeners: list = []

@@ -273,58 +273,180 @@ RT_DEFINE_INT_HELPERS(uint8_t, uint8)
 RT_DEFINE_FLOAT_HELPERS(float, float32, f)
 RT_DEFINE_FLOAT_HELPERS(double, float64, )
 
-/* ---- matmul -------------------------------------------------------------------------------- */
+/* ---- matmul ---------------------------------------------------------------------------------
+ *
+ * Entry points (S is int8, int16, int32, int64, uint8, float32 or float64; T its C type):
+ *   int rt_gemm_S(rt_ctx *ctx, const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n,
+ *                 int transpose_a, int transpose_b);
+ *       c[m, n] = op(a) @ op(b) with op(a) [m, k] (a is stored [k, m] when transpose_a) and op(b) [k, n]
+ *       (b stored [n, k] when transpose_b); all row-major and contiguous, c aliasing neither.
+ *   int rt_gemm_ld_S(rt_ctx *ctx, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc,
+ *                    int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b);
+ *       the same on row-strided matrices: rows of a (as stored) are lda elements apart, of b ldb, of c ldc
+ *       (a column block of a wider tensor, for instance).
+ *   int rt_gemm_batch_S(rt_ctx *ctx, const T *a, const T *b, T *c, int batch_ndim, const int64_t *batch_shape,
+ *                       const int64_t *a_batch_strides, const int64_t *b_batch_strides,
+ *                       int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b);
+ *       rt_gemm_S for every index of batch_shape[0:batch_ndim]: c is contiguous [*batch_shape, m, n]; matrix
+ *       `idx` of a starts at sum(idx[d] * a_batch_strides[d]) elements (stride 0: a broadcasts along d).
+ * They return 0, or -1 with ctx->msg set (out of memory). They use up to ctx->num_threads threads, only
+ * for products of at least RT_GEMM_PARALLEL_MIN multiply-adds: smaller ones never start the thread pool.
+ * Floats go through the blocked GEMM of rt_gemm.h (no BLAS library: its own thread pool would fight
+ * OpenMP's); products of at most RT_GEMM_TINY multiply-adds, and integers, through plain loops that
+ * the compiler specialises when the sizes are literals.
+ *   void rt_matmul_S(const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n);
+ *       the one-thread, untransposed form (older generated code).
+ */
+#if defined(__AVX512F__)
+#define RT_VEC_BYTES 64
+#define RT_GEMM_MR 8          /* 8 x 2 zmm accumulators of the 32 registers */
+#elif defined(__AVX__)
+#define RT_VEC_BYTES 32
+#define RT_GEMM_MR 6          /* 6 x 2 ymm accumulators of the 16 registers */
+#else
+#define RT_VEC_BYTES 16
+#define RT_GEMM_MR 4
+#endif
+/* ~80 us on one core: below it, waking a sleeping worker costs about what a second thread saves */
+#define RT_GEMM_PARALLEL_MIN ((int64_t)1 << 22)
+#define RT_GEMM_TINY 4096
 
-typedef void (*rt_sgemm_fn)(char *transa, char *transb, int *m, int *n, int *k, float *alpha, float *a, int *lda,
-                            float *b, int *ldb, float *beta, float *c, int *ldc);
-typedef void (*rt_dgemm_fn)(char *transa, char *transb, int *m, int *n, int *k, double *alpha, double *a, int *lda,
-                            double *b, int *ldb, double *beta, double *c, int *ldc);
-/* Set once by the runtime from scipy.linalg.cython_blas (NULL: use the C loops). */
-static rt_sgemm_fn rt_sgemm = NULL;
-static rt_dgemm_fn rt_dgemm = NULL;
-#define RT_BLAS_MIN_FLOPS 32768
+#define RT_G_T float
+#define RT_G_S float32
+#include "rt_gemm.h"
+#undef RT_G_T
+#undef RT_G_S
+#define RT_G_T double
+#define RT_G_S float64
+#include "rt_gemm.h"
+#undef RT_G_T
+#undef RT_G_S
 
-/* c[m,n] = a[m,k] @ b[k,n] (row-major, c must not alias a or b). */
-#define RT_DEFINE_MATMUL(T, S) \
-    static inline void rt_matmul_##S(const T *restrict a, const T *restrict b, T *restrict c, \
-                                     int64_t m, int64_t k, int64_t n) { \
-        for (int64_t i = 0; i < m; i++) { \
-            T *restrict crow = c + i * n; \
+/* Plain loops: rows [i0, i1) of c = op(a) @ op(b). Integers multiply and add in the unsigned type U,
+ * so overflow wraps as numpy's does (signed overflow would be undefined in C). */
+#define RT_DEFINE_MATMUL_LOOP(T, U, S) \
+    static inline void rt_matmul_loop_##S(const T *restrict a, int64_t lda, const T *restrict b, int64_t ldb, \
+                                          T *restrict c, int64_t ldc, int64_t i0, int64_t i1, int64_t k, \
+                                          int64_t n, int ta, int tb) { \
+        for (int64_t i = i0; i < i1; i++) { \
+            T *restrict crow = c + i * ldc; \
+            if (tb) { \
+                for (int64_t j = 0; j < n; j++) { \
+                    const T *restrict bcol = b + j * ldb; \
+                    U acc = 0; \
+                    for (int64_t p = 0; p < k; p++) acc += (U)(ta ? a[p * lda + i] : a[i * lda + p]) * (U)bcol[p]; \
+                    crow[j] = (T)acc; \
+                } \
+                continue; \
+            } \
             for (int64_t j = 0; j < n; j++) crow[j] = 0; \
             for (int64_t p = 0; p < k; p++) { \
-                const T av = a[i * k + p]; \
-                const T *restrict brow = b + p * n; \
-                for (int64_t j = 0; j < n; j++) crow[j] = (T)(crow[j] + av * brow[j]); \
+                const U av = (U)(ta ? a[p * lda + i] : a[i * lda + p]); \
+                const T *restrict brow = b + p * ldb; \
+                for (int64_t j = 0; j < n; j++) crow[j] = (T)((U)crow[j] + av * (U)brow[j]); \
             } \
         } \
     }
 
-RT_DEFINE_MATMUL(int8_t, int8)
-RT_DEFINE_MATMUL(int16_t, int16)
-RT_DEFINE_MATMUL(int32_t, int32)
-RT_DEFINE_MATMUL(int64_t, int64)
-RT_DEFINE_MATMUL(uint8_t, uint8)
-RT_DEFINE_MATMUL(float, float32_loop)
-RT_DEFINE_MATMUL(double, float64_loop)
-
-static inline void rt_matmul_float32(const float *a, const float *b, float *c, int64_t m, int64_t k, int64_t n) {
-    if (rt_sgemm && m * n * k >= RT_BLAS_MIN_FLOPS && m < 2147483647 && n < 2147483647 && k < 2147483647) {
-        /* row-major C = A B is column-major C^T = B^T A^T */
-        char t = 'N'; int M = (int)n, N = (int)m, K = (int)k; float one = 1.0f, zero = 0.0f;
-        rt_sgemm(&t, &t, &M, &N, &K, &one, (float *)b, &M, (float *)a, &K, &zero, c, &M);
-        return;
+/* Integer products: the loops, split by rows over threads when big enough. Returns 0. */
+#define RT_DEFINE_GEMM_INT(T, S) \
+    static inline int rt_gemm_run_##S(const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, \
+                                      int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) { \
+        if (m * k * n >= RT_GEMM_PARALLEL_MIN && m > 1 && threads > 1) { \
+            _Pragma("omp parallel for schedule(static) num_threads(threads)") \
+            for (int t = 0; t < threads; t++) \
+                rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, m * t / threads, m * (t + 1) / threads, k, n, ta, tb); \
+        } else { \
+            rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, 0, m, k, n, ta, tb); \
+        } \
+        return 0; \
     }
-    rt_matmul_float32_loop(a, b, c, m, k, n);
-}
 
-static inline void rt_matmul_float64(const double *a, const double *b, double *c, int64_t m, int64_t k, int64_t n) {
-    if (rt_dgemm && m * n * k >= RT_BLAS_MIN_FLOPS && m < 2147483647 && n < 2147483647 && k < 2147483647) {
-        char t = 'N'; int M = (int)n, N = (int)m, K = (int)k; double one = 1.0, zero = 0.0;
-        rt_dgemm(&t, &t, &M, &N, &K, &one, (double *)b, &M, (double *)a, &K, &zero, c, &M);
-        return;
+/* Float products: tiny ones through the loops, the rest through the blocked GEMM. -1: out of memory. */
+#define RT_DEFINE_GEMM_FLOAT(T, S) \
+    static inline int rt_gemm_run_##S(const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, \
+                                      int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) { \
+        if (m * k * n <= RT_GEMM_TINY) { \
+            rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, 0, m, k, n, ta, tb); \
+            return 0; \
+        } \
+        return rt_gemm_blocked_##S(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, threads); \
     }
-    rt_matmul_float64_loop(a, b, c, m, k, n);
-}
+
+/* The entry points over rt_gemm_run_S (see the list above). */
+#define RT_DEFINE_GEMM(T, S) \
+    static inline int rt_gemm_ld_##S(rt_ctx *ctx, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, \
+                                     int64_t ldc, int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b) { \
+        if (rt_gemm_run_##S(a, lda, b, ldb, c, ldc, m, k, n, transpose_a, transpose_b, ctx->num_threads)) \
+            return rt_fail(ctx, "MatMul: out of memory for packing the operands"); \
+        return 0; \
+    } \
+    static inline int rt_gemm_##S(rt_ctx *ctx, const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n, \
+                                  int transpose_a, int transpose_b) { \
+        return rt_gemm_ld_##S(ctx, a, transpose_a ? m : k, b, transpose_b ? k : n, c, n, m, k, n, transpose_a, \
+                              transpose_b); \
+    } \
+    static inline void rt_matmul_##S(const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n) { \
+        (void)rt_gemm_run_##S(a, k, b, n, c, n, m, k, n, 0, 0, 1); \
+    }
+
+/* Batches: small products spread over threads, one product each; big ones one after another, each on all. */
+#define RT_DEFINE_GEMM_BATCH(T, S) \
+    static inline int rt_gemm_batch_##S(rt_ctx *ctx, const T *a, const T *b, T *c, int batch_ndim, \
+                                        const int64_t *batch_shape, const int64_t *a_batch_strides, \
+                                        const int64_t *b_batch_strides, int64_t m, int64_t k, int64_t n, \
+                                        int transpose_a, int transpose_b) { \
+        int64_t total = 1; \
+        for (int d = 0; d < batch_ndim; d++) total *= batch_shape[d]; \
+        const int64_t work = m * k * n; \
+        const int spread = ctx->num_threads > 1 && total > 1 && work < RT_GEMM_PARALLEL_MIN \
+            && work * total >= RT_GEMM_PARALLEL_MIN; \
+        const int threads = spread ? 1 : ctx->num_threads; \
+        const int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n; \
+        int rc = 0; \
+        _Pragma("omp parallel for schedule(static) num_threads(ctx->num_threads) if(spread) reduction(|:rc)") \
+        for (int64_t t = 0; t < total; t++) { \
+            int64_t rest = t, off_a = 0, off_b = 0; \
+            for (int d = batch_ndim - 1; d >= 0; d--) { \
+                const int64_t i = rest % batch_shape[d]; \
+                rest /= batch_shape[d]; \
+                off_a += i * a_batch_strides[d]; \
+                off_b += i * b_batch_strides[d]; \
+            } \
+            rc |= rt_gemm_run_##S(a + off_a, lda, b + off_b, ldb, c + t * m * n, n, m, k, n, transpose_a, \
+                                  transpose_b, threads); \
+        } \
+        return rc ? rt_fail(ctx, "MatMul: out of memory for packing the operands") : 0; \
+    }
+
+RT_DEFINE_MATMUL_LOOP(int8_t, uint32_t, int8)
+RT_DEFINE_MATMUL_LOOP(int16_t, uint32_t, int16)
+RT_DEFINE_MATMUL_LOOP(int32_t, uint32_t, int32)
+RT_DEFINE_MATMUL_LOOP(int64_t, uint64_t, int64)
+RT_DEFINE_MATMUL_LOOP(uint8_t, uint32_t, uint8)
+RT_DEFINE_MATMUL_LOOP(float, float, float32)
+RT_DEFINE_MATMUL_LOOP(double, double, float64)
+RT_DEFINE_GEMM_INT(int8_t, int8)
+RT_DEFINE_GEMM_INT(int16_t, int16)
+RT_DEFINE_GEMM_INT(int32_t, int32)
+RT_DEFINE_GEMM_INT(int64_t, int64)
+RT_DEFINE_GEMM_INT(uint8_t, uint8)
+RT_DEFINE_GEMM_FLOAT(float, float32)
+RT_DEFINE_GEMM_FLOAT(double, float64)
+RT_DEFINE_GEMM(int8_t, int8)
+RT_DEFINE_GEMM(int16_t, int16)
+RT_DEFINE_GEMM(int32_t, int32)
+RT_DEFINE_GEMM(int64_t, int64)
+RT_DEFINE_GEMM(uint8_t, uint8)
+RT_DEFINE_GEMM(float, float32)
+RT_DEFINE_GEMM(double, float64)
+RT_DEFINE_GEMM_BATCH(int8_t, int8)
+RT_DEFINE_GEMM_BATCH(int16_t, int16)
+RT_DEFINE_GEMM_BATCH(int32_t, int32)
+RT_DEFINE_GEMM_BATCH(int64_t, int64)
+RT_DEFINE_GEMM_BATCH(uint8_t, uint8)
+RT_DEFINE_GEMM_BATCH(float, float32)
+RT_DEFINE_GEMM_BATCH(double, float64)
 
 /* ---- reductions over one axis: x viewed as [outer, n, inner] -> out [outer, inner] ----------- */
 
@@ -352,24 +474,29 @@ static inline void rt_matmul_float64(const double *a, const double *b, double *c
 /* Sums over contiguous rows: vectorised (`omp simd reduction` may reassociate, unlike plain -O3),
  * accumulated in ACC (double for floats), on several threads when large. */
 #define RT_DEFINE_SUM_ROWS(T, S, ACC) \
-    static inline ACC rt_sum_all_##S(const T *x, int64_t n, int threads) { \
+    static inline __attribute__((always_inline)) ACC rt_sum_row_##S(const T *x, int64_t n) { \
         ACC acc = 0; \
-        if (n >= 65536 && threads > 1) { \
-            _Pragma("omp parallel for simd reduction(+:acc) schedule(static) num_threads(threads)") \
-            for (int64_t i = 0; i < n; i++) acc += x[i]; \
-        } else { \
-            _Pragma("omp simd reduction(+:acc)") \
-            for (int64_t i = 0; i < n; i++) acc += x[i]; \
-        } \
+        if (n < 16) { for (int64_t i = 0; i < n; i++) acc += x[i]; return acc; } \
+        _Pragma("omp simd reduction(+:acc)") \
+        for (int64_t i = 0; i < n; i++) acc += x[i]; \
         return acc; \
     } \
+    static inline ACC rt_sum_all_##S(const T *x, int64_t n, int threads) { \
+        if (n < 65536 || threads <= 1) return rt_sum_row_##S(x, n); \
+        ACC acc = 0; \
+        _Pragma("omp parallel for simd reduction(+:acc) schedule(static) num_threads(threads)") \
+        for (int64_t i = 0; i < n; i++) acc += x[i]; \
+        return acc; \
+    } \
+    /* rows summed inline, short ones without a vector loop: a call per row made 4M rows of 3 take 30 ms on \
+     * one thread and 110 on two */ \
     static inline void rt_reduce_sum_rows_##S(const T *x, T *out, int64_t outer, int64_t n, int threads) { \
         if (outer == 1) { out[0] = (T)rt_sum_all_##S(x, n, threads); return; } \
         if (outer * n >= 65536 && threads > 1 && outer >= threads) { \
             _Pragma("omp parallel for schedule(static) num_threads(threads)") \
-            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_all_##S(x + o * n, n, 1); \
+            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_row_##S(x + o * n, n); \
         } else { \
-            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_all_##S(x + o * n, n, 1); \
+            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_row_##S(x + o * n, n); \
         } \
     }
 

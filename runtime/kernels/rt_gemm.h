@@ -1,0 +1,257 @@
+/* The blocked GEMM of one floating type. rt_kernels.h includes this file once per type, with
+ *   RT_G_T  the element type (float, double) and
+ *   RT_G_S  the name suffix (float32, float64)
+ * defined; it defines rt_gemm_blocked_<S>: C[m,n] = op(A)[m,k] @ op(B)[k,n], row-major, op(X) = X or X^T,
+ * with any row strides.
+ *
+ * The algorithm is GotoBLAS/BLIS's: B is packed KC x NC at a time into slivers NR columns wide, A is
+ * packed MC x KC at a time into slivers MR rows tall, and a micro-kernel keeps an MR x NR tile of C in
+ * vector registers while it walks KC rank-1 updates. Packing makes transposed operands free (they are
+ * read in another order while packing) and pads ragged edges with zeros. Small products skip packing
+ * operands that are already laid out as the micro-kernel reads them. Two micro-kernel shapes: "wide"
+ * (MR = RT_GEMM_MR rows x 2 vectors) and "narrow" (2 * RT_GEMM_MR rows x 1 vector) for C with at most
+ * one vector of columns, such as a layer's 10 logits.
+ * Threads split C into a grid of blocks, each an independent GEMM with its own packing (no barrier
+ * inside): on the few cores this runtime targets that repacks little and costs one parallel region.
+ */
+#define RT_G_CAT2(a, b) a##_##b
+#define RT_G_CAT(a, b) RT_G_CAT2(a, b)
+#define RT_G_FN(name) RT_G_CAT(name, RT_G_S)
+
+#define RT_G_VL (RT_VEC_BYTES / (int)sizeof(RT_G_T))     /* lanes of one vector */
+#define RT_G_MR_MAX (2 * RT_GEMM_MR)
+#define RT_G_NR_MAX (2 * RT_G_VL)
+#define RT_G_KC 256                                        /* a B sliver (KC x NR) stays in L1 */
+#define RT_G_MC (RT_GEMM_MR * 12)                          /* an A block (MC x KC) stays in L2 */
+#define RT_G_NC 2048                                       /* a B panel (KC x NC) stays in L3 */
+
+typedef RT_G_T RT_G_FN(rt_vec) __attribute__((vector_size(RT_VEC_BYTES), aligned(sizeof(RT_G_T)), may_alias));
+
+/* The micro-kernel for an MR x (NV vectors) tile: c[0:mr, 0:nr] = (or += when `accumulate`) a~ @ b~, where
+ * a~(i, p) = a[i * rsa + p * csa] (i < MR, p < kc) and row p of b~ is the NV * VL values at b + p * rsb.
+ * Rows mr.. and columns nr.. are computed but not stored (their operands must still be readable). MR and NV
+ * are constants at every call, so the accumulators live in registers. */
+static inline __attribute__((always_inline)) void RT_G_FN(rt_gemm_micro)(
+        const int MR, const int NV, int64_t kc, const RT_G_T *restrict a, int64_t rsa, int64_t csa,
+        const RT_G_T *restrict b, int64_t rsb, RT_G_T *restrict c, int64_t ldc, int mr, int nr, int accumulate) {
+    typedef RT_G_FN(rt_vec) vec;
+    vec acc0[RT_G_MR_MAX], acc1[RT_G_MR_MAX];
+    _Pragma("GCC unroll 32")
+    for (int i = 0; i < MR; i++) { acc0[i] = (vec){0}; acc1[i] = (vec){0}; }
+    for (int64_t p = 0; p < kc; p++) {
+        const vec b0 = *(const vec *)(b + p * rsb);
+        const vec b1 = NV == 2 ? *(const vec *)(b + p * rsb + RT_G_VL) : b0;
+        const RT_G_T *restrict ap = a + p * csa;
+        _Pragma("GCC unroll 32")
+        for (int i = 0; i < MR; i++) {
+            const RT_G_T ai = ap[i * rsa];
+            acc0[i] += ai * b0;
+            if (NV == 2) acc1[i] += ai * b1;
+        }
+    }
+    if (mr == MR && nr == NV * RT_G_VL) {
+        _Pragma("GCC unroll 32")
+        for (int i = 0; i < MR; i++) {
+            vec *c0 = (vec *)(c + i * ldc), *c1 = (vec *)(c + i * ldc + RT_G_VL);
+            if (accumulate) *c0 += acc0[i]; else *c0 = acc0[i];
+            if (NV == 2) { if (accumulate) *c1 += acc1[i]; else *c1 = acc1[i]; }
+        }
+        return;
+    }
+    RT_G_T tile[RT_G_MR_MAX][RT_G_NR_MAX] __attribute__((aligned(64)));
+    _Pragma("GCC unroll 32")
+    for (int i = 0; i < MR; i++) {
+        *(vec *)&tile[i][0] = acc0[i];
+        if (NV == 2) *(vec *)&tile[i][RT_G_VL] = acc1[i];
+    }
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++)
+            c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i][j] : tile[i][j];
+}
+
+static void RT_G_FN(rt_gemm_micro_wide)(int64_t kc, const RT_G_T *restrict a, int64_t rsa, int64_t csa,
+                                        const RT_G_T *restrict b, int64_t rsb, RT_G_T *restrict c, int64_t ldc,
+                                        int mr, int nr, int accumulate) {
+    RT_G_FN(rt_gemm_micro)(RT_GEMM_MR, 2, kc, a, rsa, csa, b, rsb, c, ldc, mr, nr, accumulate);
+}
+
+static void RT_G_FN(rt_gemm_micro_narrow)(int64_t kc, const RT_G_T *restrict a, int64_t rsa, int64_t csa,
+                                          const RT_G_T *restrict b, int64_t rsb, RT_G_T *restrict c, int64_t ldc,
+                                          int mr, int nr, int accumulate) {
+    RT_G_FN(rt_gemm_micro)(2 * RT_GEMM_MR, 1, kc, a, rsa, csa, b, rsb, c, ldc, mr, nr, accumulate);
+}
+
+/* Pack op(A)[i0:i0+mc, p0:p0+kc] into slivers of `mr_t` rows: (i, p) goes to (i / mr_t) * kc * mr_t + p * mr_t +
+ * i % mr_t; rows past mc are zeros. */
+static inline void RT_G_FN(rt_gemm_pack_a)(const RT_G_T *restrict a, int64_t lda, int trans, int64_t i0, int64_t mc,
+                                           int64_t p0, int64_t kc, int mr_t, RT_G_T *restrict out) {
+    for (int64_t s = 0; s < mc; s += mr_t) {
+        const int rows = (int)(mc - s < mr_t ? mc - s : mr_t);
+        RT_G_T *restrict o = out + s * kc;
+        if (trans) {          /* op(A)(i, p) = a[p * lda + i]: each p is a contiguous run of rows */
+            for (int64_t p = 0; p < kc; p++) {
+                const RT_G_T *restrict src = a + (p0 + p) * lda + i0 + s;
+                int i = 0;
+                for (; i < rows; i++) o[p * mr_t + i] = src[i];
+                for (; i < mr_t; i++) o[p * mr_t + i] = 0;
+            }
+        } else {
+            for (int i = 0; i < mr_t; i++) {
+                if (i < rows) {
+                    const RT_G_T *restrict src = a + (i0 + s + i) * lda + p0;
+                    for (int64_t p = 0; p < kc; p++) o[p * mr_t + i] = src[p];
+                } else {
+                    for (int64_t p = 0; p < kc; p++) o[p * mr_t + i] = 0;
+                }
+            }
+        }
+    }
+}
+
+/* Pack op(B)[p0:p0+kc, j0:j0+nc] into slivers of `nr_t` columns: (p, j) goes to (j / nr_t) * kc * nr_t + p * nr_t +
+ * j % nr_t; columns past nc are zeros. */
+static inline void RT_G_FN(rt_gemm_pack_b)(const RT_G_T *restrict b, int64_t ldb, int trans, int64_t p0, int64_t kc,
+                                           int64_t j0, int64_t nc, int nr_t, RT_G_T *restrict out) {
+    for (int64_t s = 0; s < nc; s += nr_t) {
+        const int cols = (int)(nc - s < nr_t ? nc - s : nr_t);
+        RT_G_T *restrict o = out + s * kc;
+        if (trans) {          /* op(B)(p, j) = b[j * ldb + p] */
+            for (int j = 0; j < nr_t; j++) {
+                if (j < cols) {
+                    const RT_G_T *restrict src = b + (j0 + s + j) * ldb + p0;
+                    for (int64_t p = 0; p < kc; p++) o[p * nr_t + j] = src[p];
+                } else {
+                    for (int64_t p = 0; p < kc; p++) o[p * nr_t + j] = 0;
+                }
+            }
+        } else {
+            for (int64_t p = 0; p < kc; p++) {
+                const RT_G_T *restrict src = b + (p0 + p) * ldb + j0 + s;
+                int j = 0;
+                for (; j < cols; j++) o[p * nr_t + j] = src[j];
+                for (; j < nr_t; j++) o[p * nr_t + j] = 0;
+            }
+        }
+    }
+}
+
+typedef void (*RT_G_FN(rt_gemm_micro_fn))(int64_t, const RT_G_T *restrict, int64_t, int64_t, const RT_G_T *restrict,
+                                          int64_t, RT_G_T *restrict, int64_t, int, int, int);
+
+/* One thread's block: C[0:m, 0:n] = op(A) @ op(B), pointers already offset to the block. -1: out of memory. */
+static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, const RT_G_T *b, int64_t ldb, int tb,
+                                         RT_G_T *c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
+    if (m <= 0 || n <= 0) return 0;
+    if (k <= 0) {
+        for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) c[i * ldc + j] = 0;
+        return 0;
+    }
+    const int narrow = n <= RT_G_VL;
+    const int mr_t = narrow ? 2 * RT_GEMM_MR : RT_GEMM_MR, nr_t = narrow ? RT_G_VL : 2 * RT_G_VL;
+    const RT_G_FN(rt_gemm_micro_fn) micro = narrow ? RT_G_FN(rt_gemm_micro_narrow) : RT_G_FN(rt_gemm_micro_wide);
+    /* One column sliver, or small: the micro-kernel reads A where it is (A is read once per sliver of B, too
+     * few times to pay for packing it), and B too unless it is transposed or ragged. */
+    if (n <= nr_t || (k * n * (int64_t)sizeof(RT_G_T) <= 65536 && m * k * n <= (int64_t)1 << 20)) {
+        RT_G_T edge_b[RT_G_KC * RT_G_NR_MAX] __attribute__((aligned(64)));
+        RT_G_T edge_a[RT_G_MR_MAX * RT_G_KC] __attribute__((aligned(64)));
+        const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
+        for (int64_t p0 = 0; p0 < k; p0 += RT_G_KC) {
+            const int64_t kc = k - p0 < RT_G_KC ? k - p0 : RT_G_KC;
+            for (int64_t j = 0; j < n; j += nr_t) {
+                const int nr = (int)(n - j < nr_t ? n - j : nr_t);
+                const RT_G_T *bp = b + p0 * ldb + j;
+                int64_t rsb = ldb;
+                if (tb || nr < nr_t) {
+                    RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, j, nr, nr_t, edge_b);
+                    bp = edge_b;
+                    rsb = nr_t;
+                }
+                for (int64_t i = 0; i < m; i += mr_t) {
+                    const int mr = (int)(m - i < mr_t ? m - i : mr_t);
+                    if (mr < mr_t) {
+                        RT_G_FN(rt_gemm_pack_a)(a, lda, ta, i, mr, p0, kc, mr_t, edge_a);
+                        micro(kc, edge_a, 1, mr_t, bp, rsb, c + i * ldc + j, ldc, mr, nr, p0 > 0);
+                    } else {
+                        micro(kc, a + i * rsa + p0 * csa, rsa, csa, bp, rsb, c + i * ldc + j, ldc, mr, nr, p0 > 0);
+                    }
+                }
+            }
+        }
+        return 0;
+    }
+    /* packing buffers per call (malloc keeps freed blocks of this size at hand: no page faults after the first) */
+    const int64_t nc_max = n < RT_G_NC ? (n + nr_t - 1) / nr_t * nr_t : RT_G_NC;
+    void *buf_a = NULL, *buf_b = NULL;
+    if (posix_memalign(&buf_a, 64, sizeof(RT_G_T) * (size_t)(RT_G_MC + RT_G_MR_MAX) * RT_G_KC) != 0) return -1;
+    if (posix_memalign(&buf_b, 64, sizeof(RT_G_T) * (size_t)RT_G_KC * (size_t)nc_max) != 0) { free(buf_a); return -1; }
+    RT_G_T *pa = (RT_G_T *)buf_a, *pb = (RT_G_T *)buf_b;
+    for (int64_t j0 = 0; j0 < n; j0 += RT_G_NC) {
+        const int64_t nc = n - j0 < RT_G_NC ? n - j0 : RT_G_NC;
+        for (int64_t p0 = 0; p0 < k; p0 += RT_G_KC) {
+            const int64_t kc = k - p0 < RT_G_KC ? k - p0 : RT_G_KC;
+            RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, j0, nc, nr_t, pb);
+            for (int64_t i0 = 0; i0 < m; i0 += RT_G_MC) {
+                const int64_t mc = m - i0 < RT_G_MC ? m - i0 : RT_G_MC;
+                RT_G_FN(rt_gemm_pack_a)(a, lda, ta, i0, mc, p0, kc, mr_t, pa);
+                for (int64_t j = 0; j < nc; j += nr_t) {
+                    const int nr = (int)(nc - j < nr_t ? nc - j : nr_t);
+                    for (int64_t i = 0; i < mc; i += mr_t) {
+                        const int mr = (int)(mc - i < mr_t ? mc - i : mr_t);
+                        micro(kc, pa + i * kc, 1, mr_t, pb + j * kc, nr_t, c + (i0 + i) * ldc + j0 + j, ldc, mr, nr,
+                              p0 > 0);
+                    }
+                }
+            }
+        }
+    }
+    free(buf_a);
+    free(buf_b);
+    return 0;
+}
+
+/* C = op(A) @ op(B) with up to `threads` threads; C is [m, n] with rows ldc apart, not aliasing A or B.
+ * op(A) is [m, k]: A's rows (of k, or of m when `ta`) are lda apart; likewise B's (of n, or of k when `tb`) ldb.
+ * Returns 0, or -1 when the packing buffers cannot be allocated. */
+static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c, int64_t ldc,
+                                    int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) {
+    int tm = 1, tn = 1;
+    if (m * k * n >= RT_GEMM_PARALLEL_MIN) {
+        for (int t = threads; t > 1;) {
+            int f = 2;
+            while (t % f) f++;
+            /* splitting m packs B once more per part, splitting n packs A: repack the smaller operand */
+            const int can_m = m / (tm * f) >= RT_GEMM_MR, can_n = n / (tn * f) >= RT_G_NR_MAX;
+            if (can_m && (!can_n || n <= m)) tm *= f;
+            else if (can_n) tn *= f;
+            else break;
+            t /= f;
+        }
+    }
+    if (tm * tn == 1) return RT_G_FN(rt_gemm_block)(a, lda, ta, b, ldb, tb, c, ldc, m, k, n);
+    /* block edges on multiples of the micro-tiles */
+    const int64_t ms = (m / tm + RT_G_MR_MAX - 1) / RT_G_MR_MAX * RT_G_MR_MAX;
+    const int64_t ns = (n / tn + RT_G_NR_MAX - 1) / RT_G_NR_MAX * RT_G_NR_MAX;
+    int rc = 0;
+    _Pragma("omp parallel for schedule(static, 1) num_threads(tm * tn) reduction(|:rc)")
+    for (int part = 0; part < tm * tn; part++) {
+        const int bi = part / tn, bj = part % tn;
+        const int64_t i0 = bi * ms, j0 = bj * ns;
+        int64_t i1 = bi == tm - 1 ? m : i0 + ms, j1 = bj == tn - 1 ? n : j0 + ns;
+        if (i1 > m) i1 = m;
+        if (j1 > n) j1 = n;
+        if (i0 < i1 && j0 < j1)
+            rc |= RT_G_FN(rt_gemm_block)(ta ? a + i0 : a + i0 * lda, lda, ta, tb ? b + j0 * ldb : b + j0, ldb, tb,
+                                         c + i0 * ldc + j0, ldc, i1 - i0, k, j1 - j0);
+    }
+    return rc ? -1 : 0;
+}
+
+#undef RT_G_CAT2
+#undef RT_G_CAT
+#undef RT_G_FN
+#undef RT_G_VL
+#undef RT_G_MR_MAX
+#undef RT_G_NR_MAX
+#undef RT_G_KC
+#undef RT_G_MC
+#undef RT_G_NC
