@@ -323,7 +323,7 @@ class TensorSliceDataset(Dataset):
     def _eager(self, carry):
         arrays = [v._value for v in self._values]
         for i in range(arrays[0].shape[0]):
-            yield [a[i] for a in arrays]
+            yield [np.array(a[i]) for a in arrays]      # a copy, and a 0-d array rather than a numpy scalar
 
     def _cardinality(self):
         return self._values[0]._value.shape[0] if isinstance(self._values[0], EagerTensor) else UNKNOWN_CARDINALITY
