@@ -50,7 +50,7 @@ class _WeakLeaf:
 
     def __init__(self, obj):
         self.key = _leaf_key(obj)
-        self.text = repr(obj)
+        self.text = repr(spec_of(obj)) if is_composite(obj) else repr(obj)
 
     def __repr__(self):
         return self.text
@@ -516,6 +516,11 @@ def _outputs_of(graph, result, name):
     return leaf(result)
 
 
+def _is_input(leaf) -> bool:
+    """A structured-input leaf that the call feeds: a tensor spec, or a composite (dataset) spec."""
+    return isinstance(leaf, TensorSpec) or (isinstance(leaf, _WeakLeaf) and leaf.key[0] == "composite")
+
+
 def _describe_spec(spec) -> str:
     return f"{spec.dtype} Tensor, shape={spec.shape}"
 
@@ -668,16 +673,16 @@ class ConcreteFunction:
     def _signature_text(self) -> str:
         parts = []
         for param, value in zip(self._function._params, self._structured_inputs):
-            tensor_like = any(isinstance(x, TensorSpec) for x in nest.flatten(value)) if nest.is_sequence(value) \
-                else isinstance(value, TensorSpec)
+            tensor_like = any(_is_input(x) for x in nest.flatten(value)) if nest.is_sequence(value) \
+                else _is_input(value)
             parts.append(param.name if tensor_like else f"{param.name}={value!r}")
         return f"{self.name}({', '.join(parts)})"
 
     def pretty_printed_signature(self, verbose=True) -> str:
         lines = [self._signature_text(), "  Args:"]
         for param, value in zip(self._function._params, self._structured_inputs):
-            tensor_like = any(isinstance(x, TensorSpec) for x in nest.flatten(value)) if nest.is_sequence(value) \
-                else isinstance(value, TensorSpec)
+            tensor_like = any(_is_input(x) for x in nest.flatten(value)) if nest.is_sequence(value) \
+                else _is_input(value)
             if tensor_like:
                 lines.append(f"    {param.name}: {_describe_structure(value)}")
         lines += ["  Returns:", f"    {_describe_structure(self.structured_outputs)}"]
@@ -692,7 +697,11 @@ class ConcreteFunction:
 
 def function(func=None, *, input_signature=None, autograph=True, reduce_retracing=False,
              experimental_relax_shapes=None, jit_compile=None, name=None):
-    """Make a ``Function`` from a Python function: as ``@rt.function``, ``@rt.function(...)`` or ``rt.function(f)``."""
+    """Make a ``Function`` from a Python function: as ``@rt.function``, ``@rt.function(...)`` or ``rt.function(f)``.
+
+    ``jit_compile=True`` compiles each newly traced signature to native code at run time (cached on
+    disk, see ``transpiler/jit.py``); without a C compiler it warns once and runs the generic executor.
+    """
     if experimental_relax_shapes is not None:
         reduce_retracing = reduce_retracing or experimental_relax_shapes
 

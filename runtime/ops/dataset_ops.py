@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from runtime import dtypes, errors
+from runtime import dtypes, errors, nest
 from runtime.ops.registry import OpDef, register
 from runtime.ops.script_ops import user_error
+from runtime.tensor import EagerTensor, to_array
 
 
 def box(value) -> np.ndarray:
@@ -69,8 +70,6 @@ class GeneratorSource:
         return self.convert(value)
 
     def convert(self, value) -> list:
-        from runtime import nest
-        from runtime.tensor import EagerTensor, to_array
         try:
             leaves = nest.flatten_up_to(self.structure, value) if nest.is_sequence(self.structure) else [value]
         except ValueError:
