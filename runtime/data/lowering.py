@@ -257,6 +257,8 @@ class BatchStage(PassStage):
         self.size, self.drop = size, drop_remainder
 
     def next(self, state):
+        if type(self.up) is SlicesStage:
+            return self._slice_rows(state)
         rows = [batched_shape(s.shape, None) for s in self.up.specs]
         k = len(rows)
         empty = [conform(array_ops.zeros([0] + ([] if r.dims is None else [d or 0 for d in r.dims[1:]]), s.dtype), r)
@@ -283,6 +285,18 @@ class BatchStage(PassStage):
             buffers = branch(valid, lambda: [array_ops.gather(b, indices) for b in buffers],
                              lambda: dummies(self.specs))
         return valid, conform_all(buffers, self.specs), state
+
+
+    def _slice_rows(self, state):
+        """Straight from in-memory tensors: the batch is rows ``i:i+size`` of each component."""
+        start = state[0]
+        n = math_ops.cast(array_ops.shape(self.up.components[0])[0], dtypes.int64)
+        stop = math_ops.minimum(start + int64(self.size), n)
+        valid = math_ops.less(start, n)
+        if self.drop:
+            valid = math_ops.logical_and(valid, math_ops.equal(stop - start, int64(self.size)))
+        rows = branch(valid, lambda: [c[start:stop] for c in self.up.components], lambda: dummies(self.specs))
+        return valid, conform_all(rows, self.specs), [stop]
 
 
 class TakeStage(PassStage):

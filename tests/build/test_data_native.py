@@ -69,6 +69,8 @@ def pipelines(n):
         "filter": base.filter(keep),
         "batch": base.batch(3),
         "batch_drop_remainder": base.batch(3, drop_remainder=True),
+        "batch_pulled": base.map(odd).batch(3),
+        "batch_pulled_drop_remainder": base.map(odd).batch(3, drop_remainder=True),
         "shuffle": base.shuffle(4, seed=3),
         "take": base.take(4),
         "skip": base.skip(2),
@@ -171,8 +173,8 @@ def test_report_names_callbacks_only_for_generators_and_py_function(built):
 
 
 @pytest.mark.parametrize("name", ["from_tensors", "from_tensor_slices", "range", "map", "filter", "batch",
-                                  "batch_drop_remainder", "shuffle", "take", "skip", "repeat", "prefetch",
-                                  "combined"])
+                                  "batch_drop_remainder", "batch_pulled", "batch_pulled_drop_remainder", "shuffle",
+                                  "take", "skip", "repeat", "prefetch", "combined"])
 def test_dataset_loop_runs_natively(built, name):
     module, _ = built
     for n in (10, 0, 1, 7, 50):
