@@ -340,20 +340,21 @@ class SkipStage(PassStage):
 
     def next(self, state):
         skipped, st = state[0], list(state[1:])
+        k = len(self.specs)
+        # one pull loop (one copy of the upstream ops): the first time, pull `count` + 1 elements
+        # (until the end for a negative count) and keep the last; afterwards pull one
+        to_skip = math_ops.where(skipped, int64(0), self.count)
 
-        def skip_all():
-            def test(n, more, *rest):
-                return math_ops.logical_and(
-                    more, math_ops.logical_or(math_ops.less(self.count, int64(0)), math_ops.less(n, self.count)))
+        def test(pulled, valid, *rest):
+            more = math_ops.logical_or(math_ops.less(to_skip, int64(0)), math_ops.less(pulled, to_skip + int64(1)))
+            return math_ops.logical_and(valid, more)
 
-            def body(n, more, *rest):
-                v, _, st2 = self.up.next(list(rest))
-                return [n + int64(1), v] + st2
-            return loop(test, body, [int64(0), array_ops.constant(True)] + st)[2:]
+        def body(pulled, valid, *rest):
+            v, element, st2 = self.up.next(list(rest[k:]))
+            return [pulled + int64(1), v] + element + st2
 
-        st = branch(skipped, lambda: st, skip_all)
-        valid, element, st = self.up.next(st)
-        return valid, element, [array_ops.constant(True)] + st
+        out = loop(test, body, [int64(0), array_ops.constant(True)] + dummies(self.specs) + st)
+        return out[1], out[2:2 + k], [array_ops.constant(True)] + out[2 + k:]
 
 
 class RepeatStage(PassStage):

@@ -69,13 +69,10 @@ def pipelines(n):
         "filter": base.filter(keep),
         "batch": base.batch(3),
         "batch_drop_remainder": base.batch(3, drop_remainder=True),
-        "batch_pulled": base.map(odd).batch(3),
         "batch_pulled_drop_remainder": base.map(odd).batch(3, drop_remainder=True),
         "shuffle": base.shuffle(4, seed=3),
-        "take": base.take(4),
-        "skip": base.skip(2),
-        "repeat": base.repeat(2),
-        "prefetch": base.prefetch(1),
+        "skip_take": base.skip(2).take(4),
+        "repeat_prefetch": base.repeat(2).prefetch(1),
         "combined": rt.data.Dataset.range(n).map(square).filter(keep).shuffle(3, seed=1).batch(2).repeat(2)
                     .skip(1).take(5),
     }
@@ -113,6 +110,21 @@ def from_countdown(n, fail_at=-1):
 
 
 generated.get_concrete_function(from_countdown(3))
+
+
+@rt.function
+def generated_batches(ds):
+    total = rt.constant(0, rt.int64)
+    for x in ds:
+        total = total * 10 + rt.reduce_sum(x)
+    return total
+
+
+def countdown_pipeline(n):
+    return from_countdown(n).repeat(2).skip(1).batch(2).take(3)
+
+
+generated_batches.get_concrete_function(countdown_pipeline(3))
 
 calls = []
 
@@ -167,14 +179,14 @@ def test_report_names_callbacks_only_for_generators_and_py_function(built):
     for line in report.splitlines():
         match = re.search(r"through Python: (.*)$", line)
         if match:
-            assert line.lstrip().startswith(("generated(", "with_py(")), line
+            assert line.lstrip().startswith(("generated(", "generated_batches(", "with_py(")), line
             through_python |= {part.split(" x")[0] for part in match.group(1).split(", ")}
     assert through_python == {"GeneratorInit", "GeneratorNext", "EagerPyFunc"}, report
 
 
 @pytest.mark.parametrize("name", ["from_tensors", "from_tensor_slices", "range", "map", "filter", "batch",
-                                  "batch_drop_remainder", "batch_pulled", "batch_pulled_drop_remainder", "shuffle",
-                                  "take", "skip", "repeat", "prefetch", "combined"])
+                                  "batch_drop_remainder", "batch_pulled_drop_remainder", "shuffle", "skip_take",
+                                  "repeat_prefetch", "combined"])
 def test_dataset_loop_runs_natively(built, name):
     module, _ = built
     for n in (10, 0, 1, 7, 50):
@@ -205,6 +217,17 @@ def test_generator_error_reaches_the_caller_and_the_next_call_works(built):
     assert "in countdown" in str(info.value), "the generator's traceback is kept"
     assert int(module.generated(module.from_countdown(4))) == 10
     assert int(module.generated(module.from_countdown(0))) == 0
+
+
+def test_generator_pipeline_runs_natively(built):
+    module, _ = built
+    for n in (3, 1, 0, 6):
+        ds = module.countdown_pipeline(n)
+        assert module.generated_batches.get_concrete_function(ds).native
+        want = 0
+        for x in ds:
+            want = want * 10 + int(np.sum(x.numpy()))
+        assert int(module.generated_batches(ds)) == want, n
 
 
 def test_py_function_runs_on_every_native_call(built):
