@@ -208,7 +208,7 @@ def py_function(func, inp, Tout, name=None, output_shapes=None):
 
     Example:
         >>> import runtime as rt
-        >>> rt.py_function(lambda x: x * 2, [rt.constant(1.5)], rt.float32).numpy()
+        >>> float(rt.py_function(lambda x: x * 2, [rt.constant(1.5)], rt.float32))
         3.0
     """
     return _call("EagerPyFunc", func, inp, Tout, output_shapes, name)
