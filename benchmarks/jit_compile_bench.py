@@ -125,10 +125,11 @@ def run() -> list:
     m = rt.constant(rng.standard_normal((64, 64)).astype(np.float32))
     n = rt.constant(rng.standard_normal((64, 64)).astype(np.float32))
     a, b = rt.constant(np.float32(2.0)), rt.constant(np.float32(3.0))
+    jit = lambda fn: rt.function(fn, jit_compile=True)  # noqa: E731
     return [
-        _row("20-op fn [64,64]", module.twenty_ops_built, rt.function(module.twenty_ops, jit_compile=True), (m, n)),
-        _row("1000 Newton steps (tensor while)", module.newton_built, rt.function(module.newton, jit_compile=True), (a,)),
-        _row("one-op add (call cost)", module.add_built, rt.function(module.add, jit_compile=True), (a, b)),
+        _row("20-op fn [64,64]", module.twenty_ops_built, jit(module.twenty_ops), (m, n)),
+        _row("1000 Newton steps (tensor while)", module.newton_built, jit(module.newton), (a,)),
+        _row("one-op add (call cost)", module.add_built, jit(module.add), (a, b)),
     ]
 
 
