@@ -21,51 +21,26 @@ from __future__ import annotations
 
 import copy
 import itertools
-import threading
 
 import numpy as np
 
 from runtime import context, dtypes, errors, nest
 from runtime.composite import CompositeValue, TypeSpec, function_key
 from runtime.data import lowering
+from runtime.data.iterator_ops import GRAPH_ITERATION, Iterator, describe, element_key, leaves_of, spec_key
 from runtime.graph import Graph
 from runtime.ops import math_ops
 from runtime.ops.dataset_ops import GeneratorSource, box
-from runtime.ops.registry import apply, convert
+from runtime.ops.registry import convert
 from runtime.polymorphic_function import Function
 from runtime.shapes import TensorShape, TensorSpec, as_shape
 from runtime.tensor import EagerTensor, Tensor, is_symbolic
-
-_GRAPH_ITERATION = (
-    "a dataset cannot be iterated with plain Python inside a traced function (the loop would be unrolled "
-    "without end); write the `for` loop or `iter()` call in a function that rt.function converts "
-    "(autograph=True, its source available), where it becomes one graph loop")
 
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 AUTOTUNE = -1
 
 _INT64_SCALAR = TensorSpec((), dtypes.int64)
-
-
-def _spec_key(spec: TensorSpec) -> tuple:
-    return (spec.dtype.name, spec.shape.dims)
-
-
-def _flat(structure) -> list:
-    """The leaves of an element structure (specs or tensors); a single leaf is a list of one."""
-    return nest.flatten(structure) if nest.is_sequence(structure) else [structure]
-
-
-_flat_specs = _flat
-
-
-def _element_key(element_spec) -> tuple:
-    return (nest.structure_key(element_spec), tuple(_spec_key(s) for s in _flat_specs(element_spec)))
-
-
-def _describe(element_spec) -> str:
-    return repr(element_spec)
 
 
 def _normalize(value, where: str):
@@ -132,8 +107,8 @@ class Dataset(CompositeValue):
 
     # -- the composite argument -------------------------------------------------------------------------
     def _structure_key(self) -> tuple:
-        return (type(self).__name__, self._node_key(), tuple(_spec_key(s) for s in self._own_specs()),
-                _element_key(self.element_spec), tuple(d._structure_key() for d in self._inputs))
+        return (type(self).__name__, self._node_key(), tuple(spec_key(s) for s in self._own_specs()),
+                element_key(self.element_spec), tuple(d._structure_key() for d in self._inputs))
 
     def _component_specs(self) -> list[TensorSpec]:
         return self._own_specs() + [s for d in self._inputs for s in d._component_specs()]
@@ -159,7 +134,7 @@ class Dataset(CompositeValue):
     @property
     def _type_spec(self) -> TypeSpec:
         return TypeSpec(("dataset", self._structure_key()), self._component_specs(), self._rebuild,
-                        f"DatasetSpec({_describe(self.element_spec)})")
+                        f"DatasetSpec({describe(self.element_spec)})")
 
     def _lower(self) -> lowering.Stage:
         return self._stage(self._own_components(), [d._lower() for d in self._inputs])
@@ -170,7 +145,7 @@ class Dataset(CompositeValue):
     # -- iteration --------------------------------------------------------------------------------------
     def __iter__(self):
         if context.current_graph() is not None:
-            raise TypeError(_GRAPH_ITERATION)
+            raise TypeError(GRAPH_ITERATION)
         if not self._is_eager():
             raise TypeError("this dataset holds tensors of a traced function; iterate it inside that function")
         return Iterator(self)
@@ -259,7 +234,7 @@ class Dataset(CompositeValue):
         return True
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} element_spec={_describe(self.element_spec)}>"
+        return f"<{type(self).__name__} element_spec={describe(self.element_spec)}>"
 
 
 # ---------------------------------------------------------------------------
@@ -270,18 +245,18 @@ class TensorDataset(Dataset):
 
     def __init__(self, tensors):
         structure = _normalize(tensors, "Dataset.from_tensors")
-        self._values = _flat(structure)
+        self._values = leaves_of(structure)
         self.element_spec = nest.map_structure(lambda t: TensorSpec(t.shape, t.dtype), structure) \
             if nest.is_sequence(structure) else TensorSpec(structure.shape, structure.dtype)
 
     def _own_specs(self):
-        return _flat_specs(self.element_spec)
+        return leaves_of(self.element_spec)
 
     def _node_key(self):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.TensorsStage(_flat_specs(self.element_spec), own)
+        return lowering.TensorsStage(leaves_of(self.element_spec), own)
 
     def _eager(self, carry):
         yield [v._value for v in self._values]
@@ -295,7 +270,7 @@ class TensorSliceDataset(Dataset):
 
     def __init__(self, tensors):
         structure = _normalize(tensors, "Dataset.from_tensor_slices")
-        flat = _flat(structure)
+        flat = leaves_of(structure)
         if not flat:
             raise ValueError("Dataset.from_tensor_slices needs at least one tensor")
         for t in flat:
@@ -312,13 +287,13 @@ class TensorSliceDataset(Dataset):
 
     def _own_specs(self):
         return [TensorSpec(TensorShape(None) if s.shape.dims is None else TensorShape((None,) + s.shape.dims),
-                           s.dtype) for s in _flat_specs(self.element_spec)]
+                           s.dtype) for s in leaves_of(self.element_spec)]
 
     def _node_key(self):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.SlicesStage(_flat_specs(self.element_spec), own)
+        return lowering.SlicesStage(leaves_of(self.element_spec), own)
 
     def _eager(self, carry):
         arrays = [v._value for v in self._values]
@@ -375,7 +350,7 @@ class GeneratorDataset(Dataset):
                 raise TypeError("Dataset.from_generator: give output_signature or output_types/output_shapes, "
                                 "not both")
             structure = _tupled(output_signature)
-            for spec in _flat_specs(structure):
+            for spec in leaves_of(structure):
                 if not isinstance(spec, TensorSpec):
                     raise TypeError(f"Dataset.from_generator: output_signature must hold rt.TensorSpecs, got "
                                     f"{spec!r}")
@@ -388,10 +363,11 @@ class GeneratorDataset(Dataset):
             except (TypeError, ValueError):
                 raise ValueError(f"Dataset.from_generator: output_shapes {output_shapes!r} does not match "
                                  f"output_types {output_types!r}") from None
-            specs = [TensorSpec(shape, dtypes.as_dtype(dtype)) for shape, dtype in zip(_flat(shapes), _flat(types))]
+            specs = [TensorSpec(shape, dtypes.as_dtype(dtype))
+                     for shape, dtype in zip(leaves_of(shapes), leaves_of(types))]
             structure = nest.pack_sequence_as(types, specs) if nest.is_sequence(types) else specs[0]
         self.element_spec = structure
-        flat = _flat_specs(structure)
+        flat = leaves_of(structure)
         self._source = GeneratorSource(generator, args or (), structure, [s.dtype for s in flat],
                                        [s.shape for s in flat])
         self._values = [EagerTensor(box(self._source), dtypes.variant)]
@@ -403,7 +379,7 @@ class GeneratorDataset(Dataset):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.GeneratorStage(_flat_specs(self.element_spec), own)
+        return lowering.GeneratorStage(leaves_of(self.element_spec), own)
 
     def _eager(self, carry):
         source = self._values[0]._value[()]
@@ -468,7 +444,7 @@ class _FunctionNode(Dataset):
     def _trace_in(self, outer: Graph, in_spec):
         scratch = Graph(f"{outer.name}_{self.what}_spec", outer)
         with context.graph_scope(scratch):
-            args = [scratch.add_placeholder(f"arg{i}", s.dtype, s.shape) for i, s in enumerate(_flat_specs(in_spec))]
+            args = [scratch.add_placeholder(f"arg{i}", s.dtype, s.shape) for i, s in enumerate(leaves_of(in_spec))]
             return self._apply(lowering.pack(in_spec, args))
 
     def _spec_of_output(self, out):
@@ -490,9 +466,9 @@ class _FunctionNode(Dataset):
         out = self._apply(lowering.pack(in_spec, flat))
         if out is None or nest.structure_key(out) != nest.structure_key(self._out_spec):
             raise ValueError(f"the function passed to Dataset.{self.what} returned {out!r}; it returned "
-                             f"{_describe(self._out_spec)} when it was first traced")
+                             f"{describe(self._out_spec)} when it was first traced")
         flat_out = nest.flatten(out) if nest.is_sequence(out) else [out]
-        for t, spec in zip(flat_out, _flat_specs(self._out_spec)):
+        for t, spec in zip(flat_out, leaves_of(self._out_spec)):
             if t.dtype is not spec.dtype:
                 raise TypeError(f"the function passed to Dataset.{self.what} returned a {t.dtype} tensor where it "
                                 f"returned {spec.dtype} when it was first traced")
@@ -500,7 +476,7 @@ class _FunctionNode(Dataset):
 
     def _run_eager(self, flat: list):
         in_spec = self._inputs[0].element_spec
-        element = lowering.pack(in_spec, [EagerTensor(a, s.dtype) for a, s in zip(flat, _flat(in_spec))])
+        element = lowering.pack(in_spec, [EagerTensor(a, s.dtype) for a, s in zip(flat, leaves_of(in_spec))])
         out = self._concrete(*_call_args(element))
         return [t._value for t in (nest.flatten(out) if nest.is_sequence(out) else [out])]
 
@@ -519,7 +495,7 @@ class MapDataset(_FunctionNode):
 
     def _stage(self, own, inputs):
         in_spec = self._inputs[0].element_spec
-        return lowering.MapStage(_flat_specs(self.element_spec), inputs[0], lambda flat: self._call_flat(in_spec, flat))
+        return lowering.MapStage(leaves_of(self.element_spec), inputs[0], lambda flat: self._call_flat(in_spec, flat))
 
     def _eager(self, carry):
         for flat in self._inputs[0]._eager(carry):
@@ -539,12 +515,12 @@ class FilterDataset(_FunctionNode):
         spec = self._out_spec
         if not isinstance(spec, TensorSpec) or spec.dtype is not dtypes.bool_ or spec.shape.rank not in (0, None):
             raise ValueError(f"the predicate passed to Dataset.filter must return a scalar bool tensor, got "
-                             f"{_describe(spec)}")
+                             f"{describe(spec)}")
         self.element_spec = input_dataset.element_spec
 
     def _stage(self, own, inputs):
         in_spec = self._inputs[0].element_spec
-        return lowering.FilterStage(_flat_specs(self.element_spec), inputs[0],
+        return lowering.FilterStage(leaves_of(self.element_spec), inputs[0],
                                     lambda flat: lowering.conform(self._call_flat(in_spec, flat)[0], TensorShape(())))
 
     def _eager(self, carry):
@@ -572,7 +548,7 @@ class BatchDataset(Dataset):
         return (self._size, self._drop)
 
     def _stage(self, own, inputs):
-        return lowering.BatchStage(_flat_specs(self.element_spec), inputs[0], self._size, self._drop)
+        return lowering.BatchStage(leaves_of(self.element_spec), inputs[0], self._size, self._drop)
 
     def _eager(self, carry):
         rows = []
@@ -628,7 +604,7 @@ class ShuffleDataset(Dataset):
         return (self._reshuffle,)
 
     def _stage(self, own, inputs):
-        return lowering.ShuffleStage(_flat_specs(self.element_spec), inputs[0], own[0], own[1], self._reshuffle)
+        return lowering.ShuffleStage(leaves_of(self.element_spec), inputs[0], own[0], own[1], self._reshuffle)
 
     def _eager(self, carry):
         size, seed = (int(v) for v in self._own_components())
@@ -680,7 +656,7 @@ class TakeDataset(_CountNode):
     what = "take"
 
     def _stage(self, own, inputs):
-        return lowering.TakeStage(_flat_specs(self.element_spec), inputs[0], own[0])
+        return lowering.TakeStage(leaves_of(self.element_spec), inputs[0], own[0])
 
     def _eager(self, carry):
         n = int(self._values[0])
@@ -704,7 +680,7 @@ class SkipDataset(_CountNode):
     what = "skip"
 
     def _stage(self, own, inputs):
-        return lowering.SkipStage(_flat_specs(self.element_spec), inputs[0], own[0])
+        return lowering.SkipStage(leaves_of(self.element_spec), inputs[0], own[0])
 
     def _eager(self, carry):
         n = int(self._values[0])
@@ -730,7 +706,7 @@ class RepeatDataset(_CountNode):
     what = "repeat"
 
     def _stage(self, own, inputs):
-        return lowering.RepeatStage(_flat_specs(self.element_spec), inputs[0], own[0])
+        return lowering.RepeatStage(leaves_of(self.element_spec), inputs[0], own[0])
 
     def _eager(self, carry):
         n = int(self._values[0])
@@ -766,99 +742,10 @@ class PrefetchDataset(Dataset):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.PassStage(_flat_specs(self.element_spec), inputs[0])
+        return lowering.PassStage(leaves_of(self.element_spec), inputs[0])
 
     def _eager(self, carry):
         yield from self._inputs[0]._eager(carry)
 
     def _cardinality(self):
         return self._inputs[0]._cardinality()
-
-
-# ---------------------------------------------------------------------------
-# Iterators.
-
-class Iterator(CompositeValue):
-    """``iter(dataset)`` in Python: ``next()`` gives eager tensors.
-
-    Passed to a Function, it is one ``variant`` input and ``next(iterator)`` in the graph is an
-    ``IteratorGetNext`` op that calls back into Python for one element per call.
-    """
-
-    def __init__(self, dataset: Dataset):
-        self.element_spec = dataset.element_spec
-        self._flat = _flat_specs(dataset.element_spec)
-        self._elements = dataset._eager({})
-        self._lock = threading.Lock()
-
-    def __iter__(self):
-        if context.current_graph() is not None:
-            raise TypeError(_GRAPH_ITERATION)
-        return self
-
-    def __next__(self):
-        if context.current_graph() is not None:      # a Python-side iterator used while tracing
-            return next(_GraphSideIterator(convert(EagerTensor(box(self), dtypes.variant)), self.element_spec))
-        flat = self._next_flat()
-        if flat is None:
-            raise StopIteration
-        return self._pack(flat)
-
-    def get_next(self):
-        """The next element; the end of the data is an ``rt.errors.OutOfRangeError``."""
-        try:
-            return self.__next__()
-        except StopIteration:
-            raise errors.OutOfRangeError("End of sequence") from None
-
-    def _pack(self, flat):
-        return lowering.pack(self.element_spec, [EagerTensor(a, s.dtype) for a, s in zip(flat, self._flat)])
-
-    def _next_flat(self) -> list | None:
-        with self._lock:
-            return next(self._elements, None)
-
-    def _rt_graph_loop(self):
-        if context.current_graph() is None:
-            return None
-        handle = context.current_graph().internalize(EagerTensor(box(self), dtypes.variant))
-        return _GraphSideIterator(handle, self.element_spec)._rt_graph_loop()
-
-    @property
-    def _type_spec(self) -> TypeSpec:
-        return TypeSpec(("iterator", _element_key(self.element_spec)), [TensorSpec((), dtypes.variant)],
-                        lambda components: _GraphSideIterator(components[0], self.element_spec),
-                        f"IteratorSpec({_describe(self.element_spec)})")
-
-    def _components(self) -> list:
-        return [EagerTensor(box(self), dtypes.variant)]
-
-    def __repr__(self) -> str:
-        return f"<rt.data.Iterator element_spec={_describe(self.element_spec)}>"
-
-
-class _GraphSideIterator:
-    """A Python-side iterator inside a graph: each ``next()`` is an ``IteratorGetNext`` op."""
-
-    def __init__(self, handle, element_spec):
-        self.handle = handle
-        self.element_spec = element_spec
-        self._flat = _flat_specs(element_spec)
-
-    def _attrs(self, optional: bool) -> dict:
-        return {"Tout": tuple(s.dtype for s in self._flat), "output_shapes": tuple(s.shape for s in self._flat),
-                "optional": optional}
-
-    def __iter__(self):
-        raise TypeError(_GRAPH_ITERATION)
-
-    def __next__(self):
-        out = apply("IteratorGetNext", [self.handle], self._attrs(False))
-        return lowering.pack(self.element_spec, lowering.as_list(out))
-
-    def get_next(self):
-        return self.__next__()
-
-    def _rt_graph_loop(self):
-        stage = lowering.IteratorStage(self._flat, self.handle, self._attrs(True))
-        return lowering.DatasetLoop(stage, self.element_spec)
