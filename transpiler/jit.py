@@ -288,7 +288,7 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     so.parent.mkdir(parents=True, exist_ok=True)
     build_dir = Path(tempfile.mkdtemp(prefix=".build-", dir=cache_dir()))
     try:
-        with _quiet(build_dir / "compile.log") as log:
+        with _quiet(build_dir / "compile.log") as log, _building():
             try:
                 built = compile_extension(rendered, name, build_dir)
             except Exception as e:
@@ -315,6 +315,21 @@ def _file_lock(path: Path):
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _building():
+    """``RT_BUILDING=1`` while compiling, as in a build worker: setuptools' rt entry point then leaves this
+    compile alone (it would otherwise start the rt build of a project whose pyproject.toml is in the cwd)."""
+    saved = os.environ.get("RT_BUILDING")
+    os.environ["RT_BUILDING"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["RT_BUILDING"]
+        else:
+            os.environ["RT_BUILDING"] = saved
 
 
 @contextlib.contextmanager
