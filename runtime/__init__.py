@@ -22,11 +22,13 @@ from runtime.dtypes import (DType, as_dtype, bool_ as bool, float16, float32, fl
                             string, uint8, variant)
 from runtime.polymorphic_function import ConcreteFunction, Function, function
 from runtime.graph import Graph
+from runtime import data
 from runtime.module import Module
 from runtime.ops import logging_ops as _logging_ops
 from runtime.ops import math_ops as _math_ops
 from runtime.ops import random_ops as _random_ops
 from runtime.ops.api import *  # noqa: F401,F403
+from runtime.ops.script_ops import numpy_function, py_function
 from runtime.shapes import TensorShape, TensorSpec
 from runtime.tensor import Tensor, is_symbolic, is_tensor
 from runtime.tensor_array import TensorArray

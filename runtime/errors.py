@@ -9,6 +9,8 @@ class OpError(Exception):
         self.message = message
         self.op = op
 
+    original = None      # the user's exception that caused it (``rt.py_function``), with its traceback
+
 
 class InvalidArgumentError(OpError):
     """An op received an invalid argument at run time (bad index, shape mismatch ...)."""
@@ -16,6 +18,10 @@ class InvalidArgumentError(OpError):
 
 class OutOfRangeError(OpError):
     """An index or iterator went past its end."""
+
+
+class UnknownError(OpError):
+    """An error of unknown kind, e.g. an exception raised by the Python function of ``rt.py_function``."""
 
 
 class UnimplementedError(OpError):
@@ -31,11 +37,17 @@ KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingP
 
 
 def located(error: BaseException, op) -> OpError:
-    """The run-time error for ``error`` raised by ``op``'s kernel, naming the op and the user's line."""
+    """The run-time error for ``error`` raised by ``op``'s kernel, naming the op and the user's line.
+
+    An ``original`` attribute (the user's exception inside ``rt.py_function``, with its traceback)
+    is kept.
+    """
     if isinstance(error, OpError):
         cls, message = type(error), str(error)
     else:
         cls, message = InvalidArgumentError, f"{op.type}: {error}"
-    if "\n  [[" in message:
-        return cls(message, op)
-    return cls(f"{message}\n  [[{op.where()}]]", op)
+    if "\n  [[" not in message:
+        message = f"{message}\n  [[{op.where()}]]"
+    result = cls(message, op)
+    result.original = getattr(error, "original", None)
+    return result

@@ -16,7 +16,8 @@ import weakref
 
 import numpy as np
 
-from runtime import config, context, errors, nest
+from runtime import config, context, errors, jit, nest
+from runtime.composite import CompositeValue, composite_key, is_composite, spec_of
 from runtime.graph import Graph, SymbolicTensor
 from runtime.shapes import TensorSpec
 from runtime.tensor import EagerTensor, Tensor
@@ -52,7 +53,7 @@ class _WeakLeaf:
 
     def __init__(self, obj):
         self.key = _leaf_key(obj)
-        self.text = repr(obj)
+        self.text = repr(spec_of(obj)) if is_composite(obj) else repr(obj)
 
     def __repr__(self):
         return self.text
@@ -92,6 +93,8 @@ def _leaf_key(value):
         return ("var", _IdKey(value))
     if isinstance(value, _WeakLeaf):
         return value.key
+    if is_composite(value):
+        return composite_key(value)
     return ("obj", _IdKey(value))
 
 
@@ -103,6 +106,17 @@ def _structure_key(value):
 
 def _is_tensor_leaf(value) -> bool:
     return isinstance(value, (Tensor, TensorSpec, np.ndarray))
+
+
+def _flat_tensors(values) -> list:
+    """The tensors a call feeds: tensor leaves, and the components of composite leaves (datasets)."""
+    flat = []
+    for v in nest.flatten(values):
+        if _is_tensor_leaf(v):
+            flat.append(_to_tensor(v))
+        elif isinstance(v, CompositeValue):
+            flat.extend(v._components())
+    return flat
 
 
 def _spec_of(value, name=None) -> TensorSpec:
@@ -141,13 +155,14 @@ class Function(_FunctionBase):
     """
 
     def __init__(self, python_function, input_signature=None, autograph=True, reduce_retracing=False,
-                 name=None, _instance=None):
+                 name=None, _instance=None, jit_compile=None):
         if isinstance(python_function, Function):
             python_function = python_function.python_function
         self.python_function = python_function
         self._instance_ref = None if _instance is None else weakref.ref(_instance)
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
+        self._jit_compile = bool(jit_compile)
         self._signature = inspect.signature(python_function)
         params = list(self._signature.parameters.values())
         if _instance is not None:
@@ -185,7 +200,7 @@ class Function(_FunctionBase):
         if bound is not None and bound._instance_ref() is instance:
             return bound
         bound = Function(self.python_function, self.input_signature, self._autograph, self._reduce_retracing,
-                         self.__name__, _instance=instance)
+                         self.__name__, _instance=instance, jit_compile=self._jit_compile)
         self._bound[id(instance)] = bound
         try:
             weakref.finalize(instance, self._bound.pop, id(instance), None)
@@ -252,7 +267,7 @@ class Function(_FunctionBase):
         bound = self._bind(args, kwargs)
         values = self._argument_values(bound)
         key = tuple(_structure_key(v) for v in values)
-        flat = [_to_tensor(v) for v in nest.flatten(values) if _is_tensor_leaf(v)]
+        flat = _flat_tensors(values)
         concrete = self._cache.get(key)
         if concrete is None:
             concrete = self._compatible(values) or self._trace(bound, self._relaxed(values, key))
@@ -379,6 +394,10 @@ class Function(_FunctionBase):
                         placeholder = graph.add_placeholder(name, spec.dtype, spec.shape)
                         specs_for_signature.append(TensorSpec(spec.shape, spec.dtype, placeholder.op.name))
                         return placeholder
+                    if is_composite(leaf):
+                        spec = spec_of(leaf)
+                        return spec.from_components([graph.add_placeholder(name, s.dtype, s.shape)
+                                                     for s in spec.component_specs])
                     return leaf
                 placeholder_args.append(nest.map_structure(make, value) if nest.is_sequence(value) else make(value))
         structured_inputs = [_weak_leaves(nest.map_structure(lambda leaf: _spec_of(leaf) if _is_tensor_leaf(leaf)
@@ -423,6 +442,8 @@ class Function(_FunctionBase):
         graph.finalized = True
         self._tracing_count += 1
         concrete = ConcreteFunction(graph, self, structured_inputs, outputs, specs_for_signature)
+        if self._jit_compile:
+            concrete = jit.compile_concrete(concrete)
         self._concrete.append(concrete)
         return concrete
 
@@ -533,6 +554,11 @@ def _outputs_of(graph, result, name):
     if nest.is_sequence(result):
         return nest.map_structure(leaf, result)
     return leaf(result)
+
+
+def _is_input(leaf) -> bool:
+    """A structured-input leaf that the call feeds: a tensor spec, or a composite (dataset) spec."""
+    return isinstance(leaf, TensorSpec) or (isinstance(leaf, _WeakLeaf) and leaf.key[0] == "composite")
 
 
 def _describe_spec(spec) -> str:
@@ -661,6 +687,8 @@ class ConcreteFunction:
                     raise TypeError(
                         f"ConcreteFunction {self.name}: argument '{param.name}' was fixed to {want!r} when the "
                         f"function was traced; got {got!r}. Trace a new ConcreteFunction for other values.")
+                elif isinstance(got, CompositeValue):
+                    flat.extend(got._components())
         del instance
         return self._call_flat(flat)
 
@@ -685,16 +713,16 @@ class ConcreteFunction:
     def _signature_text(self) -> str:
         parts = []
         for param, value in zip(self._function._params, self._structured_inputs):
-            tensor_like = any(isinstance(x, TensorSpec) for x in nest.flatten(value)) if nest.is_sequence(value) \
-                else isinstance(value, TensorSpec)
+            tensor_like = any(_is_input(x) for x in nest.flatten(value)) if nest.is_sequence(value) \
+                else _is_input(value)
             parts.append(param.name if tensor_like else f"{param.name}={value!r}")
         return f"{self.name}({', '.join(parts)})"
 
     def pretty_printed_signature(self, verbose=True) -> str:
         lines = [self._signature_text(), "  Args:"]
         for param, value in zip(self._function._params, self._structured_inputs):
-            tensor_like = any(isinstance(x, TensorSpec) for x in nest.flatten(value)) if nest.is_sequence(value) \
-                else isinstance(value, TensorSpec)
+            tensor_like = any(_is_input(x) for x in nest.flatten(value)) if nest.is_sequence(value) \
+                else _is_input(value)
             if tensor_like:
                 lines.append(f"    {param.name}: {_describe_structure(value)}")
         lines += ["  Returns:", f"    {_describe_structure(self.structured_outputs)}"]
@@ -709,13 +737,17 @@ class ConcreteFunction:
 
 def function(func=None, *, input_signature=None, autograph=True, reduce_retracing=False,
              experimental_relax_shapes=None, jit_compile=None, name=None):
-    """Make a ``Function`` from a Python function: as ``@rt.function``, ``@rt.function(...)`` or ``rt.function(f)``."""
+    """Make a ``Function`` from a Python function: as ``@rt.function``, ``@rt.function(...)`` or ``rt.function(f)``.
+
+    ``jit_compile=True`` compiles each newly traced signature to native code at run time (cached on
+    disk, see ``transpiler/jit.py``); without a C compiler it warns once and runs the generic executor.
+    """
     if experimental_relax_shapes is not None:
         reduce_retracing = reduce_retracing or experimental_relax_shapes
 
     def decorate(fn):
         wrapped = Function(fn, input_signature=input_signature, autograph=autograph,
-                           reduce_retracing=reduce_retracing, name=name)
+                           reduce_retracing=reduce_retracing, name=name, jit_compile=jit_compile)
         functools.update_wrapper(wrapped, fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"),
                                  updated=())
         return wrapped

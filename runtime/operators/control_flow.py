@@ -436,6 +436,11 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
     if is_symbolic(iter_):
         _tf_for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts)
         return
+    graph_loop = getattr(iter_, "_rt_graph_loop", None)
+    graph_loop = graph_loop() if graph_loop is not None else None
+    if graph_loop is not None:
+        _tf_iterable_for_stmt(graph_loop, extra_test, body, get_state, set_state, symbol_names, opts)
+        return
     if isinstance(iter_, rt.TensorArray):
         iter_ = iter_.stack()
         if is_symbolic(iter_):
@@ -480,3 +485,31 @@ def _tf_for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, op
 
     _run_tensor_loop(test, _Bound(loop_body, body), get_state, set_state, symbol_names, opts,
                      (rt.constant(0),), where_)
+
+
+def _tf_iterable_for_stmt(graph_loop, extra_test, body, get_state, set_state, symbol_names, opts):
+    """A tensor loop over an iterable that stages its own iteration (``rt.data.Dataset`` while tracing).
+
+    The iterable's ``_rt_graph_loop()`` gives an object with ``initial()`` (its flat loop variables),
+    ``valid(vars)`` (a scalar bool tensor: is there an element), ``element(vars)`` and
+    ``advance(vars)`` (the loop variables of the next element).
+    """
+    rt = _rt()
+    where_ = where()
+
+    def test(extra):
+        c = graph_loop.valid(extra)
+        if extra_test is not None:
+            go = extra_test()
+            if is_symbolic(go) or is_tensor(go):
+                c = rt.logical_and(c, go)
+            elif not go:
+                c = rt.logical_and(c, rt.constant(False))
+        return c
+
+    def loop_body(extra):
+        body(graph_loop.element(extra))
+        return graph_loop.advance(extra)
+
+    _run_tensor_loop(test, _Bound(loop_body, body), get_state, set_state, symbol_names, opts,
+                     tuple(graph_loop.initial()), where_)

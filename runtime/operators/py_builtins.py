@@ -27,4 +27,11 @@ def len_(x):
     return len(x)
 
 
-OVERRIDES = {builtins.range: range_, builtins.len: len_}
+def iter_(x, *args):
+    """``iter(x)``: an object that stages its own iteration while tracing (a dataset) gives its graph iterator."""
+    graph_iter = getattr(x, "_rt_graph_iter", None) if not args else None
+    iterator = graph_iter() if graph_iter is not None else None
+    return iterator if iterator is not None else builtins.iter(x, *args)
+
+
+OVERRIDES = {builtins.range: range_, builtins.len: len_, builtins.iter: iter_}

@@ -32,6 +32,7 @@ from runtime_test_helpers import (
 
 import runtime as rt
 from runtime.ops import registry
+from runtime.optimizer import optimize
 
 BOOL = (rt.bool,)
 
@@ -722,6 +723,90 @@ def check_check_numerics():
 
 
 # ---------------------------------------------------------------------------
+# Python callbacks: py_function, numpy_function, dataset generators and iterators.
+
+def check_eager_py_func():
+    calls = []
+
+    def scale(x, k):
+        calls.append(float(k))
+        return x * k
+
+    x, k = rt.constant([1.0, -2.0]), rt.constant(3.0)
+    out = run_both(lambda x, k: rt.py_function(scale, [x, k], rt.float32), [x, k], "EagerPyFunc")
+    assert_matches_numpy(out, np.array([3.0, -6.0], np.float32))
+    f = rt.function(lambda x, k: rt.py_function(scale, [x, k], rt.float32), autograph=False)
+    calls.clear()
+    f(x, k)
+    f(x, k)
+    assert calls == [3.0, 3.0], "py_function must run on every call"
+    two = rt.py_function(lambda a: (a, a + 1), [rt.constant(1)], [rt.int32, rt.int32])
+    assert [int(t) for t in two] == [1, 2]
+    assert rt.py_function(lambda a: None, [rt.constant(1)], None) is None
+    with pytest.raises(rt.errors.InvalidArgumentError, match="float64"):
+        rt.py_function(lambda a: np.array(1.0), [rt.constant(1.0)], rt.float32)
+    shaped = rt.function(lambda a: rt.py_function(lambda v: v, [a], rt.float32, output_shapes=[2]), autograph=False)
+    assert shaped.get_concrete_function(rt.TensorSpec([None], rt.float32)).outputs[0].shape == (2,)
+    with pytest.raises(rt.errors.InvalidArgumentError, match="declared shape"):
+        shaped(rt.constant([1.0, 2.0, 3.0]))
+
+
+def check_py_func():
+    out = run_both(lambda x: rt.numpy_function(np.sort, [x], rt.int32), [rt.constant([3, 1, 2])], "PyFunc")
+    assert_matches_numpy(out, np.array([1, 2, 3], np.int32))
+    f = rt.function(lambda x: rt.numpy_function(np.sort, [x], rt.int32) * 0, autograph=False)
+    graph = optimize(f.get_concrete_function(rt.constant([1])).graph)
+    assert "PyFunc" in op_types(graph), "a stateful numpy_function is never pruned or folded"
+
+    def boom(x):
+        raise RuntimeError("boom")
+    with pytest.raises(rt.errors.UnknownError, match="RuntimeError: boom") as info:
+        rt.function(lambda x: rt.numpy_function(boom, [x], rt.int32), autograph=False)(rt.constant(1))
+    assert isinstance(info.value.original, RuntimeError)
+    assert "in boom" in str(info.value), "the message holds the Python traceback"
+
+
+def check_py_func_stateless():
+    out = run_both(lambda x: rt.numpy_function(np.negative, [x], rt.int32, stateful=False),
+                   [rt.constant([3, 1])], "PyFuncStateless")
+    assert_matches_numpy(out, np.array([-3, -1], np.int32))
+    f = rt.function(lambda x: (rt.numpy_function(np.negative, [x], rt.int32, stateful=False), x + 1)[1],
+                    autograph=False)
+    graph = optimize(f.get_concrete_function(rt.constant([1])).graph)
+    assert "PyFuncStateless" not in op_types(graph), "an unused stateless numpy_function is pruned"
+
+
+def _generator_total(ds):
+    total = rt.constant(0)
+    for x in ds:
+        total += x
+    return total
+
+
+def check_generator_ops():
+    ds = rt.data.Dataset.from_generator(lambda: iter([1, 2, 3]), rt.int32, output_shapes=[])
+    f = rt.function(_generator_total)
+    assert {"GeneratorInit", "GeneratorNext"} <= op_types(f.get_concrete_function(ds).graph)
+    assert int(f(ds)) == 6 == sum(int(x) for x in ds)
+    bad = rt.data.Dataset.from_generator(lambda: iter([1, "a"]), rt.int32, output_shapes=[])
+    with pytest.raises(rt.errors.InvalidArgumentError, match="component 0"):
+        f(bad)
+
+
+def _next_twice(iterator):
+    return next(iterator) + next(iterator)
+
+
+def check_iterator_get_next():
+    iterator = iter(rt.data.Dataset.from_tensor_slices([1, 2, 3, 4, 5]))
+    f = rt.function(_next_twice)
+    assert "IteratorGetNext" in op_types(f.get_concrete_function(iterator).graph)
+    assert [int(f(iterator)), int(f(iterator))] == [3, 7]
+    with pytest.raises(rt.errors.OutOfRangeError):
+        f(iterator)
+
+
+# ---------------------------------------------------------------------------
 # Control flow.
 
 def check_if():
@@ -938,6 +1023,16 @@ CASES.update({
     "TensorListStack": check_tensor_list_stack,
     "TensorListFromTensor": check_tensor_list_from_tensor,
     "TensorListLength": check_tensor_list_length,
+})
+
+
+CASES.update({
+    "EagerPyFunc": check_eager_py_func,
+    "PyFunc": check_py_func,
+    "PyFuncStateless": check_py_func_stateless,
+    "GeneratorInit": check_generator_ops,
+    "GeneratorNext": check_generator_ops,
+    "IteratorGetNext": check_iterator_get_next,
 })
 
 

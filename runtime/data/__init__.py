@@ -1,0 +1,11 @@
+"""``rt.data``: input pipelines (``rt.data.Dataset``) in the shape of tf.data.
+
+Example:
+    >>> import runtime as rt
+    >>> ds = rt.data.Dataset.from_tensor_slices(([1.0, 2.0, 3.0], [2.0, 4.0, 6.0]))
+    >>> [(float(x), float(y)) for x, y in ds.take(2)]
+    [(1.0, 2.0), (2.0, 4.0)]
+"""
+from runtime.data.dataset_ops import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, Iterator)
+
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "Iterator"]

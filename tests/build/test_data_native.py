@@ -1,0 +1,245 @@
+"""Datasets, py_function and from_generator in built extension modules.
+
+One module is built: a Function looping over a dataset, with one built signature per
+transformation (and a pipeline combining them). Each runs native code with no Python callback
+(the build report says so), for datasets of any size, with the results eager iteration gives.
+``from_generator`` and ``py_function`` call back into Python on every element / call.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+pytestmark = pytest.mark.build
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+SOURCE = '''
+import numpy as np
+import runtime as rt
+
+P = 1000000007
+
+
+@rt.function
+def fingerprint(ds):
+    h = rt.constant(0, rt.int64)
+    for x in ds:
+        x = rt.cast(x, rt.int64)
+        h = (h * 131 + rt.floormod(rt.reduce_sum(x), P) + 7 * rt.cast(rt.size(x), rt.int64)) % P
+    return h
+
+
+@rt.function
+def weighted(ds):
+    total = rt.constant(0.0)
+    for x, w in ds:
+        total += rt.reduce_sum(x * w)
+    return total
+
+
+def odd(x):
+    return x * 2 + 1
+
+
+def keep(x):
+    return x % 3 != 0
+
+
+def square(x):
+    return x * x
+
+
+def pipelines(n):
+    data = np.arange(n, dtype=np.int64)
+    base = rt.data.Dataset.from_tensor_slices(data)
+    return {
+        "from_tensors": rt.data.Dataset.from_tensors(np.full(3, n, np.int64)),
+        "from_tensor_slices": base,
+        "range": rt.data.Dataset.range(1, n, 2),
+        "map": base.map(odd),
+        "filter": base.filter(keep),
+        "batch": base.batch(3),
+        "batch_drop_remainder": base.batch(3, drop_remainder=True),
+        "batch_pulled_drop_remainder": base.map(odd).batch(3, drop_remainder=True),
+        "shuffle": base.shuffle(4, seed=3),
+        "skip_take": base.skip(2).take(4),
+        "repeat_prefetch": base.repeat(2).prefetch(1),
+        "combined": rt.data.Dataset.range(n).map(square).filter(keep).shuffle(3, seed=1).batch(2).repeat(2)
+                    .skip(1).take(5),
+    }
+
+
+for _ds in pipelines(10).values():
+    fingerprint.get_concrete_function(_ds)
+
+
+def pairs(n):
+    x = np.arange(2 * n, dtype=np.float32).reshape(n, 2)
+    return rt.data.Dataset.from_tensor_slices((x, x * 0.5)).batch(2)
+
+
+weighted.get_concrete_function(pairs(3))
+
+
+def countdown(n, fail_at=-1):
+    for i in range(n, 0, -1):
+        if i == fail_at:
+            raise RuntimeError(f"countdown broke at {i}")
+        yield i
+
+
+@rt.function
+def generated(ds):
+    total = rt.constant(0, rt.int64)
+    for x in ds:
+        total += x
+    return total
+
+
+def from_countdown(n, fail_at=-1):
+    return rt.data.Dataset.from_generator(lambda: countdown(n, fail_at), rt.int64, ())
+
+
+generated.get_concrete_function(from_countdown(3))
+
+
+@rt.function
+def generated_batches(ds):
+    total = rt.constant(0, rt.int64)
+    for x in ds:
+        total = total * 10 + rt.reduce_sum(x)
+    return total
+
+
+def countdown_pipeline(n):
+    return from_countdown(n).repeat(2).skip(1).batch(2).take(3)
+
+
+generated_batches.get_concrete_function(countdown_pipeline(3))
+
+calls = []
+
+
+def scale(x):
+    calls.append(x.numpy().tolist())
+    if float(rt.reduce_sum(x)) < 0:
+        raise ValueError("negative total")
+    return x * 2.5
+
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.float32)])
+def with_py(x):
+    return rt.py_function(scale, [x], rt.float32, output_shapes=[None]) + 1.0
+'''
+
+
+def _build(root: Path) -> str:
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-v"], cwd=PROJECT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data_native")
+    (root / "rt_data_programs.py").write_text(SOURCE)
+    report = _build(root)
+    sys.modules.pop("rt_data_programs", None)
+    sys.path.insert(0, str(root))
+    try:
+        importlib.invalidate_caches()
+        module = importlib.import_module("rt_data_programs")
+    finally:
+        sys.path.remove(str(root))
+    assert module.__file__.endswith(".so"), module.__file__
+    return module, report
+
+
+def _eager_fingerprint(ds) -> int:
+    h = 0
+    for x in ds:
+        x = np.asarray(x.numpy()).astype(np.int64)
+        h = (h * 131 + int(x.sum()) % 1000000007 + 7 * x.size) % 1000000007
+    return h
+
+
+def test_report_names_callbacks_only_for_generators_and_py_function(built):
+    _, report = built
+    through_python = set()
+    for line in report.splitlines():
+        match = re.search(r"through Python: (.*)$", line)
+        if match:
+            assert line.lstrip().startswith(("generated(", "generated_batches(", "with_py(")), line
+            through_python |= {part.split(" x")[0] for part in match.group(1).split(", ")}
+    assert through_python == {"GeneratorInit", "GeneratorNext", "EagerPyFunc"}, report
+
+
+@pytest.mark.parametrize("name", ["from_tensors", "from_tensor_slices", "range", "map", "filter", "batch",
+                                  "batch_drop_remainder", "batch_pulled_drop_remainder", "shuffle", "skip_take",
+                                  "repeat_prefetch", "combined"])
+def test_dataset_loop_runs_natively(built, name):
+    module, _ = built
+    for n in (10, 0, 1, 7, 50):
+        ds = module.pipelines(n)[name]
+        concrete = module.fingerprint.get_concrete_function(ds)
+        assert concrete.native, f"{name}: a dataset of {n} elements did not find the built signature"
+        assert int(module.fingerprint(ds)) == _eager_fingerprint(ds), (name, n)
+    assert module.fingerprint.experimental_get_tracing_count() == 0, "nothing retraced"
+
+
+def test_tuple_elements_run_natively(built):
+    module, _ = built
+    for n in (3, 8, 1):
+        ds = module.pairs(n)
+        assert module.weighted.get_concrete_function(ds).native
+        want = sum(float(np.sum(x.numpy() * w.numpy())) for x, w in ds)
+        assert float(module.weighted(ds)) == pytest.approx(want)
+
+
+def test_generator_error_reaches_the_caller_and_the_next_call_works(built):
+    module, _ = built
+    ds = module.from_countdown(5)
+    assert module.generated.get_concrete_function(ds).native
+    assert int(module.generated(ds)) == 15
+    with pytest.raises(rt.errors.UnknownError, match="countdown broke at 2") as info:
+        module.generated(module.from_countdown(5, fail_at=2))
+    assert isinstance(info.value.original, RuntimeError)
+    assert "in countdown" in str(info.value), "the generator's traceback is kept"
+    assert int(module.generated(module.from_countdown(4))) == 10
+    assert int(module.generated(module.from_countdown(0))) == 0
+
+
+def test_generator_pipeline_runs_natively(built):
+    module, _ = built
+    for n in (3, 1, 0, 6):
+        ds = module.countdown_pipeline(n)
+        assert module.generated_batches.get_concrete_function(ds).native
+        want = 0
+        for x in ds:
+            want = want * 10 + int(np.sum(x.numpy()))
+        assert int(module.generated_batches(ds)) == want, n
+
+
+def test_py_function_runs_on_every_native_call(built):
+    module, _ = built
+    concrete = module.with_py.get_concrete_function()
+    assert concrete.native
+    module.calls.clear()
+    x = rt.constant([1.0, 2.0])
+    np.testing.assert_allclose(module.with_py(x).numpy(), [3.5, 6.0])
+    np.testing.assert_allclose(module.with_py(x).numpy(), [3.5, 6.0])
+    assert module.calls == [[1.0, 2.0], [1.0, 2.0]]
+    with pytest.raises(rt.errors.InvalidArgumentError, match="negative total") as info:
+        module.with_py(rt.constant([-5.0]))
+    assert isinstance(info.value.original, ValueError)
+    np.testing.assert_allclose(module.with_py(rt.constant([4.0])).numpy(), [11.0])
