@@ -44,6 +44,7 @@ import numpy as np
 import runtime
 from runtime import jit as registry
 from runtime import nest
+from runtime.cachedir import cache_root
 from runtime.aot import NativeConcreteFunction, _fast_arguments, op_table
 from runtime.dtypes import DType
 from runtime.graph import ConstValue, Graph, SymbolicTensor
@@ -87,12 +88,8 @@ def emit_function(graph: Graph, c_name: str) -> tuple[str, list, object]:
 # Cache keys.
 
 def cache_dir() -> Path:
-    """Where compiled functions live: ``$RT_CACHE_DIR`` or ``$XDG_CACHE_HOME/rt`` (``~/.cache/rt``)."""
-    root = os.environ.get("RT_CACHE_DIR")
-    if not root:
-        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                            "rt")
-    return Path(root) / "jit"
+    """Where compiled functions live: ``jit/`` under rt's cache root (``runtime.cachedir``)."""
+    return cache_root() / "jit"
 
 
 def graph_hash(graph: Graph) -> str:
@@ -279,7 +276,7 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     files = {
         f"{name}.pyx": render("jit_module.pyx.tmpl", graph_hash=("c_comment", hash_text),
                               graph_hash_literal=("py", hash_text), metadata=("py", metadata),
-                              header=("raw", header), uses_blas=("py", "rt_matmul_float" in code)),
+                              header=("raw", header)),
         header: render("jit_native.h.tmpl", graph_hash=("c_comment", hash_text), function=("raw", code)),
     }
     rendered = types.SimpleNamespace(files=files, pyx=f"{name}.pyx", include_dirs=[KERNELS_DIR],
