@@ -186,7 +186,7 @@ class _Workers:
             request = {"name": job.module.name, "source": str(job.module.path), "root": str(job.module.root),
                        "dest": str(job.dest), "sidecar": str(job.sidecar), "log": str(job.log),
                        "hash": job.hash, "inputs": job.inputs, "renderer": self.renderer,
-                       "user_roots": self.user_roots, "result": str(result_path),
+                       "user_roots": self.user_roots, "result": str(result_path), "scratch": scratch,
                        "debug_dir": str(build_state_dir(job.dest.parent) / f"{job.module.name}.debug")}
             request_path.write_text(json.dumps(request))
             env = dict(os.environ)

@@ -121,7 +121,8 @@ def build(request: dict) -> dict:
         shutil.rmtree(build_dir, ignore_errors=True)
         build_dir.mkdir(parents=True)
     else:
-        build_dir = Path(tempfile.mkdtemp(prefix=f"rt-build-{request['name']}-"))
+        # inside the driver's scratch directory, which the driver removes however this process ends
+        build_dir = Path(tempfile.mkdtemp(prefix=f"rt-build-{request['name']}-", dir=request.get("scratch")))
     result: dict = {"status": "failed", "report": [], "build_dir": str(build_dir) if keep else None}
     stage = "import"
     try:
