@@ -1,0 +1,107 @@
+/* The kernel library's GEMM entry points against a double-precision reference, for one ISA level
+ * (tests/build/test_gemm_isa.py compiles this file once per -march). Operands are small integers, so
+ * float sums are exact and every entry must match. Prints "ok" or the first mismatches; exit status 1
+ * on any. */
+#include "rt_kernels.h"
+#include <stdio.h>
+
+static int fails = 0;
+
+#define CHECK_T(T, S, TOL) \
+    static void check_##S(int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) { \
+        T *a = malloc(sizeof(T) * (size_t)(m * k + 1)), *b = malloc(sizeof(T) * (size_t)(k * n + 1)); \
+        T *c = malloc(sizeof(T) * (size_t)(m * n + 1)); \
+        for (int64_t i = 0; i < m * k; i++) a[i] = (T)((i * 7 + 3) % 13 - 6); \
+        for (int64_t i = 0; i < k * n; i++) b[i] = (T)((i * 5 + 1) % 11 - 5); \
+        rt_ctx ctx; \
+        memset(&ctx, 0, sizeof ctx); \
+        ctx.num_threads = threads; \
+        if (rt_gemm_##S(&ctx, a, b, c, m, k, n, ta, tb)) fails++; \
+        double worst = 0; \
+        for (int64_t i = 0; i < m; i++) \
+            for (int64_t j = 0; j < n; j++) { \
+                double s = 0; \
+                for (int64_t p = 0; p < k; p++) \
+                    s += (double)(ta ? a[p * m + i] : a[i * k + p]) * (double)(tb ? b[j * k + p] : b[p * n + j]); \
+                double d = fabs(s - (double)c[i * n + j]); \
+                if (d > worst) worst = d; \
+            } \
+        if (worst > TOL && fails++ < 10) \
+            printf(#S " %lldx%lldx%lld ta%d tb%d threads %d: error %g\n", (long long)m, (long long)k, (long long)n, \
+                   ta, tb, threads, worst); \
+        free(a); free(b); free(c); \
+    }
+
+CHECK_T(float, float32, 0)
+CHECK_T(double, float64, 0)
+CHECK_T(int32_t, int32, 0)
+
+static void check_strided(int ta, int tb) {
+    const int64_t m = 37, k = 45, n = 70, lda = 100, ldb = 90, ldc = 80;
+    float *a = calloc(lda * 100, sizeof(float)), *b = calloc(ldb * 100, sizeof(float));
+    float *c = malloc(ldc * 100 * sizeof(float));
+    for (int64_t i = 0; i < lda * 100; i++) a[i] = (float)(i % 23) - 11;
+    for (int64_t i = 0; i < ldb * 100; i++) b[i] = (float)(i % 29) - 14;
+    for (int64_t i = 0; i < ldc * 100; i++) c[i] = 12345.f;
+    rt_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.num_threads = 2;
+    rt_gemm_ld_float32(&ctx, a, lda, b, ldb, c, ldc, m, k, n, ta, tb);
+    for (int64_t i = 0; i < 100; i++)
+        for (int64_t j = 0; j < ldc; j++) {
+            double s = 12345.;        /* outside the [m, n] block nothing is written */
+            if (i < m && j < n) {
+                s = 0;
+                for (int64_t p = 0; p < k; p++)
+                    s += (double)(ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+            }
+            if (s != c[i * ldc + j] && fails++ < 10)
+                printf("strided ta%d tb%d: c[%lld][%lld] = %g, expected %g\n", ta, tb, (long long)i, (long long)j,
+                       c[i * ldc + j], s);
+        }
+    free(a); free(b); free(c);
+}
+
+static void check_batch(void) {
+    const int64_t m = 9, k = 20, n = 35;        /* a [2, 1, m, k] @ b [1, 3, k, n] */
+    float *a = malloc(sizeof(float) * 2 * m * k), *b = malloc(sizeof(float) * 3 * k * n);
+    float *c = malloc(sizeof(float) * 6 * m * n), *r = malloc(sizeof(float) * m * n);
+    for (int64_t i = 0; i < 2 * m * k; i++) a[i] = (float)(i % 17) - 8;
+    for (int64_t i = 0; i < 3 * k * n; i++) b[i] = (float)(i % 19) - 9;
+    const int64_t shape[2] = {2, 3}, a_strides[2] = {m * k, 0}, b_strides[2] = {0, k * n};
+    rt_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.num_threads = 2;
+    rt_gemm_batch_float32(&ctx, a, b, c, 2, shape, a_strides, b_strides, m, k, n, 0, 0);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) {
+            rt_matmul_float32(a + i * m * k, b + j * k * n, r, m, k, n);
+            if (memcmp(r, c + (i * 3 + j) * m * n, sizeof(float) * m * n) != 0 && fails++ < 10)
+                printf("batch [%d, %d] differs from its single product\n", i, j);
+        }
+    free(a); free(b); free(c); free(r);
+}
+
+int main(void) {
+    const int64_t sizes[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 100, 257, 300};
+    const int count = sizeof sizes / sizeof sizes[0];
+    for (int x = 0; x < count; x++)
+        for (int y = 0; y < count; y += 3)
+            for (int z = 0; z < count; z += 2)
+                for (int t = 0; t < 4; t++) {
+                    const int64_t m = sizes[x], k = sizes[y], n = sizes[z];
+                    check_float32(m, k, n, t & 1, t >> 1, 1 + (x & 1));
+                    check_float64(m, k, n, t & 1, t >> 1, 2);
+                    if (m * k * n < 100000) check_int32(m, k, n, t & 1, t >> 1, 2);
+                }
+    /* big: several KC panels, NC panels, both threads' blocks */
+    check_float32(40, 600, 2100, 0, 0, 2);
+    check_float32(300, 600, 530, 1, 1, 3);
+    check_float64(513, 300, 70, 1, 0, 2);
+    check_float32(256, 784, 10, 0, 0, 2);
+    check_float32(4096, 5, 3, 0, 1, 2);
+    for (int t = 0; t < 4; t++) check_strided(t & 1, t >> 1);
+    check_batch();
+    printf("%s (%d failures)\n", fails ? "FAIL" : "ok", fails);
+    return fails != 0;
+}
