@@ -31,6 +31,7 @@ from runtime.shapes import TensorShape, TensorSpec
 from runtime.tensor import Tensor, is_symbolic, is_tensor
 from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
+from runtime.backprop import GradientTape
 
 __version__ = "0.1.0"
 

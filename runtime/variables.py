@@ -12,7 +12,8 @@ import weakref
 import numpy as np
 
 from runtime import context, dtypes
-from runtime.ops.registry import OpDef, apply, convert, register
+from runtime.ops.gradients import report_variable_gradient
+from runtime.ops.registry import OpDef, apply, convert, gradient, not_differentiable, register
 from runtime.tensor import EagerTensor, is_symbolic
 
 _ids = itertools.count()
@@ -86,7 +87,7 @@ class Variable:
 
     # -- reading ------------------------------------------------------------
     def read_value(self):
-        if context.current_graph() is None:
+        if context.current_graph() is None and not context.tapes_active():
             return EagerTensor(self._value.copy(), self.dtype)
         return apply("ReadVariableOp", [], {"variable": self.handle, "dtype": self.dtype, "shape": self.shape})
 
@@ -221,3 +222,12 @@ register(OpDef("ReadVariableOp", "ReadVariableOp", _var_infer, _read_kernel, 0, 
 for _kind, _type in op_type_names.items():
     register(OpDef(_type, _type, _var_infer, _update_kernel(_UPDATES[_kind]), 1, stateful=True,
                    side_effect=True, foldable=False))
+
+
+@gradient("ReadVariableOp")
+def _read_grad(op, grad):
+    report_variable_gradient(op.attrs["variable"], grad)
+    return []
+
+
+not_differentiable(*op_type_names.values())
