@@ -611,7 +611,7 @@ def _tile_grad(op, grad):
     if rank is None:
         raise ValueError("the gradient of Tile needs the rank of its input")
     split = reshape(stack([cast(multiples, dtypes.int32), shape_tensor(x)], axis=1), [-1])
-    return [math_ops.reduce_sum(apply("Reshape", [grad, split]), list(range(0, 2 * rank, 2))), None]
+    return [math_ops.reduce_sum(apply("Reshape", [grad, split]), list(builtins_range(0, 2 * rank, 2))), None]
 
 
 def _gather_infer(specs, attrs):
@@ -657,14 +657,14 @@ def _gather_grad(op, grad):
     axis = op.attrs["axis"] % rank
     k = indices.shape.rank
     if axis:            # the gathered axes first: grad [p0..p(a-1), i..., rest] -> [i..., p0..p(a-1), rest]
-        perm = list(range(axis, axis + k)) + list(range(axis)) + list(range(axis + k, axis + k + rank - 1 - axis))
+        perm = list(builtins_range(axis, axis + k)) + list(builtins_range(axis)) + list(builtins_range(axis + k, axis + k + rank - 1 - axis))
         grad = transpose(grad, perm)
     size = params.shape[axis]
     size = strided_slice(shape(params), axis) if size is None else size
     summed = math_ops.unsorted_segment_sum(grad, cast(indices, dtypes.int32) if indices.dtype is not dtypes.int32
                                            else indices, size)
     if axis:
-        perm = list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))
+        perm = list(builtins_range(1, axis + 1)) + [0] + list(builtins_range(axis + 1, rank))
         summed = transpose(summed, perm)
     return [summed, None]
 

@@ -14,6 +14,7 @@ import numpy as np
 from runtime import context, dtypes, nest
 from runtime.graph import Graph, SymbolicTensor, copy_graph
 from runtime.ops import array_ops, math_ops
+from runtime.ops import gradients
 from runtime.ops.gradients import (backprop, differentiable_dtype, graph_variables_read, or_zeros,
                                    report_variable_gradient)
 from runtime.ops.registry import OpDef, apply, convert, gradient, register
@@ -349,8 +350,9 @@ def _if_grad(op, *grads):
             placeholders = branch.all_inputs()
             in_grads, variable_grads = backprop(list(branch.operations), [branch.outputs[k] for k in wanted],
                                                 weights, [placeholders[j] for j in sources], handles)
+            found = [variable_grads.get(id(h)) for h in handles]
             return ([or_zeros(g, inputs[j]) for j, g in zip(sources, in_grads)] +
-                    [variable_grads.get(id(h)) or _variable_zeros(h) for h in handles])
+                    [_variable_zeros(h) if g is None else g for h, g in zip(handles, found)])
         return run
 
     try:
@@ -470,7 +472,8 @@ def _while_grad(op, *grads):
     body = op.attrs["body"]
     n_now = op.attrs["num_loop_vars"]
     captures = list(op.inputs[n_now:n_now + len(body.captures)])
-    var_ks = [k for k in range(n) if differentiable_dtype(op.outputs[k].dtype)]
+    # the user's loop variables, and stacks of earlier gradients when a gradient of them is asked for
+    var_ks = [k for k in range(n_now) if differentiable_dtype(op.outputs[k].dtype) and (k < n or grads[k] is not None)]
     cap_js = [j for j, t in enumerate(captures) if differentiable_dtype(t.dtype)]
     handles = list(graph_variables_read(body).values())
     if all(grads[k] is None for k in var_ks) or not (var_ks or cap_js or handles):
@@ -497,8 +500,8 @@ def _while_grad(op, *grads):
         weights, cap_sums, var_sums = values[:nv], values[nv:nv + nc], values[nv + nc:]
         in_grads, variable_grads = backprop(body_ops, targets, list(weights), var_inputs + cap_inputs, handles)
         new_weights = [or_zeros(g, w) for g, w in zip(in_grads[:nv], weights)]
-        new_caps = [s if g is None else math_ops.add(s, g) for s, g in zip(cap_sums, in_grads[nv:])]
-        new_vars = [s if variable_grads.get(id(h)) is None else math_ops.add(s, variable_grads[id(h)])
+        new_caps = [s if g is None else gradients.add(s, g) for s, g in zip(cap_sums, in_grads[nv:])]
+        new_vars = [s if variable_grads.get(id(h)) is None else gradients.add(s, variable_grads[id(h)])
                     for s, h in zip(var_sums, handles)]
         return tuple([math_ops.subtract(i, 1)] + new_weights + new_caps + new_vars)
 

@@ -35,24 +35,26 @@ register(OpDef("PartitionedCall", "PartitionedCall", _call_infer, _call_kernel, 
 
 @dataclass
 class _Backward:
-    """The backward graph of a forward graph, and how their inputs and outputs line up."""
-    graph: Graph               # inputs: one weight per differentiable output, then the saved forward values
-    num_outputs: int           # the forward graph's own outputs (the saved values follow them)
+    """A backward graph of a forward graph, and how their inputs and outputs line up."""
+    graph: Graph               # inputs: one weight per weighted forward output, then saved forward values
     weighted: list             # indices of the forward outputs that take a weight
     sources: list              # indices of the forward inputs that get a gradient (in output order)
     handles: list              # variables that get a gradient (after the sources)
 
 
-_BACKWARD: "weakref.WeakKeyDictionary[Graph, _Backward]" = weakref.WeakKeyDictionary()
+@dataclass
+class _Pair:
+    """What a forward graph returns for its backward graph, and the backward graphs built so far."""
+    num_outputs: int           # the forward graph's own outputs (the saved values follow them)
+    first: _Backward           # weights for the forward graph's own outputs
+    full: _Backward | None = None   # weights for the saved values too (gradients of gradients)
 
 
-def _backward_of(forward: Graph) -> _Backward:
-    """Build (once) the backward graph of ``forward``, and make ``forward`` also return what it saves."""
-    found = _BACKWARD.get(forward)
-    if found is not None:
-        return found
-    num_outputs = len(forward.outputs)
-    weighted = [k for k, t in enumerate(forward.outputs) if differentiable_dtype(t.dtype)]
+_PAIRS: "weakref.WeakKeyDictionary[Graph, _Pair]" = weakref.WeakKeyDictionary()
+
+
+def _build_backward(forward: Graph, weighted: list) -> _Backward:
+    """Differentiate ``forward``'s outputs ``weighted`` with respect to its inputs and the variables it reads."""
     inputs = forward.all_inputs()
     candidates = [j for j, t in enumerate(inputs) if differentiable_dtype(t.dtype)]
     handles = list(graph_variables_read(forward).values())
@@ -67,12 +69,33 @@ def _backward_of(forward: Graph) -> _Backward:
         outputs = [g for g in grads if g is not None] + [variable_grads[id(h)] for h in kept]
         backward.outputs = [backward.internalize(g) for g in outputs]
     backward.finalized = True
-    # what the backward graph captured from the forward graph: the forward graph returns it too
-    forward.outputs = list(forward.outputs) + [outer for outer, _ in backward.captures]
-    for key in ("_plan", "_generic_plan"):
-        forward.__dict__.pop(key, None)
-    found = _BACKWARD[forward] = _Backward(backward, num_outputs, weighted, sources, kept)
+    return _Backward(backward, weighted, sources, kept)
+
+
+def _pair_of(forward: Graph) -> _Pair:
+    """The backward graph of ``forward`` (built once); ``forward`` then also returns what the backward graph
+    uses of it (TensorFlow's forward/backward function pair: nothing is recomputed)."""
+    found = _PAIRS.get(forward)
+    if found is None:
+        num_outputs = len(forward.outputs)
+        first = _build_backward(forward, [k for k, t in enumerate(forward.outputs) if differentiable_dtype(t.dtype)])
+        forward.outputs = list(forward.outputs) + [outer for outer, _ in first.graph.captures]
+        for key in ("_plan", "_generic_plan"):
+            forward.__dict__.pop(key, None)
+        found = _PAIRS[forward] = _Pair(num_outputs, first)
     return found
+
+
+def _full_backward(forward: Graph, pair: _Pair) -> _Backward:
+    """The backward graph that also takes gradients of the saved values (needed by higher-order gradients)."""
+    if pair.full is None:
+        full = _build_backward(forward, [k for k, t in enumerate(forward.outputs) if differentiable_dtype(t.dtype)])
+        available = {id(t) for t in forward.outputs}
+        if any(id(outer) not in available for outer, _ in full.graph.captures):
+            raise NotImplementedError(f"the gradient of a gradient of '{forward.name}' needs values the forward "
+                                      "function did not save")
+        pair.full = full
+    return pair.full
 
 
 def call_graph(graph: Graph, tensors: list, num_outputs: int | None = None) -> list:
@@ -85,7 +108,7 @@ def call_graph(graph: Graph, tensors: list, num_outputs: int | None = None) -> l
         handles = graph_variables_read(graph)
         context.variables_accessed([h.get() for h in handles.values()])
         if context.tapes_watch(tensors, handles.values()):
-            _backward_of(graph)
+            _pair_of(graph)
             out = apply("PartitionedCall", list(tensors), {"f": graph})
             out = list(out) if isinstance(out, tuple) else [out]
             return out[:num_outputs]
@@ -96,10 +119,14 @@ def call_graph(graph: Graph, tensors: list, num_outputs: int | None = None) -> l
 
 @gradient("PartitionedCall")
 def _call_grad(op, *grads):
-    info = _backward_of(op.attrs["f"])
+    forward = op.attrs["f"]
+    pair = _pair_of(forward)
+    higher = any(g is not None for g in grads[pair.num_outputs:])
+    info = _full_backward(forward, pair) if higher else pair.first
     weights = [or_zeros(grads[k], op.outputs[k]) for k in info.weighted]
-    saved = list(op.outputs[info.num_outputs:])
-    results = call_graph(info.graph, weights + saved, len(info.sources) + len(info.handles))
+    saved = {id(t): value for t, value in zip(forward.outputs, op.outputs)}
+    feeds = weights + [saved[id(outer)] for outer, _ in info.graph.captures]
+    results = call_graph(info.graph, feeds, len(info.sources) + len(info.handles))
     out = [None] * len(op.inputs)
     for j, g in zip(info.sources, results):
         out[j] = g

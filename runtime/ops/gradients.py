@@ -52,13 +52,18 @@ def or_zeros(grad, tensor):
     return zeros_like(tensor) if grad is None else grad
 
 
+def add(a, b):
+    """The sum of two gradients of one tensor (item-wise for TensorArray lists)."""
+    return list_add(a, b) if a.dtype is dtypes.variant else math_ops.add(a, b)
+
+
 def aggregate(parts: list):
     """The sum of the partial gradients of one tensor (None when there are none)."""
     if not parts:
         return None
     total = parts[0]
     for part in parts[1:]:
-        total = list_add(total, part) if total.dtype is dtypes.variant else math_ops.add(total, part)
+        total = add(total, part)
     return total
 
 
