@@ -33,6 +33,7 @@ from runtime.tensor import Tensor, is_symbolic, is_tensor
 from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
 from runtime.backprop import GradientTape
+from runtime import keras
 
 __version__ = "0.1.0"
 

@@ -337,7 +337,7 @@ def _broadcast_to_infer(specs, attrs):
 def _broadcast_to_kernel(inputs, attrs):
     x, shape = inputs
     try:
-        return (np.ascontiguousarray(np.broadcast_to(x, tuple(int(d) for d in shape))),)
+        return (_contiguous(np.broadcast_to(x, tuple(int(d) for d in shape)), x.dtype),)
     except ValueError:
         raise errors.InvalidArgumentError(f"BroadcastTo: a tensor of shape {x.shape} cannot broadcast to "
                                           f"{shape.tolist()}") from None
@@ -657,7 +657,7 @@ def _gather_grad(op, grad):
     axis = op.attrs["axis"] % rank
     k = indices.shape.rank
     if axis:            # the gathered axes first: grad [p0..p(a-1), i..., rest] -> [i..., p0..p(a-1), rest]
-        perm = list(builtins_range(axis, axis + k)) + list(builtins_range(axis)) + list(builtins_range(axis + k, axis + k + rank - 1 - axis))
+        perm = [*builtins_range(axis, axis + k), *builtins_range(axis), *builtins_range(axis + k, k + rank - 1)]
         grad = transpose(grad, perm)
     size = params.shape[axis]
     size = strided_slice(shape(params), axis) if size is None else size

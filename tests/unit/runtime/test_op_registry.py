@@ -852,6 +852,8 @@ def check_broadcast_to():
     x = np.arange(3.0).reshape(3, 1)
     out = run_both(lambda x: rt.broadcast_to(x, [2, 3, 4]), [rt.constant(x)], "BroadcastTo")
     assert_matches_numpy(out, np.broadcast_to(x, (2, 3, 4)))
+    scalar = run_both(lambda x: rt.broadcast_to(x, []), [rt.constant(2.5)], "BroadcastTo")
+    assert_matches_numpy(scalar, np.array(2.5, np.float32))
     raises_both(lambda x, s: rt.broadcast_to(x, s), [rt.constant(x), rt.constant([2, 2])],
                 (ValueError, rt.errors.InvalidArgumentError), match="BroadcastTo")
 
@@ -919,8 +921,8 @@ def _list_program(x):
     a = rt.TensorArray(rt.float32, size=2).unstack(x)
     zeros = registry.apply("TensorListZerosLike", [a.flow])
     total = registry.apply("TensorListAdd", [registry.apply("TensorListAdd", [a.flow, a.flow]), zeros])
-    return registry.apply("TensorListStack", [total], {"element_dtype": rt.float32, "element_shape": rt.TensorShape([3]),
-                                                       "num_elements": 2})
+    return registry.apply("TensorListStack", [total], {"element_dtype": rt.float32,
+                                                       "element_shape": rt.TensorShape([3]), "num_elements": 2})
 
 
 def check_tensor_list_add():
