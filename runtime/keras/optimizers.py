@@ -28,6 +28,7 @@ class Optimizer:
         self.learning_rate = float(learning_rate)
         self.iterations = None
         self._positions: dict[int, int] = {}        # id(variable handle) -> its position (slot suffix)
+        self._per_step: dict = {}
 
     # -- slots -------------------------------------------------------------------------------------
     def _position(self, variable: Variable) -> int:
@@ -68,6 +69,7 @@ class Optimizer:
             if not isinstance(variable, Variable):
                 raise TypeError(f"{self.name}.apply_gradients: expected rt.Variables, got {variable!r}")
         self.build([v for _, v in pairs])
+        self._per_step = {}                 # values every variable's update shares (e.g. Adam's step size)
         for grad, variable in pairs:
             grad = convert(grad)
             if grad.dtype is not variable.dtype:
@@ -120,14 +122,21 @@ class Adam(Optimizer):
         super().__init__(learning_rate, name)
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
 
+    def _step_size(self, dtype):
+        """``lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)`` for this step ``t`` (once per step and dtype)."""
+        alpha = self._per_step.get(dtype)
+        if alpha is None:
+            step = math_ops.cast(math_ops.add(self.iterations, np.int64(1)), dtype)
+            beta_1_power = math_ops.pow(convert(np.asarray(self.beta_1, dtype.np)), step)
+            beta_2_power = math_ops.pow(convert(np.asarray(self.beta_2, dtype.np)), step)
+            alpha = self._per_step[dtype] = math_ops.divide(
+                math_ops.multiply(math_ops.sqrt(math_ops.subtract(1.0, beta_2_power)), self.learning_rate),
+                math_ops.subtract(1.0, beta_1_power))
+        return alpha
+
     def update_step(self, grad, variable, slots):
         m, v = slots
-        dtype = variable.dtype
-        step = math_ops.cast(math_ops.add(self.iterations, np.int64(1)), dtype)
-        beta_1_power = math_ops.pow(convert(np.asarray(self.beta_1, dtype.np)), step)
-        beta_2_power = math_ops.pow(convert(np.asarray(self.beta_2, dtype.np)), step)
-        alpha = math_ops.divide(math_ops.multiply(math_ops.sqrt(math_ops.subtract(1.0, beta_2_power)),
-                                                  self.learning_rate), math_ops.subtract(1.0, beta_1_power))
+        alpha = self._step_size(variable.dtype)
         m = m.assign_add(math_ops.multiply(math_ops.subtract(grad, m), 1.0 - self.beta_1))
         v = v.assign_add(math_ops.multiply(math_ops.subtract(math_ops.square(grad), v), 1.0 - self.beta_2))
         variable.assign_sub(math_ops.divide(math_ops.multiply(m, alpha), math_ops.add(math_ops.sqrt(v),

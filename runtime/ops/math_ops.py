@@ -53,13 +53,15 @@ def reshape_to(x, shape):
     return apply("Reshape", [x, shape])
 
 
-def unbroadcast(grad, x):
+def unbroadcast(grad, x, *others):
     """``grad`` (of a broadcasting op's output) summed back to the shape of its input ``x``.
 
-    Statically where the shapes show which axes were broadcast; else at run time (``SumToShape``).
+    ``others`` are the op's other inputs: an axis where none of them has a size other than 1 was not
+    broadcast for ``x``, even when its size is unknown. The axes to sum are found statically where
+    the shapes tell; otherwise at run time (``SumToShape``).
     """
     gdims, xdims = grad.shape.dims, x.shape.dims
-    if gdims is not None and xdims is not None:
+    if gdims is not None and xdims is not None and all(o.shape.rank is not None for o in others):
         if gdims == xdims and x.shape.is_fully_defined():
             return grad
         lead = len(gdims) - len(xdims)
@@ -69,12 +71,17 @@ def unbroadcast(grad, x):
             gd = gdims[lead + i]
             if d == 1 and gd != 1:
                 axes.append(lead + i)
-            elif d is None and gd != 1:
+            elif d is None and gd != 1 and not _only_ones(others, len(xdims) - i):
                 static = False          # x may have been 1 here: only the run-time shapes tell
         if static:
             out = reduce_sum(grad, axes, keepdims=True) if axes else grad
             return reshape_to(out, x) if lead else out
     return apply("SumToShape", [grad, shape_tensor(x)])
+
+
+def _only_ones(tensors, from_end: int) -> bool:
+    """True when no tensor has a size other than 1 at axis ``-from_end`` (or lacks that axis)."""
+    return all(t.shape.rank < from_end or t.shape.dims[t.shape.rank - from_end] == 1 for t in tensors)
 
 
 def _kept_dims(x, axes):
@@ -190,31 +197,32 @@ mod = floormod
 @gradient("AddV2")
 def _add_grad(op, grad):
     x, y = op.inputs
-    return [unbroadcast(grad, x), unbroadcast(grad, y)]
+    return [unbroadcast(grad, x, y), unbroadcast(grad, y, x)]
 
 
 @gradient("Sub")
 def _sub_grad(op, grad):
     x, y = op.inputs
-    return [unbroadcast(grad, x), unbroadcast(negative(grad), y)]
+    return [unbroadcast(grad, x, y), unbroadcast(negative(grad), y, x)]
 
 
 @gradient("Mul")
 def _mul_grad(op, grad):
     x, y = op.inputs
-    return [unbroadcast(multiply(grad, y), x), unbroadcast(multiply(grad, x), y)]
+    return [unbroadcast(multiply(grad, y), x, y), unbroadcast(multiply(grad, x), y, x)]
 
 
 @gradient("RealDiv")
 def _realdiv_grad(op, grad):
     x, y = op.inputs
-    return [unbroadcast(_realdiv(grad, y), x), unbroadcast(multiply(grad, _realdiv(_realdiv(negative(x), y), y)), y)]
+    return [unbroadcast(_realdiv(grad, y), x, y),
+            unbroadcast(multiply(grad, _realdiv(_realdiv(negative(x), y), y)), y, x)]
 
 
 @gradient("FloorMod")
 def _floormod_grad(op, grad):
     x, y = op.inputs
-    return [unbroadcast(grad, x), unbroadcast(multiply(negative(grad), floordiv(x, y)), y)]
+    return [unbroadcast(grad, x, y), unbroadcast(multiply(negative(grad), floordiv(x, y)), y, x)]
 
 
 @gradient("Pow")
@@ -224,13 +232,13 @@ def _pow_grad(op, grad):
     gx = multiply(grad, multiply(y, pow(x, subtract(y, 1))))
     positive = greater(x, 0)
     log_x = where(positive, log(where(positive, x, ones_like_(x))), zeros_like_(x))
-    return [unbroadcast(gx, x), unbroadcast(multiply(grad, multiply(z, log_x)), y)]
+    return [unbroadcast(gx, x, y), unbroadcast(multiply(grad, multiply(z, log_x)), y, x)]
 
 
 def _select_grads(x, y, grad, mask):
     """Gradients of x and y when the output took x where ``mask`` holds, else y."""
     zeros = zeros_like_(grad)
-    return [unbroadcast(where(mask, grad, zeros), x), unbroadcast(where(mask, zeros, grad), y)]
+    return [unbroadcast(where(mask, grad, zeros), x, y, mask), unbroadcast(where(mask, zeros, grad), y, x, mask)]
 
 
 @gradient("Maximum")
