@@ -326,7 +326,8 @@ class _Recompute:
                 raise ValueError(f"cannot differentiate through a tensor `if` whose branch uses {op.where()}: "
                                  "the gradient would compute it again and get another result")
             attrs = {k: copy_graph(v) if isinstance(v, Graph) else v for k, v in op.attrs.items()}
-            return self.graph.create_op(op.opdef, op.inputs, attrs, name=op.name)
+            return self.graph.create_op(op.opdef, op.inputs, attrs, name=op.name,
+                                        output_specs=[(t.dtype, t.shape.dims) for t in op.outputs])
 
 
 @gradient("If")

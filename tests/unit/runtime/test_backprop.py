@@ -354,3 +354,41 @@ def test_matches_tensorflow_on_a_small_network():
     theirs = network(tf, tf.constant(w1), tf.constant(w2))
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_gradient_of_a_loop_inside_a_tensor_if():
+    @rt.function
+    def f(x):
+        with rt.GradientTape() as tape:
+            tape.watch(x)
+            if x > 0:
+                y = x
+                for _ in rt.range(3):
+                    y = y * x
+            else:
+                y = rt.sin(x)
+        return tape.gradient(y, x)
+    assert float(f(rt.constant(2.0))) == 32.0
+    np.testing.assert_allclose(f(rt.constant(-1.0)).numpy(), np.cos(-1.0), rtol=1e-6)
+
+
+def test_random_numbers_in_a_differentiated_branch_are_a_clear_error():
+    @rt.function
+    def f(x):
+        with rt.GradientTape() as tape:
+            tape.watch(x)
+            if x > 0:
+                y = x * rt.random.uniform([])
+            else:
+                y = x
+        return tape.gradient(y, x)
+    with pytest.raises(ValueError, match="RandomUniform.*compute it again"):
+        f(rt.constant(1.0))
+
+
+def test_an_op_without_a_gradient_stops_it():
+    x = rt.constant([1.0, 2.0])
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        y = rt.reduce_sum(x * rt.ones_like(x) + rt.zeros_like(x) * x)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [1.0, 1.0])
