@@ -5,6 +5,7 @@ layer works eagerly and inside ``rt.function`` (where the first trace creates th
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import re
 from collections import defaultdict
@@ -80,7 +81,13 @@ class Layer(Module):
         if not self.built:
             self.build(x.shape)
             self.built = True
-        return self.call(x, *args, **kwargs)
+        return self.call(x, *args, **self._call_kwargs(kwargs))
+
+    def _call_kwargs(self, kwargs: dict) -> dict:
+        """``training=`` (as Keras passes it down) reaches ``call`` only when ``call`` takes it."""
+        if "training" in kwargs and "training" not in inspect.signature(self.call).parameters:
+            kwargs = {k: v for k, v in kwargs.items() if k != "training"}
+        return kwargs
 
     @property
     def weights(self) -> list:

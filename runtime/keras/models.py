@@ -22,7 +22,7 @@ class Model(Layer):
 
     def __call__(self, inputs, *args, **kwargs):
         self.built = True                   # the layers inside build themselves on their first call
-        return self.call(self._cast_inputs(inputs), *args, **kwargs)
+        return self.call(self._cast_inputs(inputs), *args, **self._call_kwargs(kwargs))
 
 
 class Sequential(Model):
@@ -39,9 +39,9 @@ class Sequential(Model):
             raise TypeError(f"Sequential.add: expected a layer, got {layer!r}")
         self.layers.append(layer)
 
-    def call(self, inputs):
+    def call(self, inputs, training=None):
         for layer in self.layers:
-            inputs = layer(inputs)
+            inputs = layer(inputs, training=training)
         return inputs
 
 

@@ -213,3 +213,14 @@ def test_training_in_a_function_matches_eager_training():
     for a, b in zip(eager[0].trainable_variables, graph[0].trainable_variables):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
     assert step.experimental_get_tracing_count() == 1
+
+
+def test_training_argument_reaches_layers_that_take_it():
+    class Noisy(rt.keras.layers.Layer):
+        def call(self, inputs, training=None):
+            return inputs + 1.0 if training else inputs
+
+    model = rt.keras.Sequential([rt.keras.layers.Dense(2, kernel_initializer="ones"), Noisy()])
+    x = np.ones((1, 3), np.float32)
+    np.testing.assert_array_equal(model(x, training=True).numpy(), [[4.0, 4.0]])
+    np.testing.assert_array_equal(model(x).numpy(), [[3.0, 3.0]])
