@@ -4,8 +4,8 @@
  * TensorFlow: VALID keeps whole windows; SAME gives ceil(size / stride) outputs and pads the excess,
  * the smaller half before (rt_window_init computes it once for every kernel here).
  *
- * Convolutions are GEMMs over panels of output pixels: a cache-sized panel (about 1 MB, reused;
- * never the whole im2col matrix) holds, for each pixel of the panel, the kh * kw * c input values
+ * Convolutions are GEMMs over panels of output pixels: a panel (about 8 MB, reused; never the
+ * whole im2col matrix) holds, for each pixel of the panel, the kh * kw * c input values
  * its window sees, and one GEMM with the filters ([kh * kw * c, f] as stored) gives those pixels'
  * outputs; the filter gradient is the panels' transposes times the output gradient, the input
  * gradient the output gradient times the filters' transpose, added back window by window (col2im).
@@ -84,8 +84,9 @@ RT_DEFINE_GEMM(double, float64, rt_dgemm)
 
 /* ---- convolution ------------------------------------------------------------------------------ */
 
-/* Output pixels per panel: a panel of im2col rows holds about RT_PANEL_BYTES (cache-sized, reused). */
-#define RT_PANEL_BYTES ((int64_t)1 << 20)
+/* Output pixels per panel: a panel of im2col rows holds about RT_PANEL_BYTES (reused). Larger panels mean
+ * fewer, larger GEMMs: fewer synchronisations of the BLAS threads, which costs most on a busy machine. */
+#define RT_PANEL_BYTES ((int64_t)8 << 20)
 
 static inline int64_t rt_panel_rows(const rt_window *g, size_t itemsize) {
     int64_t k = g->kh * g->kw * g->c, rows = RT_PANEL_BYTES / (k * (int64_t)itemsize);
