@@ -733,9 +733,10 @@ cdef class _NNKernel:
         cdef void *p2
         cdef void *po
         floats = [x for x in inputs if x.dtype.kind == "f"]
-        dtype = floats[0].dtype
-        if dtype.name not in ("float32", "float64") or any(x.dtype != dtype for x in floats):
+        if not floats or floats[0].dtype.name not in ("float32", "float64") \
+                or any(x.dtype != floats[0].dtype for x in floats):
             return self.fallback(inputs, attrs)
+        dtype = floats[0].dtype
         wide = dtype.name == "float64"
         threads = config.intra_op_threads()
         if self.kind == NN_CONV:
