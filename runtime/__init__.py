@@ -26,6 +26,7 @@ from runtime import data
 from runtime.module import Module
 from runtime.ops import logging_ops as _logging_ops
 from runtime.ops import math_ops as _math_ops
+from runtime.ops import nn_ops as _nn_ops
 from runtime.ops import random_ops as _random_ops
 from runtime.ops.api import *  # noqa: F401,F403
 from runtime.ops.script_ops import numpy_function, py_function
@@ -33,11 +34,15 @@ from runtime.shapes import TensorShape, TensorSpec
 from runtime.tensor import Tensor, is_symbolic, is_tensor
 from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
+from runtime.backprop import GradientTape
+from runtime import keras
 
 __version__ = "0.1.0"
 
 random = _Namespace(uniform=_random_ops.uniform, normal=_random_ops.normal)
-nn = _Namespace(relu=_math_ops.relu, softmax=_math_ops.softmax, sigmoid=_math_ops.sigmoid, tanh=_math_ops.tanh)
+nn = _Namespace(relu=_math_ops.relu, softmax=_math_ops.softmax, sigmoid=_math_ops.sigmoid, tanh=_math_ops.tanh,
+                log_softmax=_nn_ops.log_softmax, conv2d=_nn_ops.conv2d, max_pool2d=_nn_ops.max_pool2d,
+                sparse_softmax_cross_entropy_with_logits=_nn_ops.sparse_softmax_cross_entropy_with_logits)
 math = _Namespace(**{name: getattr(_math_ops, name) for name in dir(_math_ops)
                      if not name.startswith("_") and callable(getattr(_math_ops, name))
                      and getattr(getattr(_math_ops, name), "__module__", "") == _math_ops.__name__})

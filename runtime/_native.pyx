@@ -714,6 +714,137 @@ cdef extern from "kernels/rt_kernels.h" nogil:
 rt_big_alloc = <rt_big_alloc_fn>rt_big_alloc_impl
 rt_big_free = <rt_big_free_fn>rt_big_free_impl
 
+# ---------------------------------------------------------------------------
+# Convolution and max pooling (runtime/kernels/rt_nn.h), float32 and float64.
+
+cdef extern from "kernels/rt_nn.h" nogil:
+    ctypedef struct rt_window:
+        int64_t n, h, w, c, kh, kw, f, sh, sw, top, left, oh, ow
+    int rt_window_init(rt_window *g, int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,
+                       int64_t f, int64_t sh, int64_t sw, int same)
+    int rt_conv2d_float32(const float *x, const float *filt, float *y, const rt_window *g, int threads)
+    int rt_conv2d_float64(const double *x, const double *filt, double *y, const rt_window *g, int threads)
+    int rt_conv2d_backprop_input_float32(const float *filt, const float *dy, float *dx, const rt_window *g,
+                                         int threads)
+    int rt_conv2d_backprop_input_float64(const double *filt, const double *dy, double *dx, const rt_window *g,
+                                         int threads)
+    int rt_conv2d_backprop_filter_float32(const float *x, const float *dy, float *dfilt, const rt_window *g,
+                                          int threads)
+    int rt_conv2d_backprop_filter_float64(const double *x, const double *dy, double *dfilt, const rt_window *g,
+                                          int threads)
+    void rt_max_pool_float32(const float *x, float *y, const rt_window *g, int threads)
+    void rt_max_pool_float64(const double *x, double *y, const rt_window *g, int threads)
+    void rt_max_pool_grad_float32(const float *x, const float *y, const float *dy, float *dx, const rt_window *g,
+                                  int threads)
+    void rt_max_pool_grad_float64(const double *x, const double *y, const double *dy, double *dx,
+                                  const rt_window *g, int threads)
+
+DEF NN_CONV = 0
+DEF NN_CONV_INPUT = 1
+DEF NN_CONV_FILTER = 2
+DEF NN_POOL = 3
+DEF NN_POOL_GRAD = 4
+
+_NN_KINDS = {"Conv2D": NN_CONV, "Conv2DBackpropInput": NN_CONV_INPUT, "Conv2DBackpropFilter": NN_CONV_FILTER,
+             "MaxPool": NN_POOL, "MaxPoolGrad": NN_POOL_GRAD}
+
+
+cdef inline void *_data(object a):
+    return cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef class _NNKernel:
+    """A convolution or pooling op on C-contiguous float arrays; anything unusual goes to the numpy kernel
+    (which also gives the error messages)."""
+    cdef object fallback
+    cdef int kind
+
+    def __call__(self, list inputs, attrs):
+        cdef rt_window g
+        cdef int rc = 0, threads, same = attrs["padding"] == "SAME", wide
+        cdef int64_t sh = attrs["strides"][0], sw = attrs["strides"][1]
+        cdef void *p0
+        cdef void *p1
+        cdef void *p2
+        cdef void *po
+        floats = [x for x in inputs if x.dtype.kind == "f"]
+        if not floats or floats[0].dtype.name not in ("float32", "float64") \
+                or any(x.dtype != floats[0].dtype for x in floats):
+            return self.fallback(inputs, attrs)
+        dtype = floats[0].dtype
+        wide = dtype.name == "float64"
+        threads = config.intra_op_threads()
+        if self.kind == NN_CONV:
+            x, filt = np.ascontiguousarray(inputs[0]), np.ascontiguousarray(inputs[1])
+            if x.ndim != 4 or filt.ndim != 4 or x.shape[3] != filt.shape[2] or rt_window_init(
+                    &g, x.shape[0], x.shape[1], x.shape[2], x.shape[3], filt.shape[0], filt.shape[1], filt.shape[3],
+                    sh, sw, same) != 0:
+                return self.fallback(inputs, attrs)
+            out = np.empty((g.n, g.oh, g.ow, g.f), dtype)
+            p0, p1, po = _data(x), _data(filt), _data(out)
+            with nogil:
+                if wide:
+                    rc = rt_conv2d_float64(<double *>p0, <double *>p1, <double *>po, &g, threads)
+                else:
+                    rc = rt_conv2d_float32(<float *>p0, <float *>p1, <float *>po, &g, threads)
+        elif self.kind == NN_CONV_INPUT:
+            sizes = [int(d) for d in inputs[0]]
+            filt, dy = np.ascontiguousarray(inputs[1]), np.ascontiguousarray(inputs[2])
+            if len(sizes) != 4 or filt.ndim != 4 or sizes[3] != filt.shape[2] or rt_window_init(
+                    &g, sizes[0], sizes[1], sizes[2], sizes[3], filt.shape[0], filt.shape[1], filt.shape[3], sh, sw,
+                    same) != 0 or dy.shape != (g.n, g.oh, g.ow, g.f):
+                return self.fallback(inputs, attrs)
+            out = np.empty(sizes, dtype)
+            p0, p1, po = _data(filt), _data(dy), _data(out)
+            with nogil:
+                if wide:
+                    rc = rt_conv2d_backprop_input_float64(<double *>p0, <double *>p1, <double *>po, &g, threads)
+                else:
+                    rc = rt_conv2d_backprop_input_float32(<float *>p0, <float *>p1, <float *>po, &g, threads)
+        elif self.kind == NN_CONV_FILTER:
+            sizes = [int(d) for d in inputs[1]]
+            x, dy = np.ascontiguousarray(inputs[0]), np.ascontiguousarray(inputs[2])
+            if len(sizes) != 4 or x.ndim != 4 or sizes[2] != x.shape[3] or rt_window_init(
+                    &g, x.shape[0], x.shape[1], x.shape[2], x.shape[3], sizes[0], sizes[1], sizes[3], sh, sw,
+                    same) != 0 or dy.shape != (g.n, g.oh, g.ow, g.f):
+                return self.fallback(inputs, attrs)
+            out = np.empty(sizes, dtype)
+            p0, p1, po = _data(x), _data(dy), _data(out)
+            with nogil:
+                if wide:
+                    rc = rt_conv2d_backprop_filter_float64(<double *>p0, <double *>p1, <double *>po, &g, threads)
+                else:
+                    rc = rt_conv2d_backprop_filter_float32(<float *>p0, <float *>p1, <float *>po, &g, threads)
+        else:
+            kh, kw = attrs["ksize"]
+            x = np.ascontiguousarray(inputs[0])
+            if x.ndim != 4 or rt_window_init(&g, x.shape[0], x.shape[1], x.shape[2], x.shape[3], kh, kw,
+                                             x.shape[3], sh, sw, same) != 0:
+                return self.fallback(inputs, attrs)
+            if self.kind == NN_POOL:
+                out = np.empty((g.n, g.oh, g.ow, g.c), dtype)
+                p0, po = _data(x), _data(out)
+                with nogil:
+                    if wide:
+                        rt_max_pool_float64(<double *>p0, <double *>po, &g, threads)
+                    else:
+                        rt_max_pool_float32(<float *>p0, <float *>po, &g, threads)
+            else:
+                y, dy = np.ascontiguousarray(inputs[1]), np.ascontiguousarray(inputs[2])
+                if y.shape != (g.n, g.oh, g.ow, g.c) or dy.shape != y.shape:
+                    return self.fallback(inputs, attrs)
+                out = np.empty(x.shape, dtype)
+                p0, p1, p2, po = _data(x), _data(y), _data(dy), _data(out)
+                with nogil:
+                    if wide:
+                        rt_max_pool_grad_float64(<double *>p0, <double *>p1, <double *>p2, <double *>po, &g, threads)
+                    else:
+                        rt_max_pool_grad_float32(<float *>p0, <float *>p1, <float *>p2, <float *>po, &g, threads)
+        if rc != 0:
+            raise MemoryError(f"{self.fallback.__name__}: out of memory")
+        return (out,)
+
+
 def compiled_kernel(op):
     """The compiled kernel for ``op`` (a callable like ``opdef.kernel``), or None."""
     cdef _Elementwise ew
@@ -723,6 +854,11 @@ def compiled_kernel(op):
         mm = _MatMul()
         mm.fallback = op.opdef.kernel
         return mm
+    if op.type in _NN_KINDS:
+        nn = _NNKernel()
+        nn.kind = _NN_KINDS[op.type]
+        nn.fallback = op.opdef.kernel
+        return nn
     if op.opdef.c_expr is None or op.type == "Identity" or not op.inputs or op.opdef.num_inputs is None:
         return None
     key = op.inputs[len(op.inputs) - 1].dtype if op.type == "SelectV2" else op.inputs[0].dtype

@@ -15,9 +15,11 @@ import os
 import pickle
 import warnings
 
+from runtime import context
 from runtime.cachedir import build_record
 from runtime.graph import SymbolicTensor
 from runtime.polymorphic_function import ConcreteFunction, _structure_key
+from runtime.variables import Variable
 
 _PENDING: dict[tuple[str, str], list] = {}
 
@@ -140,6 +142,28 @@ def resolve_path(module_globals: dict, path: str):
     return value
 
 
+def resolve_variable(module_globals: dict, handle) -> Variable:
+    """The variable a built function uses, found at its path; one the build's trace created (an optimizer's
+    slot, made by the first step) is created again there, with the value it started with."""
+    try:
+        found = resolve_path(module_globals, handle.path)
+    except (KeyError, AttributeError):
+        found = None
+    if isinstance(found, Variable):
+        return found
+    if handle.created is None:
+        raise RuntimeError(f"the built module uses the variable {handle.name!r} at {handle.path!r}, which does not "
+                           "exist (or is not an rt.Variable) now that the module is imported")
+    head, _, attr = handle.path.rpartition(".")
+    if not head:
+        raise RuntimeError(f"the built module uses the variable {handle.name!r} at {handle.path!r}, which its "
+                           "first trace created; a module-level name cannot be created again")
+    owner = resolve_path(module_globals, head)
+    variable = Variable(handle.created["value"].copy(), trainable=handle.created["trainable"], name=handle.name)
+    setattr(owner, attr, variable)
+    return variable
+
+
 class NativeConcreteFunction(ConcreteFunction):
     """A concrete function whose calls run the generated native code."""
 
@@ -159,7 +183,7 @@ class NativeConcreteFunction(ConcreteFunction):
             def resolve():
                 for handle in entry["variables"]:
                     if handle.ref is None:
-                        handle.bind(resolve_path(entry["module_globals"], handle.path))
+                        handle.bind(resolve_variable(entry["module_globals"], handle))
             self._native = NativeFunction(entry["capsule"], self.graph, op_table(self.graph), entry["variables"],
                                           self.name, resolve=resolve,
                                           single_output=isinstance(self.structured_outputs, SymbolicTensor),
@@ -171,6 +195,11 @@ class NativeConcreteFunction(ConcreteFunction):
         from runtime.tensor import EagerTensor
         import numpy as np
         native = self._native or self._native_function()
+        if context.tapes_active():       # recorded as one op (run by the generic executor) for its gradient
+            for handle in self._entry["variables"]:
+                if handle.ref is None:
+                    handle.bind(resolve_variable(self._entry["module_globals"], handle))
+            return ConcreteFunction._call_flat(self, tensors)
         results = native.call([t._value if isinstance(t, EagerTensor) else np.asarray(t) for t in tensors])
         return self._pack(results)
 

@@ -1,7 +1,11 @@
-"""Where ops go: the stack of graphs being built (per thread) and eager mode.
+"""Where ops go: the stack of graphs being built (per thread) and eager mode; which tapes listen.
 
 ``rt.inside_function()`` is True while a graph is being traced. ``rt.init_scope()``
 steps out of every graph being built, back to eager execution.
+
+Gradient tapes (``runtime.backprop``, a higher layer) register here: the op layer tells
+every active tape about each op it runs or records (``record_operation``) and about each
+variable a Function reads (``variables_accessed``), without importing the tape.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ class _State(threading.local):
     def __init__(self):
         self.graphs: list = []          # graphs being built, innermost last
         self.tracing_functions: list = []  # (Function, key) pairs being traced, for recursion checks
+        self.tapes: list = []           # active gradient tapes, innermost last
 
 
 _state = _State()
@@ -66,3 +71,40 @@ def init_scope():
 
 def tracing_stack() -> list:
     return _state.tracing_functions
+
+
+# ---------------------------------------------------------------------------
+# Gradient tapes. A tape is any object with ``_record(op)``, ``_accessed(variables)``
+# and ``_watches(tensors, variables) -> bool``.
+
+def tapes_active() -> bool:
+    """True when some gradient tape of this thread is recording."""
+    return bool(_state.tapes)
+
+
+def push_tape(tape) -> None:
+    """Start sending ops to ``tape``; calls of built Functions then take the Python path (it records)."""
+    _state.tapes.append(tape)
+    _trace_enter()
+
+
+def pop_tape(tape) -> None:
+    _state.tapes.remove(tape)
+    _trace_exit()
+
+
+def record_operation(op) -> None:
+    """Tell the active tapes that ``op`` ran eagerly or was added to a graph being traced."""
+    for tape in list(_state.tapes):
+        tape._record(op)
+
+
+def variables_accessed(variables) -> None:
+    """Tell the active tapes that these variables were read (e.g. inside a called Function)."""
+    for tape in list(_state.tapes):
+        tape._accessed(variables)
+
+
+def tapes_watch(tensors, variables=()) -> bool:
+    """True when an active tape watches one of ``tensors`` or ``variables``: an op on them must be recorded."""
+    return any(tape._watches(tensors, variables) for tape in _state.tapes)

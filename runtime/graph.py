@@ -7,13 +7,15 @@ gives TensorFlow-style nodes ``name, op, input, attr``.
 """
 from __future__ import annotations
 
+import io
 import os
+import pickle
 import sys
 from typing import Any, Iterable
 
 import numpy as np
 
-from runtime import dtypes
+from runtime import context, dtypes
 from runtime.shapes import TensorShape
 from runtime.tensor import EagerTensor, Tensor
 
@@ -221,6 +223,9 @@ class Graph:
         self._last_stateful: Operation | None = None
         self.finalized = False
         self.variables: list = []          # variables created while tracing this graph
+        # While a gradient graph is built: maps a tensor of a graph that is not an ancestor (the forward
+        # graph being differentiated) to a stand-in usable here (see ``internalize``), or returns None.
+        self.resolver = None
 
     # -- building -----------------------------------------------------------
     def unique_name(self, base: str) -> str:
@@ -256,6 +261,8 @@ class Graph:
         if control or opdef.stateful or op.stateful:
             self._last_stateful = op
         self.operations.append(op)
+        if context.tapes_active():
+            context.record_operation(op)
         return op
 
     def add_placeholder(self, name: str, dtype, shape) -> SymbolicTensor:
@@ -281,6 +288,9 @@ class Graph:
                 return tensor
             if owner.is_ancestor_of(self):
                 return self.capture(tensor)
+            stand_in = self._stand_in(tensor)
+            if stand_in is not None:
+                return self.internalize(stand_in)
             raise TypeError(
                 f"{tensor} is out of scope and cannot be used here: it belongs to the graph of "
                 f"'{owner.name}', not to the graph of '{self.name}' being traced. A tensor leaked "
@@ -297,6 +307,17 @@ class Graph:
             self._const_map[id(tensor)] = (tensor, op.outputs[0])
             return op.outputs[0]
         raise TypeError(f"Expected a tensor, got {type(tensor).__name__} {tensor!r}")
+
+    def _stand_in(self, tensor: SymbolicTensor):
+        """What the innermost ``resolver`` of this graph or its outer graphs gives for a foreign tensor."""
+        graph = self
+        while graph is not None:
+            if graph.resolver is not None:
+                found = graph.resolver(tensor)
+                if found is not None:
+                    return found
+            graph = graph.outer_graph
+        return None
 
     def capture(self, tensor: SymbolicTensor) -> SymbolicTensor:
         """A placeholder standing for the outer-graph ``tensor`` (captured into nested graphs first)."""
@@ -371,13 +392,15 @@ class Graph:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for transient in ("_plan", "_const_map", "_capture_map", "_last_stateful", "variables"):
+        for transient in ("_plan", "_generic_plan", "_const_map", "_capture_map", "_last_stateful", "variables",
+                          "resolver"):
             state.pop(transient, None)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._const_map, self._capture_map, self._last_stateful, self.variables = {}, {}, None, []
+        self.resolver = None
 
     # -- checking -------------------------------------------------------------
     def verify(self) -> None:
@@ -504,3 +527,40 @@ class GraphDef:
 
     def __str__(self) -> str:
         return "\n".join(str(n) for n in self.node) + "\nversions {\n  producer: 1\n}"
+
+
+class _CopyPickler(pickle.Pickler):
+    """Pickles the IR (graphs, ops, tensors, their containers); everything else is passed by reference."""
+
+    _COPIED = (list, dict, tuple, set, str, int, float, bool, type(None))
+
+    def __init__(self, file, shared: list):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.shared = shared
+
+    def persistent_id(self, obj):
+        if isinstance(obj, (Graph, Operation, SymbolicTensor)) and obj is not self.shared[0] \
+                or type(obj) in self._COPIED:
+            return None
+        self.shared.append(obj)
+        return len(self.shared) - 1
+
+
+class _CopyUnpickler(pickle.Unpickler):
+    def __init__(self, file, shared: list):
+        super().__init__(file)
+        self.shared = shared
+
+    def persistent_load(self, pid):
+        return self.shared[pid]
+
+
+def copy_graph(graph: Graph) -> Graph:
+    """A deep copy of ``graph``'s ops, tensors and subgraphs; attribute values (constants, variable
+    handles, dtypes) are shared, and so is ``outer_graph``. The copy can be changed without
+    changing ``graph`` (e.g. a loop body a gradient adds accumulators to)."""
+    shared: list = [graph.outer_graph]
+    buffer = io.BytesIO()
+    _CopyPickler(buffer, shared).dump(graph)
+    buffer.seek(0)
+    return _CopyUnpickler(buffer, shared).load()

@@ -18,7 +18,8 @@ import numpy as np
 
 from runtime import config, context, errors, jit, nest
 from runtime.composite import CompositeValue, composite_key, is_composite, spec_of
-from runtime.graph import Graph, SymbolicTensor
+from runtime.graph import Graph, SymbolicTensor, copy_graph
+from runtime.ops.functional_ops import call_graph
 from runtime.shapes import TensorSpec
 from runtime.tensor import EagerTensor, Tensor
 from runtime.variables import Variable
@@ -693,6 +694,8 @@ class ConcreteFunction:
         return self._call_flat(flat)
 
     def _call_flat(self, tensors):
+        if context.tapes_active():
+            return self._pack(_call_recorded(self, tensors))
         from runtime.executor import execute
         arrays = [t._value if isinstance(t, EagerTensor) else np.asarray(t) for t in tensors]
         results = execute(self.graph, arrays)
@@ -700,7 +703,7 @@ class ConcreteFunction:
 
     def _pack(self, results):
         outs = self.graph.outputs
-        tensors = [EagerTensor(r, t.dtype) for r, t in zip(results, outs)]
+        tensors = [r if type(r) is EagerTensor else EagerTensor(r, t.dtype) for r, t in zip(results, outs)]
         structure = self.structured_outputs
         if structure is None:
             return None
@@ -733,6 +736,16 @@ class ConcreteFunction:
 
     def __repr__(self) -> str:
         return f"<ConcreteFunction {self._signature_text()} at 0x{id(self):X}>"
+
+
+def _call_recorded(concrete, tensors) -> list:
+    """A call under a gradient tape: one recorded op (on a private copy of the graph, which the gradient extends)."""
+    copy = concrete.__dict__.get("_tape_graph")
+    if copy is None:
+        copy = concrete._tape_graph = copy_graph(concrete.graph)
+        copy.finalized = False
+    tensors = [t if isinstance(t, Tensor) else _to_tensor(t) for t in tensors]
+    return call_graph(copy, tensors, len(concrete.graph.outputs))
 
 
 def function(func=None, *, input_signature=None, autograph=True, reduce_retracing=False,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops.registry import OpDef, apply, convert, register
+from runtime.ops import array_ops
+from runtime.ops.registry import OpDef, apply, convert, gradient, not_differentiable, register
 from runtime.shapes import as_shape
 from runtime.tensor import EagerTensor
 
@@ -131,6 +132,78 @@ register(OpDef("TensorListFromTensor", "TensorArrayUnstack", _scalar_variant, _f
                foldable=False))
 register(OpDef("TensorListLength", "TensorArraySize", lambda specs, attrs: [(dtypes.int32, ())], _length_kernel, 1,
                foldable=False))
+
+
+def _zeros_like_kernel(inputs, attrs):
+    tl = inputs[0][()]
+    shape = next((item.shape for item in tl.items if item is not None), tl.element_shape)
+    return (_box(TensorList((None,) * len(tl.items), tl.dynamic, shape)),)
+
+
+def _add_kernel(inputs, attrs):
+    a, b = inputs[0][()], inputs[1][()]
+    n = max(len(a.items), len(b.items))
+    left = a.items + (None,) * (n - len(a.items))
+    right = b.items + (None,) * (n - len(b.items))
+    items = tuple(x if y is None else y if x is None else x + y for x, y in zip(left, right))
+    return (_box(TensorList(items, a.dynamic or b.dynamic, a.element_shape or b.element_shape)),)
+
+
+# Gradients of lists are lists: an item never written (None) is a zero.
+register(OpDef("TensorListZerosLike", "TensorListZerosLike", _scalar_variant, _zeros_like_kernel, 1,
+               foldable=False))
+register(OpDef("TensorListAdd", "TensorListAdd", _scalar_variant, _add_kernel, 2, foldable=False))
+
+
+def list_zeros_like(flow):
+    """A list as long as ``flow``'s with no item written: the zero gradient of a TensorArray."""
+    return apply("TensorListZerosLike", [flow])
+
+
+def list_add(a, b):
+    """Item-wise sum of two lists (unwritten items count as zeros): gradients of a TensorArray add up."""
+    return apply("TensorListAdd", [a, b])
+
+
+def _item_attrs(item) -> dict:
+    return {"element_dtype": item.dtype, "element_shape": item.shape, "num_elements": None}
+
+
+@gradient("TensorListSetItem")
+def _set_item_grad(op, grad):
+    _, index, item = op.inputs
+    if grad is None:
+        return [None, None, None]
+    return [apply("TensorListSetItem", [grad, index, array_ops.zeros_like(item)]), None,
+            apply("TensorListGetItem", [grad, index], _item_attrs(item))]
+
+
+@gradient("TensorListGetItem")
+def _get_item_grad(op, grad):
+    flow, index = op.inputs
+    return [apply("TensorListSetItem", [list_zeros_like(flow), index, grad]), None]
+
+
+@gradient("TensorListStack")
+def _stack_grad(op, grad):
+    return [apply("TensorListFromTensor", [grad], {"dynamic_size": True})]
+
+
+@gradient("TensorListFromTensor")
+def _from_tensor_grad(op, grad):
+    value = op.inputs[0]
+    shape = value.shape
+    attrs = {"element_dtype": value.dtype, "element_shape": shape[1:] if shape.rank else as_shape(None),
+             "num_elements": shape[0] if shape.rank else None}
+    return [apply("TensorListStack", [grad], attrs)]
+
+
+@gradient("TensorListAdd")
+def _add_grad(op, grad):
+    return [grad, grad]
+
+
+not_differentiable("TensorListReserve", "TensorListLength", "TensorListZerosLike")
 
 
 class TensorArray:

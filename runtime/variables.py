@@ -12,7 +12,8 @@ import weakref
 import numpy as np
 
 from runtime import context, dtypes
-from runtime.ops.registry import OpDef, apply, convert, register
+from runtime.ops.gradients import report_variable_gradient
+from runtime.ops.registry import OpDef, apply, convert, gradient, not_differentiable, register
 from runtime.tensor import EagerTensor, is_symbolic
 
 _ids = itertools.count()
@@ -22,15 +23,19 @@ class _Handle:
     """An op attribute naming one variable (hashable by identity, weakly held).
 
     A built extension pickles handles with ``path`` (where the variable is found from
-    the module's globals, e.g. ``"model.v"``); importing it binds them again.
+    the module's globals, e.g. ``"model.v"``); importing it binds them again. A variable
+    that a trace created (an optimizer's slot, made by the first step) also keeps its
+    initial value and trainability in ``created``: the built module creates it again at
+    that path on its first call, as the first step did.
     """
 
-    __slots__ = ("ref", "name", "path", "__weakref__")
+    __slots__ = ("ref", "name", "path", "created", "__weakref__")
 
     def __init__(self, variable):
         self.ref = weakref.ref(variable)
         self.name = variable.name
         self.path = None
+        self.created = None
 
     def get(self) -> "Variable":
         variable = self.ref() if self.ref is not None else None
@@ -43,12 +48,13 @@ class _Handle:
         self.ref = weakref.ref(variable)
 
     def __getstate__(self):
-        return {"name": self.name, "path": self.path}
+        return {"name": self.name, "path": self.path, "created": self.created}
 
     def __setstate__(self, state):
         self.ref = None
         self.name = state["name"]
         self.path = state["path"]
+        self.created = state.get("created")
 
     def __repr__(self):
         return f"<var {self.name}>"
@@ -82,11 +88,12 @@ class Variable:
         self.handle = _Handle(self)
         self.lock = threading.Lock()
         if graph is not None:
+            self.handle.created = {"value": self._value.copy(), "trainable": trainable}
             _note_created(self)
 
     # -- reading ------------------------------------------------------------
     def read_value(self):
-        if context.current_graph() is None:
+        if context.current_graph() is None and not context.tapes_active():
             return EagerTensor(self._value.copy(), self.dtype)
         return apply("ReadVariableOp", [], {"variable": self.handle, "dtype": self.dtype, "shape": self.shape})
 
@@ -221,3 +228,12 @@ register(OpDef("ReadVariableOp", "ReadVariableOp", _var_infer, _read_kernel, 0, 
 for _kind, _type in op_type_names.items():
     register(OpDef(_type, _type, _var_infer, _update_kernel(_UPDATES[_kind]), 1, stateful=True,
                    side_effect=True, foldable=False))
+
+
+@gradient("ReadVariableOp")
+def _read_grad(op, grad):
+    report_variable_gradient(op.attrs["variable"], grad)
+    return []
+
+
+not_differentiable(*op_type_names.values())

@@ -2419,6 +2419,86 @@ static void rt_ew_Square_float64(void *const *ins, void *out, int64_t n, const i
         for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x0[k * s[0]]));
     }
 }
+static void rt_ew_StopGradient_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const rt_bool *x0 = (const rt_bool *)ins[0];
+    rt_bool *o = (rt_bool *)out;
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)x0[k * s[0]]);
+    }
+}
+static void rt_ew_StopGradient_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const int8_t *x0 = (const int8_t *)ins[0];
+    int8_t *o = (int8_t *)out;
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
+    }
+}
+static void rt_ew_StopGradient_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const int16_t *x0 = (const int16_t *)ins[0];
+    int16_t *o = (int16_t *)out;
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
+    }
+}
+static void rt_ew_StopGradient_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const int32_t *x0 = (const int32_t *)ins[0];
+    int32_t *o = (int32_t *)out;
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
+    }
+}
+static void rt_ew_StopGradient_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const int64_t *x0 = (const int64_t *)ins[0];
+    int64_t *o = (int64_t *)out;
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
+    }
+}
+static void rt_ew_StopGradient_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const uint8_t *x0 = (const uint8_t *)ins[0];
+    uint8_t *o = (uint8_t *)out;
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
+    }
+}
+static void rt_ew_StopGradient_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
+    }
+}
+static void rt_ew_StopGradient_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= 65536 && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
+    }
+}
 static void rt_ew_Sub_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
@@ -2829,6 +2909,14 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 5 && dst == -1 && strcmp(op, "Square") == 0) return rt_ew_Square_uint8;
     if (dtype == 7 && dst == -1 && strcmp(op, "Square") == 0) return rt_ew_Square_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Square") == 0) return rt_ew_Square_float64;
+    if (dtype == 0 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_bool;
+    if (dtype == 1 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_int8;
+    if (dtype == 2 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_int16;
+    if (dtype == 3 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_int32;
+    if (dtype == 4 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_int64;
+    if (dtype == 5 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_uint8;
+    if (dtype == 7 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_float64;
     if (dtype == 1 && dst == -1 && strcmp(op, "Sub") == 0) return rt_ew_Sub_int8_int8;
     if (dtype == 2 && dst == -1 && strcmp(op, "Sub") == 0) return rt_ew_Sub_int16_int16;
     if (dtype == 3 && dst == -1 && strcmp(op, "Sub") == 0) return rt_ew_Sub_int32_int32;

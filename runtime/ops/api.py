@@ -1,15 +1,16 @@
 """The public op functions (``rt.add``, ``rt.reshape`` ...), gathered from the op modules."""
-from runtime.ops.array_ops import (concat, constant, convert_to_tensor, expand_dims, eye, fill, gather, identity,
-                                   linspace, ones, ones_like, range, rank, reshape, shape, size, squeeze, stack,
-                                   strided_slice, tile, transpose, unstack, zeros, zeros_like)
+from runtime.ops.array_ops import (broadcast_to, concat, constant, convert_to_tensor, expand_dims, eye, fill, gather,
+                                   identity, linspace, one_hot, ones, ones_like, range, rank, reshape, shape, size,
+                                   squeeze, stack, stop_gradient, strided_slice, tile, transpose, unstack, zeros,
+                                   zeros_like)
 from runtime.ops.control_flow_ops import cond, while_loop
 from runtime.ops.logging_ops import Assert, check_numerics, print
 from runtime.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value, cos, cumsum, divide, equal, exp,
                                   floordiv, floormod, greater, greater_equal, less, less_equal, log, logical_and,
                                   logical_not, logical_or, logical_xor, matmul, maximum, minimum, mod, multiply,
-                                  negative, not_equal, pow, reduce_all, reduce_any, reduce_max, reduce_mean,
-                                  reduce_min, reduce_prod, reduce_sum, relu, sigmoid, sign, sin, softmax, sqrt,
-                                  square, subtract, tanh, truediv, where)
+                                  negative, not_equal, pow, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
+                                  reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, sigmoid, sign, sin, softmax,
+                                  sqrt, square, subtract, tanh, truediv, unsorted_segment_sum, where)
 from runtime.ops import random_ops  # noqa: F401  (registers the random ops)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops.registry import OpDef, apply, convert, convert_same, register
+from runtime.ops import math_ops
+from runtime.ops.math_ops import reshape_to, shape_tensor, unbroadcast
+from runtime.ops.registry import OpDef, apply, convert, convert_same, gradient, not_differentiable, register
 from runtime.shapes import TensorShape, as_shape
 from runtime.tensor import EagerTensor, Tensor, to_array
 
@@ -25,6 +27,21 @@ register(OpDef("Const", "Const", lambda specs, attrs: [(attrs["dtype"], attrs["v
                lambda inputs, attrs: (attrs["value"].array,), 0))
 register(OpDef("Identity", "Identity", lambda specs, attrs: [(specs[0].dtype, specs[0].shape.dims)],
                lambda inputs, attrs: (inputs[0],), 1, c_expr="{0}"))
+register(OpDef("StopGradient", "StopGradient", lambda specs, attrs: [(specs[0].dtype, specs[0].shape.dims)],
+               lambda inputs, attrs: (inputs[0],), 1, c_expr="{0}"))
+
+
+@gradient("Identity")
+def _identity_grad(op, grad):
+    return [grad]
+
+
+not_differentiable("StopGradient")
+
+
+def stop_gradient(input, name=None):
+    """``input`` itself, through which no gradient flows (``tf.stop_gradient``)."""
+    return apply("StopGradient", [convert(input)], name=name)
 
 
 def constant(value, dtype=None, shape=None, name=None):
@@ -64,8 +81,7 @@ def identity(x, name=None):
 
 
 def cast(x, dtype, name=None):
-    from runtime.ops.math_ops import cast as _cast
-    return _cast(x, dtype, name)
+    return math_ops.cast(x, dtype, name)
 
 
 # -- shape queries ----------------------------------------------------------------------
@@ -141,6 +157,11 @@ def fill(dims, value, name=None):
     return apply("Fill", [_shape_arg(dims), convert(value)], name=name)
 
 
+@gradient("Fill")
+def _fill_grad(op, grad):
+    return [None, math_ops.reduce_sum(grad)]
+
+
 def zeros(shape, dtype=dtypes.float32, name=None):
     dtype = dtypes.as_dtype(dtype)
     return apply("Fill", [_shape_arg(shape), convert(_zero(dtype), dtype)], name=name or "zeros")
@@ -175,6 +196,9 @@ def ones_like(input, dtype=None, name=None):
     x = convert(input)
     out = apply("OnesLike", [x], name=name)
     return cast(out, dtype) if dtype is not None and dtypes.as_dtype(dtype) is not x.dtype else out
+
+
+not_differentiable("ZerosLike", "OnesLike")
 
 
 register(OpDef("Eye", "eye", lambda specs, attrs: [(attrs["dtype"], (attrs["num_rows"], attrs["num_columns"]))],
@@ -245,6 +269,9 @@ def linspace(start, stop, num, name=None):
     return apply("LinSpace", [start, stop, convert(num, dtypes.int32)], name=name)
 
 
+not_differentiable("Range", "LinSpace")
+
+
 # -- reshaping --------------------------------------------------------------------------
 
 def _reshape_infer(specs, attrs):
@@ -292,6 +319,43 @@ def reshape(tensor, shape, name=None):
     return apply("Reshape", [convert(tensor), _shape_arg(shape)], name=name)
 
 
+@gradient("Reshape")
+def _reshape_grad(op, grad):
+    return [reshape_to(grad, op.inputs[0]), None]
+
+
+def _broadcast_to_infer(specs, attrs):
+    x, shape = specs
+    dims = _dims_from(shape, "BroadcastTo")
+    if dims is not None and x.shape.rank is not None:
+        if len(dims) < x.shape.rank or any(d not in (1, None, t) and t is not None
+                                           for d, t in zip(x.shape.dims[::-1], dims[::-1])):
+            raise ValueError(f"BroadcastTo: a tensor of shape {x.shape} cannot broadcast to {list(dims)}")
+    return [(x.dtype, dims)]
+
+
+def _broadcast_to_kernel(inputs, attrs):
+    x, shape = inputs
+    try:
+        return (_contiguous(np.broadcast_to(x, tuple(int(d) for d in shape)), x.dtype),)
+    except ValueError:
+        raise errors.InvalidArgumentError(f"BroadcastTo: a tensor of shape {x.shape} cannot broadcast to "
+                                          f"{shape.tolist()}") from None
+
+
+register(OpDef("BroadcastTo", "BroadcastTo", _broadcast_to_infer, _broadcast_to_kernel, 2, dynamic_infer=True))
+
+
+def broadcast_to(input, shape, name=None):
+    """``input`` repeated along axes of size 1 (and new leading axes) to ``shape`` (``tf.broadcast_to``)."""
+    return apply("BroadcastTo", [convert(input), _shape_arg(shape)], name=name)
+
+
+@gradient("BroadcastTo")
+def _broadcast_to_grad(op, grad):
+    return [unbroadcast(grad, op.inputs[0]), None]
+
+
 def _transpose_infer(specs, attrs):
     x, perm = specs[0], attrs["perm"]
     if x.shape.rank is None:
@@ -313,6 +377,17 @@ register(OpDef("Transpose", "transpose", _transpose_infer,
 def transpose(a, perm=None, name=None):
     perm = None if perm is None else tuple(int(p) for p in (perm.numpy() if isinstance(perm, EagerTensor) else perm))
     return apply("Transpose", [convert(a)], {"perm": perm}, name=name)
+
+
+@gradient("Transpose")
+def _transpose_grad(op, grad):
+    perm = op.attrs["perm"]
+    if perm is None:
+        return [transpose(grad)]
+    inverse = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inverse[p] = i
+    return [transpose(grad, inverse)]
 
 
 def _axis_in(axis, rank, op_type):
@@ -356,6 +431,24 @@ def concat(values, axis, name=None):
     return apply("ConcatV2", values, {"axis": int(axis)}, name=name)
 
 
+@gradient("ConcatV2")
+def _concat_grad(op, grad):
+    rank = grad.shape.rank
+    if rank is None:
+        raise ValueError("the gradient of ConcatV2 needs the rank of its result")
+    axis = op.attrs["axis"] % rank
+    grads, start = [], 0
+    for x in op.inputs:
+        size = x.shape[axis]
+        if size is None:
+            size = strided_slice(shape(x), axis)
+        stop = math_ops.add(start, size) if not isinstance(start, int) or not isinstance(size, int) \
+            else start + size
+        grads.append(strided_slice(grad, (slice(None),) * axis + (slice(start, stop),)))
+        start = stop
+    return grads
+
+
 def _pack_infer(specs, attrs):
     if not specs:
         raise ValueError("Pack: needs at least one tensor")
@@ -381,6 +474,11 @@ register(OpDef("Pack", "stack", _pack_infer, lambda inputs, attrs: (np.stack(inp
 def stack(values, axis=0, name=None):
     values = convert_same("Pack", list(values))
     return apply("Pack", values, {"axis": int(axis)}, name=name)
+
+
+@gradient("Pack")
+def _pack_grad(op, grad):
+    return unstack(grad, num=len(op.inputs), axis=op.attrs["axis"])
 
 
 def _unpack_infer(specs, attrs):
@@ -415,6 +513,12 @@ def unstack(value, num=None, axis=0, name=None):
         num = value.shape[axis]
     out = apply("Unpack", [value], {"num": int(num), "axis": int(axis)}, name=name)
     return list(out) if isinstance(out, tuple) else [out]
+
+
+@gradient("Unpack")
+def _unpack_grad(op, *grads):
+    parts = [zeros_like(t) if g is None else g for t, g in zip(op.outputs, grads)]
+    return [stack(parts, axis=op.attrs["axis"])]
 
 
 def _expand_infer(specs, attrs):
@@ -468,6 +572,11 @@ def squeeze(input, axis=None, name=None):
     return apply("Squeeze", [convert(input)], {"axis": axis}, name=name)
 
 
+@gradient("ExpandDims", "Squeeze")
+def _reshaped_grad(op, grad):
+    return [reshape_to(grad, op.inputs[0])]
+
+
 def _tile_infer(specs, attrs):
     x, multiples = specs
     if multiples.const is None:
@@ -492,6 +601,17 @@ register(OpDef("Tile", "Tile", _tile_infer, _tile_kernel, 2, dynamic_infer=True)
 
 def tile(input, multiples, name=None):
     return apply("Tile", [convert(input), _shape_arg(multiples)], name=name)
+
+
+@gradient("Tile")
+def _tile_grad(op, grad):
+    """Sum the copies: view the result as [m0, d0, m1, d1, ...] and reduce the multiples' axes."""
+    x, multiples = op.inputs
+    rank = x.shape.rank
+    if rank is None:
+        raise ValueError("the gradient of Tile needs the rank of its input")
+    split = reshape(stack([cast(multiples, dtypes.int32), shape_tensor(x)], axis=1), [-1])
+    return [math_ops.reduce_sum(apply("Reshape", [grad, split]), list(builtins_range(0, 2 * rank, 2))), None]
 
 
 def _gather_infer(specs, attrs):
@@ -525,6 +645,28 @@ def gather(params, indices, axis=0, name=None):
     if isinstance(indices, EagerTensor) and not indices.dtype.is_integer:
         raise TypeError(f"gather: indices must be integers, got {indices.dtype}")
     return apply("GatherV2", [params, indices], {"axis": int(axis)}, name=name)
+
+
+@gradient("GatherV2")
+def _gather_grad(op, grad):
+    """Scatter-add the gathered rows back: segment sums over the indices, the gather axis moved first."""
+    params, indices = op.inputs
+    rank = params.shape.rank
+    if rank is None or indices.shape.rank is None:
+        raise ValueError("the gradient of GatherV2 needs the ranks of its inputs")
+    axis = op.attrs["axis"] % rank
+    k = indices.shape.rank
+    if axis:            # the gathered axes first: grad [p0..p(a-1), i..., rest] -> [i..., p0..p(a-1), rest]
+        perm = [*builtins_range(axis, axis + k), *builtins_range(axis), *builtins_range(axis + k, k + rank - 1)]
+        grad = transpose(grad, perm)
+    size = params.shape[axis]
+    size = strided_slice(shape(params), axis) if size is None else size
+    summed = math_ops.unsorted_segment_sum(grad, cast(indices, dtypes.int32) if indices.dtype is not dtypes.int32
+                                           else indices, size)
+    if axis:
+        perm = list(builtins_range(1, axis + 1)) + [0] + list(builtins_range(axis + 1, rank))
+        summed = transpose(summed, perm)
+    return [summed, None]
 
 
 # -- indexing -----------------------------------------------------------------------------
@@ -577,8 +719,17 @@ def _resolve(v, dynamic):
 
 def _slice_kernel(inputs, attrs):
     x, dynamic = inputs[0], inputs[1:]
+    index = _slice_index(attrs["spec"], dynamic)
+    try:
+        return (_contiguous(x[index], x.dtype),)
+    except IndexError as e:
+        raise errors.InvalidArgumentError(f"StridedSlice: {e} (shape {x.shape})") from None
+
+
+def _slice_index(spec, dynamic) -> tuple:
+    """The numpy index for a slice spec (see above) and the values of its dynamic entries."""
     index = []
-    for item in attrs["spec"]:
+    for item in spec:
         kind = item[0]
         if kind == "e":
             index.append(Ellipsis)
@@ -591,10 +742,7 @@ def _slice_kernel(inputs, attrs):
             if step == 0:
                 raise errors.InvalidArgumentError("StridedSlice: slice step cannot be zero")
             index.append(slice(start, stop, step))
-    try:
-        return (_contiguous(x[tuple(index)], x.dtype),)
-    except IndexError as e:
-        raise errors.InvalidArgumentError(f"StridedSlice: {e} (shape {x.shape})") from None
+    return tuple(index)
 
 
 register(OpDef("StridedSlice", "strided_slice", _slice_infer, _slice_kernel, None))
@@ -635,3 +783,76 @@ def strided_slice(x, key, name=None):
     if sum(1 for s in spec if s[0] == "e") > 1:
         raise ValueError("An index can only have a single ellipsis ('...')")
     return apply("StridedSlice", [x] + dynamic, {"spec": tuple(spec)}, name=name)
+
+
+@gradient("StridedSlice")
+def _strided_slice_grad(op, grad):
+    x, dynamic = op.inputs[0], list(op.inputs[1:])
+    return [apply("StridedSliceGrad", [shape_tensor(x), grad] + dynamic, {"spec": op.attrs["spec"]})] + \
+        [None] * len(dynamic)
+
+
+def _slice_grad_infer(specs, attrs):
+    return [(specs[1].dtype, _dims_from(specs[0], "StridedSliceGrad"))]
+
+
+def _slice_grad_kernel(inputs, attrs):
+    shape, grad, dynamic = inputs[0], inputs[1], inputs[2:]
+    out = np.zeros(tuple(int(d) for d in shape), grad.dtype)
+    try:
+        out[_slice_index(attrs["spec"], dynamic)] = grad
+    except (IndexError, ValueError) as e:
+        raise errors.InvalidArgumentError(f"StridedSliceGrad: {e} (shape {out.shape})") from None
+    return (out,)
+
+
+# The gradient of x[spec]: zeros of x's shape with the slice's gradient written where the slice was.
+register(OpDef("StridedSliceGrad", "StridedSliceGrad", _slice_grad_infer, _slice_grad_kernel, None,
+               dynamic_infer=True))
+
+
+@gradient("StridedSliceGrad")
+def _strided_slice_grad_grad(op, grad):
+    dynamic = list(op.inputs[2:])
+    return [None, apply("StridedSlice", [grad] + dynamic, {"spec": op.attrs["spec"]})] + [None] * len(dynamic)
+
+
+def _one_hot_infer(specs, attrs):
+    indices = specs[0]
+    if not indices.dtype.is_integer:
+        raise TypeError(f"OneHot: indices must be integers, got {indices.dtype}")
+    if indices.shape.rank is None:
+        return [(attrs["dtype"], None)]
+    dims = list(indices.shape.dims)
+    axis = attrs["axis"]
+    if not -1 <= axis <= len(dims):
+        raise ValueError(f"OneHot: axis {axis} is out of range for indices of rank {len(dims)}")
+    dims.insert(len(dims) if axis == -1 else axis, attrs["depth"])
+    return [(attrs["dtype"], tuple(dims))]
+
+
+def _one_hot_kernel(inputs, attrs):
+    indices, depth, axis = inputs[0], attrs["depth"], attrs["axis"]
+    hot = np.expand_dims(indices, -1) == np.arange(depth)       # out-of-range indices give all-off rows
+    out = np.where(hot, attrs["on_value"], attrs["off_value"]).astype(attrs["dtype"].np)
+    if axis != -1:
+        out = np.ascontiguousarray(np.moveaxis(out, -1, axis))
+    return (out,)
+
+
+register(OpDef("OneHot", "OneHot", _one_hot_infer, _one_hot_kernel, 1))
+not_differentiable("OneHot")
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """Rows of ``depth`` values: ``on_value`` at each index, ``off_value`` elsewhere (``tf.one_hot``)."""
+    indices = convert(indices)
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.float32
+    on = 1 if on_value is None else on_value
+    off = 0 if off_value is None else off_value
+    for value in (on, off):
+        if isinstance(value, Tensor) and not isinstance(value, EagerTensor):
+            raise TypeError("one_hot: on_value and off_value must be Python or eager values")
+    attrs = {"depth": int(depth), "axis": -1 if axis is None else int(axis), "dtype": dtype,
+             "on_value": to_array(on, dtype).item(), "off_value": to_array(off, dtype).item()}
+    return apply("OneHot", [indices], attrs, name=name)

@@ -7,11 +7,19 @@ closed function of its inputs.
 from __future__ import annotations
 
 
+import weakref
+
+import numpy as np
+
 from runtime import context, dtypes, nest
-from runtime.graph import Graph
-from runtime.ops.registry import OpDef, convert, register
-from runtime.shapes import as_shape
-from runtime.tensor import is_symbolic
+from runtime.graph import Graph, SymbolicTensor, copy_graph
+from runtime.ops import array_ops, math_ops
+from runtime.ops import gradients
+from runtime.ops.gradients import (backprop, differentiable_dtype, graph_variables_read, or_zeros,
+                                   report_variable_gradient)
+from runtime.ops.registry import OpDef, apply, convert, gradient, register
+from runtime.shapes import TensorShape, as_shape
+from runtime.tensor import EagerTensor, is_symbolic
 from runtime.tensor_array import TensorArray
 
 
@@ -265,3 +273,251 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     if single:
         return result[0]
     return tuple(result) if isinstance(loop_vars, tuple) else result
+
+
+# ---------------------------------------------------------------------------
+# Gradients of If and While.
+
+def _variable_zeros(handle):
+    variable = handle.get()
+    return array_ops.zeros(variable.shape.as_list(), variable.dtype)
+
+
+def _const_stand_in(tensor):
+    """A Const of a forward graph is simply made again where it is needed."""
+    return EagerTensor(tensor.op.attrs["value"].array, tensor.dtype) if tensor.op.type == "Const" else None
+
+
+class _Recompute:
+    """Resolver of an ``If`` gradient's branch: forward branch tensors are computed again from the If's inputs.
+
+    Only the ops the gradient needs are recomputed. Variable updates are not repeated (the value read
+    after them stands in); an op whose result would differ (random numbers) cannot be recomputed.
+    """
+
+    def __init__(self, branch: Graph, inputs: list, graph: Graph):
+        self.branch, self.graph = branch, graph
+        self.values = {id(p): x for p, x in zip(branch.all_inputs(), inputs)}
+        self.copies: dict[int, object] = {}
+
+    def __call__(self, tensor):
+        if tensor.op.graph is not self.branch:
+            return None
+        if id(tensor) in self.values:
+            return self.values[id(tensor)]
+        op = tensor.op
+        const = _const_stand_in(tensor)
+        if const is not None:
+            return const
+        copy = self.copies.get(id(op))
+        if copy is None or tensor.index >= len(copy.outputs):
+            copy = self.copies[id(op)] = self._recompute(op)
+        return copy.outputs[tensor.index]
+
+    def _recompute(self, op):
+        with context.graph_scope(self.graph):
+            if op.type in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
+                handle = op.attrs["variable"]
+                return apply("ReadVariableOp", [], {"variable": handle, "dtype": op.attrs["dtype"],
+                                                    "shape": op.attrs["shape"]}).op
+            if op.type == "CheckNumerics":
+                return apply("Identity", [op.inputs[0]]).op
+            if op.opdef.stateful and op.type != "ReadVariableOp":
+                raise ValueError(f"cannot differentiate through a tensor `if` whose branch uses {op.where()}: "
+                                 "the gradient would compute it again and get another result")
+            attrs = {k: copy_graph(v) if isinstance(v, Graph) else v for k, v in op.attrs.items()}
+            return self.graph.create_op(op.opdef, op.inputs, attrs, name=op.name,
+                                        output_specs=[(t.dtype, t.shape.dims) for t in op.outputs])
+
+
+@gradient("If")
+def _if_grad(op, *grads):
+    """A conditional of the two branches' gradients (each recomputes what it needs of its branch)."""
+    pred, inputs = op.inputs[0], list(op.inputs[1:])
+    branches = (op.attrs["then_branch"], op.attrs["else_branch"])
+    wanted = [k for k, t in enumerate(op.outputs) if grads[k] is not None and differentiable_dtype(t.dtype)]
+    sources = [j for j, t in enumerate(inputs) if differentiable_dtype(t.dtype)]
+    handles = list({**graph_variables_read(branches[0]), **graph_variables_read(branches[1])}.values())
+    if not wanted or not (sources or handles):
+        return [None] * len(op.inputs)
+    weights = [grads[k] for k in wanted]
+    resolved = []
+
+    def branch_gradient(branch):
+        def run():
+            graph = context.current_graph()
+            graph.resolver = _Recompute(branch, inputs, graph)
+            resolved.append(graph)
+            placeholders = branch.all_inputs()
+            in_grads, variable_grads = backprop(list(branch.operations), [branch.outputs[k] for k in wanted],
+                                                weights, [placeholders[j] for j in sources], handles)
+            found = [variable_grads.get(id(h)) for h in handles]
+            return ([or_zeros(g, inputs[j]) for j, g in zip(sources, in_grads)] +
+                    [_variable_zeros(h) if g is None else g for h, g in zip(handles, found)])
+        return run
+
+    try:
+        results = cond(pred, branch_gradient(branches[0]), branch_gradient(branches[1]), name="cond_grad")
+    finally:
+        for graph in resolved:
+            graph.resolver = None
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    for h, g in zip(handles, results[len(sources):]):
+        report_variable_gradient(h, g)
+    out = [None] * len(op.inputs)
+    for j, g in zip(sources, results):
+        out[1 + j] = g
+    return out
+
+
+class _ForwardLoop:
+    """A forward ``While`` being differentiated: it also counts its iterations and, on demand, stacks
+    per-iteration values of its body (TensorLists carried as extra loop variables) for the backward loop.
+    """
+
+    def __init__(self, op):
+        self.op = op
+        self.num_vars = op.attrs["num_loop_vars"]          # the user's loop variables
+        self.stacks: dict[int, SymbolicTensor] = {}
+        self.count = None
+
+    def iterations(self) -> SymbolicTensor:
+        if self.count is None:
+            self.count = self._add_loop_var("iterations", dtypes.int32, (),
+                                            lambda: convert(np.int32(0)),
+                                            lambda previous: math_ops.add(previous, 1))
+        return self.count
+
+    def stack(self, tensor) -> SymbolicTensor:
+        """The forward loop's output listing ``tensor`` (a tensor of its body) at every iteration."""
+        found = self.stacks.get(id(tensor))
+        if found is None:
+            found = self.stacks[id(tensor)] = self._add_loop_var(
+                f"stack_{tensor.op.name}", dtypes.variant, (),
+                lambda: apply("TensorListReserve", [convert(np.int32(0))],
+                              {"element_dtype": tensor.dtype, "dynamic_size": True}),
+                lambda previous: apply("TensorListSetItem",
+                                       [previous, apply("TensorListLength", [previous]), tensor]))
+        return found
+
+    def _add_loop_var(self, name, dtype, shape, initial, step) -> SymbolicTensor:
+        op = self.op
+        graph, body, test = op.graph, op.attrs["body"], op.attrs["cond"]
+        n = op.attrs["num_loop_vars"]
+        start = len(graph.operations)
+        with context.graph_scope(graph):
+            init = graph.internalize(initial())
+        new_ops = graph.operations[start:]              # the initial value is computed before the loop
+        del graph.operations[start:]
+        at = graph.operations.index(op)
+        graph.operations[at:at] = new_ops
+        with context.graph_scope(body):
+            previous = body.add_placeholder(f"{name}_in", dtype, shape)
+            body.outputs.append(body.internalize(step(previous)))
+        with context.graph_scope(test):
+            test.add_placeholder(f"{name}_in", dtype, shape)
+        op.inputs = op.inputs[:n] + (init,) + op.inputs[n:]
+        op.attrs["num_loop_vars"] = n + 1
+        out = SymbolicTensor(op, len(op.outputs), dtype, TensorShape(shape))
+        op.outputs = op.outputs + (out,)
+        for g in (graph, body, test):
+            for key in ("_plan", "_generic_plan"):
+                g.__dict__.pop(key, None)
+        return out
+
+
+_FORWARD_LOOPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _forward_loop(op) -> _ForwardLoop:
+    found = _FORWARD_LOOPS.get(op)
+    if found is None:
+        found = _FORWARD_LOOPS[op] = _ForwardLoop(op)
+    return found
+
+
+class _Stacked:
+    """Resolver of a ``While`` gradient's body: a forward body tensor is read from its stack at iteration i."""
+
+    def __init__(self, loop: _ForwardLoop, captures: list, graph: Graph, index):
+        self.loop, self.graph, self.index = loop, graph, index
+        body = loop.op.attrs["body"]
+        self.body = body
+        self.captured = {id(p): x for (_, p), x in zip(body.captures, captures)}
+        self.reads: dict[int, object] = {}
+
+    def __call__(self, tensor):
+        if tensor.op.graph is not self.body:
+            return None
+        if id(tensor) in self.captured:                # loop-invariant: the forward loop's input
+            return self.captured[id(tensor)]
+        const = _const_stand_in(tensor)
+        if const is not None:
+            return const
+        read = self.reads.get(id(tensor))
+        if read is None:
+            stack = self.loop.stack(tensor)
+            with context.graph_scope(self.graph):
+                read = apply("TensorListGetItem", [stack, self.index],
+                             {"element_dtype": tensor.dtype, "element_shape": tensor.shape, "num_elements": None})
+            self.reads[id(tensor)] = read
+        return read
+
+
+@gradient("While")
+def _while_grad(op, *grads):
+    """A backward loop over the iterations in reverse: each runs the gradient of the body on the values
+    that iteration saw (stacked by the forward loop) and adds up the gradients of loop invariants."""
+    loop = _forward_loop(op)
+    n = loop.num_vars
+    body = op.attrs["body"]
+    n_now = op.attrs["num_loop_vars"]
+    captures = list(op.inputs[n_now:n_now + len(body.captures)])
+    # the user's loop variables, and stacks of earlier gradients when a gradient of them is asked for
+    var_ks = [k for k in range(n_now) if differentiable_dtype(op.outputs[k].dtype) and (k < n or grads[k] is not None)]
+    cap_js = [j for j, t in enumerate(captures) if differentiable_dtype(t.dtype)]
+    handles = list(graph_variables_read(body).values())
+    if all(grads[k] is None for k in var_ks) or not (var_ks or cap_js or handles):
+        return [None] * len(op.inputs)
+    body_ops = list(body.operations)
+    targets = [body.outputs[k] for k in var_ks]
+    var_inputs = [body.inputs[k] for k in var_ks]
+    cap_inputs = [body.captures[j][1] for j in cap_js]
+    count = loop.iterations()
+    initial = ([math_ops.subtract(count, 1)] + [or_zeros(grads[k], op.outputs[k]) for k in var_ks] +
+               [or_zeros(None, captures[j]) for j in cap_js] + [_variable_zeros(h) for h in handles])
+    invariants = ([TensorShape(())] + [op.outputs[k].shape for k in var_ks] + [captures[j].shape for j in cap_js]
+                  + [h.get().shape for h in handles])
+    nv, nc = len(var_ks), len(cap_js)
+    resolved = []
+
+    def test(i, *_):
+        return math_ops.greater_equal(i, 0)
+
+    def step(i, *values):
+        graph = context.current_graph()
+        graph.resolver = _Stacked(loop, captures, graph, i)
+        resolved.append(graph)
+        weights, cap_sums, var_sums = values[:nv], values[nv:nv + nc], values[nv + nc:]
+        in_grads, variable_grads = backprop(body_ops, targets, list(weights), var_inputs + cap_inputs, handles)
+        new_weights = [or_zeros(g, w) for g, w in zip(in_grads[:nv], weights)]
+        new_caps = [s if g is None else gradients.add(s, g) for s, g in zip(cap_sums, in_grads[nv:])]
+        new_vars = [s if variable_grads.get(id(h)) is None else gradients.add(s, variable_grads[id(h)])
+                    for s, h in zip(var_sums, handles)]
+        return tuple([math_ops.subtract(i, 1)] + new_weights + new_caps + new_vars)
+
+    try:
+        final = while_loop(test, step, tuple(initial), shape_invariants=invariants, name="while_grad")
+    finally:
+        for graph in resolved:
+            graph.resolver = None
+    final = list(final)
+    out = [None] * len(op.inputs)                   # the forward loop has gained loop variables by now
+    for k, g in zip(var_ks, final[1:1 + nv]):
+        out[k] = g
+    first_capture = op.attrs["num_loop_vars"]
+    for j, g in zip(cap_js, final[1 + nv:1 + nv + nc]):
+        out[first_capture + j] = g
+    for h, g in zip(handles, final[1 + nv + nc:]):
+        report_variable_gradient(h, g)
+    return out

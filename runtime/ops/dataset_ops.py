@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes, errors, nest
-from runtime.ops.registry import OpDef, register
+from runtime.ops.registry import OpDef, not_differentiable, register
 from runtime.ops.script_ops import user_error
 from runtime.tensor import EagerTensor, to_array
 
@@ -142,3 +142,4 @@ register(OpDef("GeneratorNext", "GeneratorNext", _element_infer, _generator_next
                side_effect=True, foldable=False))
 register(OpDef("IteratorGetNext", "IteratorGetNext", _iterator_infer, _iterator_next_kernel, 1, stateful=True,
                side_effect=True, foldable=False))
+not_differentiable("GeneratorInit", "GeneratorNext", "IteratorGetNext")   # data sources: no inputs to reach

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops.registry import OpDef, apply, convert, register
+from runtime.ops.registry import OpDef, apply, convert, gradient, register
 from runtime.tensor import Tensor
 
 
@@ -133,6 +133,12 @@ register(OpDef("CheckNumerics", "CheckNumerics", _check_numerics_infer, _check_n
 
 def check_numerics(tensor, message, name=None):
     return apply("CheckNumerics", [convert(tensor)], {"message": str(message)}, name=name)
+
+
+@gradient("CheckNumerics")
+def _check_numerics_grad(op, grad):
+    return [check_numerics(grad, f"Not a number (NaN) or infinity (Inf) values detected in the gradient. "
+                                 f"{op.attrs['message']}")]
 
 
 def _compare_assert(op, symbol):

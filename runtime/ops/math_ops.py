@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops.registry import OpDef, apply, convert, convert_same, register
+from runtime.ops.registry import OpDef, apply, convert, convert_same, gradient, not_differentiable, register
 from runtime.shapes import TensorShape
 
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
@@ -33,6 +33,67 @@ def broadcast_shapes(op_type: str, *shapes: TensorShape) -> tuple | None:
         else:
             out.append(1)
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# Shape helpers of gradient functions: static values when the shapes are known while tracing,
+# run-time shape ops otherwise.
+
+def shape_tensor(x):
+    """``x``'s shape as an int32 vector: a constant when it is static, a ``Shape`` op otherwise."""
+    if x.shape.is_fully_defined():
+        return convert(np.array(x.shape.dims, np.int32))
+    return apply("Shape", [x], {"out_type": dtypes.int32})
+
+
+def reshape_to(x, shape):
+    """``x`` reshaped to ``shape`` (a shape tensor, or a tensor whose shape to take)."""
+    if not (shape.dtype.is_integer and shape.shape.rank == 1):
+        shape = shape_tensor(shape)
+    return apply("Reshape", [x, shape])
+
+
+def unbroadcast(grad, x, *others):
+    """``grad`` (of a broadcasting op's output) summed back to the shape of its input ``x``.
+
+    ``others`` are the op's other inputs: an axis where none of them has a size other than 1 was not
+    broadcast for ``x``, even when its size is unknown. The axes to sum are found statically where
+    the shapes tell; otherwise at run time (``SumToShape``).
+    """
+    gdims, xdims = grad.shape.dims, x.shape.dims
+    if gdims is not None and xdims is not None and all(o.shape.rank is not None for o in others):
+        if gdims == xdims and x.shape.is_fully_defined():
+            return grad
+        lead = len(gdims) - len(xdims)
+        axes = list(range(lead))
+        static = lead >= 0
+        for i, d in enumerate(xdims if static else ()):
+            gd = gdims[lead + i]
+            if d == 1 and gd != 1:
+                axes.append(lead + i)
+            elif d is None and gd != 1 and not _only_ones(others, len(xdims) - i):
+                static = False          # x may have been 1 here: only the run-time shapes tell
+        if static:
+            out = reduce_sum(grad, axes, keepdims=True) if axes else grad
+            return reshape_to(out, x) if lead else out
+    return apply("SumToShape", [grad, shape_tensor(x)])
+
+
+def _only_ones(tensors, from_end: int) -> bool:
+    """True when no tensor has a size other than 1 at axis ``-from_end`` (or lacks that axis)."""
+    return all(t.shape.rank < from_end or t.shape.dims[t.shape.rank - from_end] == 1 for t in tensors)
+
+
+def _kept_dims(x, axes):
+    """The shape of ``reduce_*(x, axes, keepdims=True)`` as a shape tensor (``axes`` None: all)."""
+    rank = x.shape.rank
+    if rank is None:
+        raise ValueError(f"the gradient of a reduction needs the rank of its input, unknown for {x}")
+    axes = set(range(rank) if axes is None else (a % rank for a in axes))
+    if x.shape.is_fully_defined():
+        return convert(np.array([1 if i in axes else d for i, d in enumerate(x.shape.dims)], np.int32))
+    mask = convert(np.array([i in axes for i in range(rank)], np.bool_))
+    return where(mask, convert(np.ones(rank, np.int32)), shape_tensor(x))
 
 
 def _check_dtype(op_type: str, dtype, allowed) -> None:
@@ -131,6 +192,140 @@ relu = _define_elementwise("Relu", "relu", lambda x: np.maximum(x, 0).astype(x.d
 mod = floormod
 
 
+# -- gradients of the elementwise ops ---------------------------------------------------
+
+@gradient("AddV2")
+def _add_grad(op, grad):
+    x, y = op.inputs
+    return [unbroadcast(grad, x, y), unbroadcast(grad, y, x)]
+
+
+@gradient("Sub")
+def _sub_grad(op, grad):
+    x, y = op.inputs
+    return [unbroadcast(grad, x, y), unbroadcast(negative(grad), y, x)]
+
+
+@gradient("Mul")
+def _mul_grad(op, grad):
+    x, y = op.inputs
+    return [unbroadcast(multiply(grad, y), x, y), unbroadcast(multiply(grad, x), y, x)]
+
+
+@gradient("RealDiv")
+def _realdiv_grad(op, grad):
+    x, y = op.inputs
+    return [unbroadcast(_realdiv(grad, y), x, y),
+            unbroadcast(multiply(grad, _realdiv(_realdiv(negative(x), y), y)), y, x)]
+
+
+@gradient("FloorMod")
+def _floormod_grad(op, grad):
+    x, y = op.inputs
+    return [unbroadcast(grad, x, y), unbroadcast(multiply(negative(grad), floordiv(x, y)), y, x)]
+
+
+@gradient("Pow")
+def _pow_grad(op, grad):
+    x, y = op.inputs
+    z = op.outputs[0]
+    gx = multiply(grad, multiply(y, pow(x, subtract(y, 1))))
+    positive = greater(x, 0)
+    log_x = where(positive, log(where(positive, x, ones_like_(x))), zeros_like_(x))
+    return [unbroadcast(gx, x, y), unbroadcast(multiply(grad, multiply(z, log_x)), y, x)]
+
+
+def _select_grads(x, y, grad, mask):
+    """Gradients of x and y when the output took x where ``mask`` holds, else y."""
+    zeros = zeros_like_(grad)
+    return [unbroadcast(where(mask, grad, zeros), x, y, mask), unbroadcast(where(mask, zeros, grad), y, x, mask)]
+
+
+@gradient("Maximum")
+def _maximum_grad(op, grad):
+    x, y = op.inputs
+    return _select_grads(x, y, grad, greater_equal(x, y))
+
+
+@gradient("Minimum")
+def _minimum_grad(op, grad):
+    x, y = op.inputs
+    return _select_grads(x, y, grad, less_equal(x, y))
+
+
+@gradient("Neg")
+def _neg_grad(op, grad):
+    return [negative(grad)]
+
+
+@gradient("Abs")
+def _abs_grad(op, grad):
+    return [multiply(grad, sign(op.inputs[0]))]
+
+
+@gradient("Sign")
+def _sign_grad(op, grad):
+    return [zeros_like_(op.inputs[0])]
+
+
+@gradient("Square")
+def _square_grad(op, grad):
+    return [multiply(grad, multiply(op.inputs[0], 2))]
+
+
+@gradient("Sqrt")
+def _sqrt_grad(op, grad):
+    return [_realdiv(grad, multiply(op.outputs[0], 2))]
+
+
+@gradient("Exp")
+def _exp_grad(op, grad):
+    return [multiply(grad, op.outputs[0])]
+
+
+@gradient("Log")
+def _log_grad(op, grad):
+    return [_realdiv(grad, op.inputs[0])]
+
+
+@gradient("Tanh")
+def _tanh_grad(op, grad):
+    y = op.outputs[0]
+    return [multiply(grad, subtract(1, multiply(y, y)))]
+
+
+@gradient("Sigmoid")
+def _sigmoid_grad(op, grad):
+    y = op.outputs[0]
+    return [multiply(grad, multiply(y, subtract(1, y)))]
+
+
+@gradient("Sin")
+def _sin_grad(op, grad):
+    return [multiply(grad, cos(op.inputs[0]))]
+
+
+@gradient("Cos")
+def _cos_grad(op, grad):
+    return [negative(multiply(grad, sin(op.inputs[0])))]
+
+
+@gradient("Relu")
+def _relu_grad(op, grad):
+    return [where(greater(op.outputs[0], 0), grad, zeros_like_(grad))]
+
+
+not_differentiable("FloorDiv")
+
+
+def zeros_like_(x):
+    return apply("ZerosLike", [x])
+
+
+def ones_like_(x):
+    return apply("OnesLike", [x])
+
+
 def divide(x, y, name=None):
     """``x / y``: integers are converted to floating point first (like Python 3 and ``tf.math.divide``)."""
     x, y = convert_same("RealDiv", [x, y])
@@ -156,6 +351,12 @@ def _select_infer(specs, attrs):
 
 register(OpDef("SelectV2", "SelectV2", _select_infer, lambda i, a: (np.where(i[0], i[1], i[2]),), 3,
                c_expr="({0} ? {1} : {2})"))
+
+
+@gradient("SelectV2")
+def _select_grad(op, grad):
+    condition, x, y = op.inputs
+    return [None] + _select_grads(x, y, grad, condition)
 
 
 def _where_indices_infer(specs, attrs):
@@ -193,6 +394,14 @@ def _cast_kernel(inputs, attrs):
 
 
 register(OpDef("Cast", "Cast", _cast_infer, _cast_kernel, 1, c_expr="(({T}){0})"))
+
+
+@gradient("Cast")
+def _cast_grad(op, grad):
+    source = op.inputs[0].dtype
+    if source.is_floating and grad.dtype.is_floating:
+        return [cast(grad, source)]
+    return [None]
 
 
 def cast(x, dtype, name=None):
@@ -243,6 +452,24 @@ def _matmul_kernel(inputs, attrs):
 
 
 register(OpDef("MatMul", "MatMul", _matmul_infer, _matmul_kernel, 2))
+
+
+@gradient("MatMul")
+def _matmul_grad(op, grad):
+    a, b = op.inputs
+    ta, tb = bool(op.attrs.get("transpose_a")), bool(op.attrs.get("transpose_b"))
+    if not ta and not tb:
+        ga, gb = matmul(grad, b, transpose_b=True), matmul(a, grad, transpose_a=True)
+    elif not ta and tb:
+        ga, gb = matmul(grad, b), matmul(grad, a, transpose_a=True)
+    elif ta and not tb:
+        ga, gb = matmul(b, grad, transpose_b=True), matmul(a, grad)
+    else:
+        ga, gb = matmul(b, grad, transpose_a=True, transpose_b=True), matmul(grad, a, transpose_a=True,
+                                                                           transpose_b=True)
+    if (a.shape.rank or 2) > 2 or (b.shape.rank or 2) > 2:      # batch dims may have been broadcast
+        ga, gb = unbroadcast(ga, a), unbroadcast(gb, b)
+    return [ga, gb]
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
@@ -330,6 +557,143 @@ reduce_any = _define_reduction("Any", "reduce_any", np.any, BOOL)
 reduce_all = _define_reduction("All", "reduce_all", np.all, BOOL)
 
 
+def _reduced_grad(op, grad):
+    """``grad`` of a reduction's output, reshaped to keep the reduced axes (size 1)."""
+    x = op.inputs[0]
+    return grad if op.attrs["keepdims"] else reshape_to(grad, _kept_dims(x, op.attrs["axis"]))
+
+
+@gradient("Sum")
+def _sum_grad(op, grad):
+    x = op.inputs[0]
+    return [apply("BroadcastTo", [_reduced_grad(op, grad), shape_tensor(x)])]
+
+
+@gradient("Mean")
+def _mean_grad(op, grad):
+    x, y = op.inputs[0], op.outputs[0]
+    if x.shape.is_fully_defined() and y.shape.is_fully_defined():
+        count = convert(np.asarray(max(x.shape.num_elements(), 1) // max(y.shape.num_elements(), 1), x.dtype.np))
+    else:
+        count = cast(_realdiv(cast(apply("Size", [x], {"out_type": dtypes.int32}), dtypes.float64),
+                              cast(apply("Size", [y], {"out_type": dtypes.int32}), dtypes.float64)), x.dtype)
+    return [_realdiv(apply("BroadcastTo", [_reduced_grad(op, grad), shape_tensor(x)]), count)]
+
+
+def _extremum_grad(op, grad):
+    """Max/Min: the gradient goes to the elements equal to the result, shared evenly among ties."""
+    x = op.inputs[0]
+    kept = _kept_dims(x, op.attrs["axis"])
+    y = op.outputs[0] if op.attrs["keepdims"] else reshape_to(op.outputs[0], kept)
+    hits = cast(equal(x, y), x.dtype)
+    count = reduce_sum(hits, op.attrs["axis"], keepdims=True)
+    return [multiply(_realdiv(hits, count), _reduced_grad(op, grad))]
+
+
+gradient("Max")(_extremum_grad)
+gradient("Min")(_extremum_grad)
+
+
+@gradient("Prod")
+def _prod_grad(op, grad):
+    """d prod / d x_i is the product of the other elements, computed without dividing by a zero x_i."""
+    x = op.inputs[0]
+    axes = op.attrs["axis"]
+    is_zero = equal(x, zeros_like_(x))
+    zeros = reduce_sum(cast(is_zero, x.dtype), axes, keepdims=True)
+    nonzero_product = reduce_prod(where(is_zero, ones_like_(x), x), axes, keepdims=True)
+    others = where(equal(zeros, 0), _realdiv(nonzero_product, where(is_zero, ones_like_(x), x)),
+                   where(logical_and(equal(zeros, 1), is_zero), apply("BroadcastTo", [nonzero_product,
+                                                                                     shape_tensor(x)]),
+                         zeros_like_(x)))
+    return [multiply(others, _reduced_grad(op, grad))]
+
+
+def _sum_to_shape_infer(specs, attrs):
+    grad, shape = specs
+    if not shape.dtype.is_integer:
+        raise TypeError(f"SumToShape: the shape must be integers, got {shape.dtype}")
+    if shape.const is not None:
+        return [(grad.dtype, tuple(int(d) for d in np.asarray(shape.const).reshape(-1)))]
+    n = shape.shape[0] if shape.shape.rank == 1 else None
+    return [(grad.dtype, None if n is None else (None,) * n)]
+
+
+def _sum_to_shape_kernel(inputs, attrs):
+    grad, shape = inputs[0], tuple(int(d) for d in inputs[1])
+    if grad.shape == shape:
+        return (grad,)
+    lead = grad.ndim - len(shape)
+    if lead < 0 or any(d not in (1, g) for d, g in zip(shape, grad.shape[lead:])):
+        raise errors.InvalidArgumentError(f"SumToShape: a tensor of shape {grad.shape} does not broadcast from "
+                                          f"{list(shape)}")
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and grad.shape[lead + i] != 1)
+    return (np.sum(grad, axis=axes, dtype=grad.dtype).reshape(shape),)
+
+
+# The gradient of a broadcasting op summed back to an input's shape, when only the run-time shapes
+# show which axes were broadcast (see ``unbroadcast``).
+register(OpDef("SumToShape", "SumToShape", _sum_to_shape_infer, _sum_to_shape_kernel, 2, dynamic_infer=True))
+
+
+@gradient("SumToShape")
+def _sum_to_shape_grad(op, grad):
+    return [apply("BroadcastTo", [grad, shape_tensor(op.inputs[0])]), None]
+
+
+def _segment_sum_infer(specs, attrs):
+    data, ids, num = specs
+    if not ids.dtype.is_integer or not num.dtype.is_integer:
+        raise TypeError(f"UnsortedSegmentSum: segment ids and num_segments must be integers, got {ids.dtype} "
+                        f"and {num.dtype}")
+    _check_dtype("UnsortedSegmentSum", data.dtype, NUMERIC)
+    if data.shape.rank is None or ids.shape.rank is None:
+        return [(data.dtype, None)]
+    if ids.shape.rank > data.shape.rank:
+        raise ValueError(f"UnsortedSegmentSum: segment ids of shape {ids.shape} do not prefix data {data.shape}")
+    n = None if num.const is None else int(num.const)
+    return [(data.dtype, (n,) + data.shape.dims[ids.shape.rank:])]
+
+
+def _segment_sum_kernel(inputs, attrs):
+    data, ids, num = inputs
+    num = int(num)
+    if ids.shape != data.shape[:ids.ndim]:
+        raise errors.InvalidArgumentError(f"UnsortedSegmentSum: segment ids of shape {ids.shape} do not prefix "
+                                          f"data of shape {data.shape}")
+    if ids.size and (ids.min() < 0 or ids.max() >= num):
+        raise errors.InvalidArgumentError(f"UnsortedSegmentSum: segment ids must be in [0, {num})")
+    out = np.zeros((num,) + data.shape[ids.ndim:], data.dtype)
+    np.add.at(out, ids.reshape(-1), data.reshape((-1,) + data.shape[ids.ndim:]))
+    return (out,)
+
+
+register(OpDef("UnsortedSegmentSum", "UnsortedSegmentSum", _segment_sum_infer, _segment_sum_kernel, 3,
+               dynamic_infer=True))
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
+    """Sums of the rows of ``data`` by segment: ``out[segment_ids[i]] += data[i]``."""
+    return apply("UnsortedSegmentSum", [convert(data), convert(segment_ids), convert(num_segments)], name=name)
+
+
+@gradient("UnsortedSegmentSum")
+def _segment_sum_grad(op, grad):
+    return [apply("GatherV2", [grad, op.inputs[1]], {"axis": 0}), None, None]
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """``log(reduce_sum(exp(x), axis))``, computed without overflow: the maximum is taken out first."""
+    x = convert(input_tensor)
+    peak = reduce_max(x, axis, keepdims=True)
+    finite = less(abs(peak), np.inf)
+    peak = apply("StopGradient", [where(finite, peak, zeros_like_(peak))])
+    total = reduce_sum(exp(subtract(x, peak)), axis, keepdims=keepdims)
+    if not keepdims:
+        peak = reshape_to(peak, total)
+    return add(log(total), peak, name=name)
+
+
 def _arg_infer(op_type):
     def infer(specs, attrs):
         spec = specs[0]
@@ -397,6 +761,12 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
                                           "reverse": bool(reverse)}, name=name)
 
 
+@gradient("Cumsum")
+def _cumsum_grad(op, grad):
+    attrs = op.attrs
+    return [cumsum(grad, attrs["axis"], exclusive=attrs["exclusive"], reverse=not attrs["reverse"])]
+
+
 def _softmax_infer(specs, attrs):
     _check_dtype("Softmax", specs[0].dtype, FLOATS)
     rank = specs[0].shape.rank
@@ -416,3 +786,9 @@ register(OpDef("Softmax", "Softmax", _softmax_infer, _softmax_kernel, 1))
 
 def softmax(logits, axis=-1, name=None):
     return apply("Softmax", [convert(logits)], {"axis": int(axis)}, name=name)
+
+
+@gradient("Softmax")
+def _softmax_grad(op, grad):
+    y = op.outputs[0]
+    return [multiply(y, subtract(grad, reduce_sum(multiply(grad, y), op.attrs["axis"], keepdims=True)))]

@@ -5,7 +5,7 @@ import numpy as np
 
 from runtime import dtypes, errors
 from runtime.ops.array_ops import _dims_from, _shape_arg
-from runtime.ops.registry import OpDef, apply, register
+from runtime.ops.registry import OpDef, apply, not_differentiable, register
 
 
 class _Generator:
@@ -43,6 +43,7 @@ register(OpDef("RandomUniform", "random_uniform", _random_infer, _uniform_kernel
                dynamic_infer=True, foldable=False))
 register(OpDef("RandomStandardNormal", "random_normal", _random_infer, _normal_kernel, 1, stateful=True,
                dynamic_infer=True, foldable=False))
+not_differentiable("RandomUniform", "RandomStandardNormal")
 
 
 def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):

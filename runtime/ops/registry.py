@@ -15,6 +15,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from runtime import context, dtypes, errors
+from runtime.graph import Graph
 from runtime.shapes import TensorShape
 from runtime.tensor import EagerTensor, Tensor, to_array
 
@@ -41,6 +42,8 @@ class OpDef:
     native: Any = None                    # native emitter, filled by the code generator
     foldable: bool = True                 # constant folding may evaluate it at build time
     extra: dict = field(default_factory=dict)
+    grad: Callable | None = None          # (op, *output_grads) -> input grads; set by @gradient beside the op
+    differentiable: bool = True           # False: explicitly has no gradient (the registry walk skips it)
 
 
 _REGISTRY: dict[str, OpDef] = {}
@@ -62,6 +65,35 @@ def get_opdef(op_type: str) -> OpDef:
 
 def all_opdefs() -> dict[str, OpDef]:
     return dict(_REGISTRY)
+
+
+def gradient(*op_types: str) -> Callable:
+    """Register the decorated function as the gradient of ``op_types`` (``tf.RegisterGradient``).
+
+    The function takes the forward op (an ``Operation``, or a recorded eager op with the same
+    ``type``/``inputs``/``outputs``/``attrs``) and one gradient per output (None for an output
+    nothing depends on), and returns one gradient per input (None where there is none). It builds
+    its result with the public op API, so it serves eager tapes and graph tracing alike.
+
+    Example:
+        >>> @gradient("Neg")                      # doctest: +SKIP
+        ... def _neg_grad(op, grad):
+        ...     return [negative(grad)]
+    """
+    def register_grad(fn: Callable) -> Callable:
+        for op_type in op_types:
+            opdef = get_opdef(op_type)
+            if opdef.grad is not None:
+                raise ValueError(f"gradient of {op_type} registered twice")
+            opdef.grad = fn
+        return fn
+    return register_grad
+
+
+def not_differentiable(*op_types: str) -> None:
+    """Mark ops that have no gradient (``tf.no_gradient``): gradients stop at them, silently."""
+    for op_type in op_types:
+        get_opdef(op_type).differentiable = False
 
 
 # ---------------------------------------------------------------------------
@@ -118,14 +150,32 @@ def apply(op_type: str, inputs: list, attrs: dict | None = None, name: str | Non
             out = tuple(EagerTensor(np.asarray(r)) for r in results)
         else:
             out = tuple(EagerTensor(_as_dtype_array(r, dt), dt) for r, (dt, _) in zip(results, out_specs))
+        if context.tapes_active():
+            context.record_operation(EagerOperation(opdef, tuple(inputs), attrs, out))
     else:
-        op = graph.create_op(opdef, inputs, attrs, name=name)
-        out = op.outputs
+        out = graph.create_op(opdef, inputs, attrs, name=name).outputs      # (tapes hear of it there)
     if len(out) == 1:
         return out[0]
     if not out:
         return None
     return out
+
+
+class EagerOperation:
+    """An op that ran eagerly, as a gradient tape records it: the ``Operation`` fields gradients read."""
+
+    __slots__ = ("opdef", "type", "inputs", "attrs", "outputs")
+    graph = None
+    name = "eager"
+
+    def __init__(self, opdef: OpDef, inputs: tuple, attrs: dict, outputs: tuple):
+        self.opdef, self.type, self.inputs, self.attrs, self.outputs = opdef, opdef.type, inputs, attrs, outputs
+
+    def subgraphs(self) -> list:
+        return [v for v in self.attrs.values() if isinstance(v, Graph)]
+
+    def __repr__(self):
+        return f"<eager op {self.type}>"
 
 
 def _as_dtype_array(value, dtype: dtypes.DType) -> np.ndarray:

@@ -26,7 +26,7 @@ import traceback
 import numpy as np
 
 from runtime import context, dtypes, errors
-from runtime.ops.registry import OpDef, apply, convert, register
+from runtime.ops.registry import OpDef, apply, convert, not_differentiable, register
 from runtime.shapes import TensorShape, as_shape
 from runtime.tensor import EagerTensor, Tensor, to_array
 
@@ -168,6 +168,9 @@ register(OpDef("PyFunc", "PyFunc", _infer, lambda inputs, attrs: _run(inputs, at
                stateful=True, side_effect=True, foldable=False))
 register(OpDef("PyFuncStateless", "PyFuncStateless", _infer, lambda inputs, attrs: _run(inputs, attrs, False),
                None, foldable=False))
+# Python code is opaque to the reverse pass: gradients stop at these ops (as at tf.numpy_function's; unlike
+# TensorFlow, rt.py_function does not record the ops its function runs eagerly).
+not_differentiable("EagerPyFunc", "PyFunc", "PyFuncStateless")
 
 
 def _call(op_type: str, func, inp, Tout, output_shapes, name):

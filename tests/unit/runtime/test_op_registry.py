@@ -931,6 +931,258 @@ def check_tensor_list_length():
 
 
 # ---------------------------------------------------------------------------
+# Ops gradients are built from, and the neural-network ops.
+
+def check_broadcast_to():
+    x = np.arange(3.0).reshape(3, 1)
+    out = run_both(lambda x: rt.broadcast_to(x, [2, 3, 4]), [rt.constant(x)], "BroadcastTo")
+    assert_matches_numpy(out, np.broadcast_to(x, (2, 3, 4)))
+    scalar = run_both(lambda x: rt.broadcast_to(x, []), [rt.constant(2.5)], "BroadcastTo")
+    assert_matches_numpy(scalar, np.array(2.5, np.float32))
+    raises_both(lambda x, s: rt.broadcast_to(x, s), [rt.constant(x), rt.constant([2, 2])],
+                (ValueError, rt.errors.InvalidArgumentError), match="BroadcastTo")
+
+
+def check_sum_to_shape():
+    g = np.arange(24.0).reshape(2, 3, 4)
+    out = run_both(lambda g, s: registry.apply("SumToShape", [g, s]), [rt.constant(g), rt.constant([3, 1])],
+                   "SumToShape")
+    assert_matches_numpy(out, g.sum(axis=(0, 2)).reshape(3, 1))
+    out = run_both(lambda g, s: registry.apply("SumToShape", [g, s]), [rt.constant(g), rt.constant([2, 3, 4])])
+    assert_matches_numpy(out, g)
+    raises_both(lambda g, s: registry.apply("SumToShape", [g, s]), [rt.constant(g), rt.constant([2, 4])],
+                rt.errors.InvalidArgumentError, match="SumToShape")
+
+
+def check_unsorted_segment_sum():
+    data = np.arange(12.0).reshape(4, 3)
+    ids = np.array([1, 3, 1, 0], np.int32)
+    out = run_both(lambda d, i: rt.unsorted_segment_sum(d, i, 5), [rt.constant(data), rt.constant(ids)],
+                   "UnsortedSegmentSum")
+    expected = np.zeros((5, 3))
+    for row, segment in zip(data, ids):
+        expected[segment] += row
+    assert_matches_numpy(out, expected)
+    raises_both(lambda d, i: rt.unsorted_segment_sum(d, i, 2), [rt.constant(data), rt.constant(ids)],
+                rt.errors.InvalidArgumentError, match="UnsortedSegmentSum")
+
+
+def check_strided_slice_grad():
+    g = np.arange(4.0).reshape(2, 2)
+    spec = (("s", 1, None, None), ("s", None, None, -2))
+    out = run_both(lambda g: registry.apply("StridedSliceGrad", [rt.constant([3, 4]), g], {"spec": spec}),
+                   [rt.constant(g)], "StridedSliceGrad")
+    expected = np.zeros((3, 4))
+    expected[1:, ::-2] = g
+    assert_matches_numpy(out, expected)
+
+
+def check_stop_gradient():
+    x = np.array([1.5, -2.0], np.float32)
+    assert_matches_numpy(run_both(rt.stop_gradient, [rt.constant(x)], "StopGradient"), x)
+
+
+def check_one_hot():
+    indices = np.array([[0, 2], [3, 1]], np.int32)
+    out = run_both(lambda i: rt.one_hot(i, 3, on_value=5.0, off_value=-1.0), [rt.constant(indices)], "OneHot")
+    expected = np.where(indices[..., None] == np.arange(3), 5.0, -1.0).astype(np.float32)
+    assert_matches_numpy(out, expected)                 # index 3 is out of range: an all-off row
+    out = run_both(lambda i: rt.one_hot(i, 4, axis=0, dtype=rt.int32), [rt.constant(indices)], "OneHot")
+    assert_matches_numpy(out, np.moveaxis(np.eye(4, dtype=np.int32)[indices], -1, 0))
+
+
+def check_partitioned_call():
+    double = rt.function(lambda x: x * 2.0 + 1.0, autograph=False)
+    x = rt.constant([1.0, 2.0])
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        y = double(x)
+    assert [op.type for op in tape._records] == ["PartitionedCall"]
+    assert_matches_numpy(y, np.array([3.0, 5.0], np.float32))
+    assert_matches_numpy(tape.gradient(y, x), np.array([2.0, 2.0], np.float32))
+
+
+def _list_program(x):
+    a = rt.TensorArray(rt.float32, size=2).unstack(x)
+    zeros = registry.apply("TensorListZerosLike", [a.flow])
+    total = registry.apply("TensorListAdd", [registry.apply("TensorListAdd", [a.flow, a.flow]), zeros])
+    return registry.apply("TensorListStack", [total], {"element_dtype": rt.float32,
+                                                       "element_shape": rt.TensorShape([3]), "num_elements": 2})
+
+
+def check_tensor_list_add():
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    assert_matches_numpy(run_both(_list_program, [rt.constant(x)], "TensorListAdd"), 2 * x)
+
+
+def check_tensor_list_zeros_like():
+    fn = lambda x: registry.apply("TensorListStack", [registry.apply(  # noqa: E731
+        "TensorListZerosLike", [rt.TensorArray(rt.float32, size=2).unstack(x).flow])],
+        {"element_dtype": rt.float32, "element_shape": rt.TensorShape([3]), "num_elements": 2})
+    x = np.ones((2, 3), np.float32)
+    assert_matches_numpy(run_both(fn, [rt.constant(x)], "TensorListZerosLike"), np.zeros((2, 3), np.float32))
+
+
+def _conv_reference(x, w, strides, padding):
+    """Convolution by its definition: loops over output positions."""
+    n, h, width, c = x.shape
+    kh, kw, _, f = w.shape
+    sh, sw = strides
+    if padding == "SAME":
+        oh, ow = -(-h // sh), -(-width // sw)
+        ph, pw = max((oh - 1) * sh + kh - h, 0), max((ow - 1) * sw + kw - width, 0)
+        x = np.pad(x, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)))
+    else:
+        oh, ow = (h - kh) // sh + 1, (width - kw) // sw + 1
+    out = np.zeros((n, oh, ow, f), np.float64)
+    for i in range(oh):
+        for j in range(ow):
+            patch = x[:, i * sh:i * sh + kh, j * sw:j * sw + kw, :].astype(np.float64)
+            out[:, i, j, :] = np.tensordot(patch, w.astype(np.float64), axes=([1, 2, 3], [0, 1, 2]))
+    return out
+
+
+_CONV_SHAPES = st.tuples(st.integers(1, 2), st.integers(1, 6), st.integers(1, 6), st.integers(1, 3),
+                         st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(1, 2), st.integers(1, 3),
+                         st.sampled_from(["VALID", "SAME"]))
+
+
+@RUNTIME_SETTINGS
+@given(st.data())
+def check_conv2d(data):
+    n, h, w, c, kh, kw, f, sh, sw, padding = data.draw(_CONV_SHAPES)
+    if padding == "VALID" and (kh > h or kw > w):
+        raises_both(lambda x, k: rt.nn.conv2d(x, k, (sh, sw), padding),
+                    [rt.constant(np.ones((n, h, w, c), np.float32)), rt.constant(np.ones((kh, kw, c, f), np.float32))],
+                    (ValueError, rt.errors.InvalidArgumentError))
+        return
+    dtype = data.draw(st.sampled_from([rt.float32, rt.float64]))
+    x = data.draw(arrays(dtype, (n, h, w, c), lo=-2, hi=2))
+    k = data.draw(arrays(dtype, (kh, kw, c, f), lo=-2, hi=2))
+    out = run_both(lambda x, k: rt.nn.conv2d(x, k, (sh, sw), padding), [rt.constant(x), rt.constant(k)], "Conv2D")
+    assert_matches_numpy(out, _conv_reference(x, k, (sh, sw), padding).astype(dtype.np), tol=(1e-4, 1e-4))
+
+
+def _adjoint_case(op_type):
+    """Conv2D's backprop ops are its adjoints: <conv(x, w), dy> = <x, dx(w, dy)> = <w, dw(x, dy)>."""
+    def check():
+        rng = np.random.default_rng(1)
+        for strides, padding in (((1, 1), "VALID"), ((2, 1), "SAME"), ((2, 3), "VALID")):
+            x = rng.standard_normal((2, 7, 6, 3))
+            w = rng.standard_normal((3, 2, 3, 4))
+            attrs = {"strides": strides, "padding": padding}
+            y = _conv_reference(x, w, strides, padding)
+            dy = rng.standard_normal(y.shape)
+            if op_type == "Conv2DBackpropInput":
+                fn = lambda w, dy: registry.apply(op_type, [rt.constant([2, 7, 6, 3]), w, dy], attrs)  # noqa: E731
+                out = run_both(fn, [rt.constant(w), rt.constant(dy)], op_type, relax=False)
+                assert out.shape == x.shape
+                assert np.isclose(np.sum(out.numpy() * x), np.sum(y * dy))
+            else:
+                fn = lambda x, dy: registry.apply(op_type, [x, rt.constant([3, 2, 3, 4]), dy], attrs)  # noqa: E731
+                out = run_both(fn, [rt.constant(x), rt.constant(dy)], op_type, relax=False)
+                assert out.shape == w.shape
+                assert np.isclose(np.sum(out.numpy() * w), np.sum(y * dy))
+            bad = rt.constant(np.zeros((1, 1, 1, 4)))
+            args = [rt.constant(w), bad] if op_type == "Conv2DBackpropInput" else [rt.constant(x), bad]
+            with pytest.raises(rt.errors.InvalidArgumentError, match=op_type):
+                fn(*args)
+    return check
+
+
+def _pool_reference(x, k, s, padding):
+    n, h, w, c = x.shape
+    if padding == "SAME":
+        oh, ow = -(-h // s[0]), -(-w // s[1])
+        ph, pw = max((oh - 1) * s[0] + k[0] - h, 0), max((ow - 1) * s[1] + k[1] - w, 0)
+        x = np.pad(x, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)), constant_values=-np.inf)
+    else:
+        oh, ow = (h - k[0]) // s[0] + 1, (w - k[1]) // s[1] + 1
+    out = np.zeros((n, oh, ow, c), x.dtype)
+    first = np.zeros((n, oh, ow, c, 2), np.int64)
+    for i in range(oh):
+        for j in range(ow):
+            window = x[:, i * s[0]:i * s[0] + k[0], j * s[1]:j * s[1] + k[1], :].reshape(n, -1, c)
+            out[:, i, j, :] = window.max(axis=1)
+            at = window.argmax(axis=1)          # the first maximum, row-major
+            first[:, i, j, :, 0] = i * s[0] + at // k[1]
+            first[:, i, j, :, 1] = j * s[1] + at % k[1]
+    return out, first
+
+
+@RUNTIME_SETTINGS
+@given(st.data())
+def check_max_pool(data):
+    n, h, w, c, kh, kw, _, sh, sw, padding = data.draw(_CONV_SHAPES)
+    if padding == "VALID" and (kh > h or kw > w):
+        return
+    dtype = data.draw(st.sampled_from([rt.float32, rt.float64]))
+    x = data.draw(arrays(dtype, (n, h, w, c), lo=-3, hi=3))
+    out = run_both(lambda x: rt.nn.max_pool2d(x, (kh, kw), (sh, sw), padding), [rt.constant(x)], "MaxPool")
+    assert_matches_numpy(out, _pool_reference(x, (kh, kw), (sh, sw), padding)[0])
+
+
+def check_max_pool_grad():
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 4, (2, 5, 6, 2)).astype(np.float64)      # ties: the first maximum takes the gradient
+    for k, s, padding in (((2, 2), (2, 2), "VALID"), ((3, 2), (1, 2), "SAME")):
+        y, first = _pool_reference(x, k, s, padding)
+        dy = rng.standard_normal(y.shape)
+        attrs = {"ksize": k, "strides": s, "padding": padding}
+        out = run_both(lambda x, y, dy: registry.apply("MaxPoolGrad", [x, y, dy], attrs),
+                       [rt.constant(x), rt.constant(y), rt.constant(dy)], "MaxPoolGrad")
+        top = (max((y.shape[1] - 1) * s[0] + k[0] - x.shape[1], 0) // 2) if padding == "SAME" else 0
+        left = (max((y.shape[2] - 1) * s[1] + k[1] - x.shape[2], 0) // 2) if padding == "SAME" else 0
+        expected = np.zeros_like(x)
+        for index in np.ndindex(y.shape):
+            b, i, j, ch = index
+            expected[b, first[index + (0,)] - top, first[index + (1,)] - left, ch] += dy[index]
+        assert_matches_numpy(out, expected)
+
+
+def check_max_pool_grad_grad():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 5, 4, 2))
+    attrs = {"ksize": (3, 2), "strides": (2, 1), "padding": "SAME"}
+    y = _pool_reference(x, (3, 2), (2, 1), "SAME")[0]
+    ddx = rng.standard_normal(x.shape)
+    dy = rng.standard_normal(y.shape)
+    out = run_both(lambda x, y, ddx: registry.apply("MaxPoolGradGrad", [x, y, ddx], attrs),
+                   [rt.constant(x), rt.constant(y), rt.constant(ddx)], "MaxPoolGradGrad")
+    grad = registry.apply("MaxPoolGrad", [rt.constant(x), rt.constant(y), rt.constant(dy)], attrs)
+    assert np.isclose(np.sum(out.numpy() * dy), np.sum(grad.numpy() * ddx))     # adjoint of MaxPoolGrad
+
+
+@RUNTIME_SETTINGS
+@given(st.data())
+def check_log_softmax(data):
+    dtype = data.draw(st.sampled_from([rt.float32, rt.float64]))
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    x = data.draw(arrays(dtype, shape, lo=-50, hi=50))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1))
+    out = run_both(lambda x: rt.nn.log_softmax(x, axis=axis), [rt.constant(x)], "LogSoftmax")
+    x64 = x.astype(np.float64)
+    shifted = x64 - x64.max(axis=axis, keepdims=True)
+    assert_matches_numpy(out, (shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))).astype(dtype.np))
+
+
+def check_sparse_softmax_cross_entropy():
+    rng = np.random.default_rng(4)
+    logits = rng.standard_normal((4, 5)).astype(np.float32) * 10
+    labels = np.array([0, 4, 2, 2], np.int32)
+    fn = lambda l, x: rt.nn.sparse_softmax_cross_entropy_with_logits(labels=l, logits=x)  # noqa: E731
+    out = run_both(fn, [rt.constant(labels), rt.constant(logits)], "SparseSoftmaxCrossEntropyWithLogits")
+    x64 = logits.astype(np.float64)
+    log_probs = x64 - x64.max(1, keepdims=True)
+    log_probs -= np.log(np.exp(log_probs).sum(1, keepdims=True))
+    assert_matches_numpy(out, -log_probs[np.arange(4), labels].astype(np.float32))
+    raises_both(fn, [rt.constant([0, 5, 1, 1]), rt.constant(logits)], rt.errors.InvalidArgumentError,
+                match="outside the valid range")
+    with pytest.raises(ValueError, match="labels"):
+        fn(rt.constant([0, 1]), rt.constant(logits))
+
+
+# ---------------------------------------------------------------------------
 # Regressions of bugs fixed in the op files (each was found by the checks above).
 
 def test_scalar_results_stay_scalars():
@@ -1023,6 +1275,23 @@ CASES.update({
     "TensorListStack": check_tensor_list_stack,
     "TensorListFromTensor": check_tensor_list_from_tensor,
     "TensorListLength": check_tensor_list_length,
+    "BroadcastTo": check_broadcast_to,
+    "SumToShape": check_sum_to_shape,
+    "UnsortedSegmentSum": check_unsorted_segment_sum,
+    "StridedSliceGrad": check_strided_slice_grad,
+    "StopGradient": check_stop_gradient,
+    "OneHot": check_one_hot,
+    "PartitionedCall": check_partitioned_call,
+    "TensorListAdd": check_tensor_list_add,
+    "TensorListZerosLike": check_tensor_list_zeros_like,
+    "Conv2D": check_conv2d,
+    "Conv2DBackpropInput": _adjoint_case("Conv2DBackpropInput"),
+    "Conv2DBackpropFilter": _adjoint_case("Conv2DBackpropFilter"),
+    "MaxPool": check_max_pool,
+    "MaxPoolGrad": check_max_pool_grad,
+    "MaxPoolGradGrad": check_max_pool_grad_grad,
+    "LogSoftmax": check_log_softmax,
+    "SparseSoftmaxCrossEntropyWithLogits": check_sparse_softmax_cross_entropy,
 })
 
 

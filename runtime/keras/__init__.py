@@ -1,0 +1,20 @@
+"""``rt.keras``: a small, honest subset of Keras on the runtime's ops (layers, models, losses, optimizers).
+
+Layers create their weights when they are first called (or built), initialized like Keras
+(Glorot uniform kernels, zero biases) from a generator ``rt.keras.utils.set_random_seed`` seeds.
+Optimizers create their slot variables on their first ``apply_gradients``: inside ``rt.function``
+that is the first trace, so a second optimizer passed to an already traced Function raises the
+singleton-variable ``ValueError``, as in TensorFlow's guide.
+
+Example:
+    >>> import runtime as rt
+    >>> rt.keras.utils.set_random_seed(0)
+    >>> model = rt.keras.Sequential([rt.keras.layers.Dense(2, activation="relu"), rt.keras.layers.Dense(1)])
+    >>> model.build(input_shape=(None, 3))
+    >>> [tuple(v.shape) for v in model.trainable_variables]
+    [(3, 2), (2,), (2, 1), (1,)]
+"""
+from runtime.keras import initializers, layers, losses, optimizers, utils
+from runtime.keras.models import Model, Sequential
+
+__all__ = ["Model", "Sequential", "initializers", "layers", "losses", "optimizers", "utils"]

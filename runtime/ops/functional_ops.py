@@ -1,0 +1,135 @@
+"""``PartitionedCall``: a traced function called as one op, and its gradient (another traced graph).
+
+A Function called eagerly under a gradient tape runs through ``call_graph``: the tape records one
+``PartitionedCall`` op. Its gradient is a backward graph built once per forward graph by
+differentiating the forward graph symbolically; the forward graph then also returns the values the
+backward graph uses (TensorFlow's forward/backward function pair), so nothing is recomputed.
+Called under a tape itself, the backward graph is recorded the same way (higher-order gradients).
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime import context
+from runtime.executor import execute
+from runtime.graph import Graph
+from runtime.ops.gradients import (backprop, differentiable_dtype, graph_variables_read, or_zeros,
+                                   report_variable_gradient)
+from runtime.ops.registry import OpDef, apply, gradient, register
+from runtime.tensor import EagerTensor
+
+
+def _call_infer(specs, attrs):
+    return [(t.dtype, t.shape.dims) for t in attrs["f"].outputs]
+
+
+def _call_kernel(inputs, attrs):
+    return tuple(execute(attrs["f"], list(inputs)))
+
+
+register(OpDef("PartitionedCall", "PartitionedCall", _call_infer, _call_kernel, None, foldable=False))
+
+
+@dataclass
+class _Backward:
+    """A backward graph of a forward graph, and how their inputs and outputs line up."""
+    graph: Graph               # inputs: one weight per weighted forward output, then saved forward values
+    weighted: list             # indices of the forward outputs that take a weight
+    sources: list              # indices of the forward inputs that get a gradient (in output order)
+    handles: list              # variables that get a gradient (after the sources)
+
+
+@dataclass
+class _Pair:
+    """What a forward graph returns for its backward graph, and the backward graphs built so far."""
+    num_outputs: int           # the forward graph's own outputs (the saved values follow them)
+    first: _Backward           # weights for the forward graph's own outputs
+    full: _Backward | None = None   # weights for the saved values too (gradients of gradients)
+
+
+_PAIRS: "weakref.WeakKeyDictionary[Graph, _Pair]" = weakref.WeakKeyDictionary()
+
+
+def _build_backward(forward: Graph, weighted: list) -> _Backward:
+    """Differentiate ``forward``'s outputs ``weighted`` with respect to its inputs and the variables it reads."""
+    inputs = forward.all_inputs()
+    candidates = [j for j, t in enumerate(inputs) if differentiable_dtype(t.dtype)]
+    handles = list(graph_variables_read(forward).values())
+    backward = Graph(f"{forward.name}_grad", outer_graph=forward)
+    with context.graph_scope(backward):
+        weights = [backward.add_placeholder(f"grad_{k}", forward.outputs[k].dtype, forward.outputs[k].shape)
+                   for k in weighted]
+        grads, variable_grads = backprop(list(forward.operations), [forward.outputs[k] for k in weighted], weights,
+                                         [inputs[j] for j in candidates], handles)
+        sources = [j for j, g in zip(candidates, grads) if g is not None]
+        kept = [h for h in handles if variable_grads.get(id(h)) is not None]
+        outputs = [g for g in grads if g is not None] + [variable_grads[id(h)] for h in kept]
+        backward.outputs = [backward.internalize(g) for g in outputs]
+    backward.finalized = True
+    return _Backward(backward, weighted, sources, kept)
+
+
+def _pair_of(forward: Graph) -> _Pair:
+    """The backward graph of ``forward`` (built once); ``forward`` then also returns what the backward graph
+    uses of it (TensorFlow's forward/backward function pair: nothing is recomputed)."""
+    found = _PAIRS.get(forward)
+    if found is None:
+        num_outputs = len(forward.outputs)
+        first = _build_backward(forward, [k for k, t in enumerate(forward.outputs) if differentiable_dtype(t.dtype)])
+        forward.outputs = list(forward.outputs) + [outer for outer, _ in first.graph.captures]
+        for key in ("_plan", "_generic_plan"):
+            forward.__dict__.pop(key, None)
+        found = _PAIRS[forward] = _Pair(num_outputs, first)
+    return found
+
+
+def _full_backward(forward: Graph, pair: _Pair) -> _Backward:
+    """The backward graph that also takes gradients of the saved values (needed by higher-order gradients)."""
+    if pair.full is None:
+        full = _build_backward(forward, [k for k, t in enumerate(forward.outputs) if differentiable_dtype(t.dtype)])
+        available = {id(t) for t in forward.outputs}
+        if any(id(outer) not in available for outer, _ in full.graph.captures):
+            raise NotImplementedError(f"the gradient of a gradient of '{forward.name}' needs values the forward "
+                                      "function did not save")
+        pair.full = full
+    return pair.full
+
+
+def call_graph(graph: Graph, tensors: list, num_outputs: int | None = None) -> list:
+    """Run ``graph`` eagerly on ``tensors`` (inputs then captures); under a tape that watches them (or a
+    variable the graph reads), as one recorded ``PartitionedCall`` op. Returns the first
+    ``num_outputs`` results (default: all of the graph's outputs)."""
+    if num_outputs is None:
+        num_outputs = len(graph.outputs)
+    if context.tapes_active():
+        handles = graph_variables_read(graph)
+        context.variables_accessed([h.get() for h in handles.values()])
+        if context.tapes_watch(tensors, handles.values()):
+            _pair_of(graph)
+            out = apply("PartitionedCall", list(tensors), {"f": graph})
+            out = list(out) if isinstance(out, tuple) else [out]
+            return out[:num_outputs]
+    arrays = [t._value if isinstance(t, EagerTensor) else np.asarray(t) for t in tensors]
+    results = execute(graph, arrays)
+    return [EagerTensor(r, t.dtype) for r, t in zip(results[:num_outputs], graph.outputs)]
+
+
+@gradient("PartitionedCall")
+def _call_grad(op, *grads):
+    forward = op.attrs["f"]
+    pair = _pair_of(forward)
+    higher = any(g is not None for g in grads[pair.num_outputs:])
+    info = _full_backward(forward, pair) if higher else pair.first
+    weights = [or_zeros(grads[k], op.outputs[k]) for k in info.weighted]
+    saved = {id(t): value for t, value in zip(forward.outputs, op.outputs)}
+    feeds = weights + [saved[id(outer)] for outer, _ in info.graph.captures]
+    results = call_graph(info.graph, feeds, len(info.sources) + len(info.handles))
+    out = [None] * len(op.inputs)
+    for j, g in zip(info.sources, results):
+        out[j] = g
+    for h, g in zip(info.handles, results[len(info.sources):]):
+        report_variable_gradient(h, g)
+    return out

@@ -1,0 +1,454 @@
+"""Neural-network ops: 2-D convolution and max pooling (NHWC), log-softmax and sparse softmax cross entropy.
+
+Each op has its numpy kernel here; ``Conv2D``, its two backprop ops, ``MaxPool`` and ``MaxPoolGrad``
+also have C kernels (``runtime/kernels/rt_nn.h``) that the generic executor uses for float32/float64.
+Padding follows TensorFlow: ``VALID`` keeps whole windows; ``SAME`` gives ``ceil(size / stride)``
+outputs and pads the excess, the smaller half before.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from runtime import dtypes, errors
+from runtime.ops import array_ops, math_ops
+from runtime.ops.math_ops import FLOATS, shape_tensor
+from runtime.ops.registry import OpDef, apply, convert, convert_same, gradient, register
+
+
+# ---------------------------------------------------------------------------
+# Windows: output sizes and padding.
+
+def _pair(value, name: str) -> tuple[int, int]:
+    """``strides``/``ksize`` as (height, width) from an int, a pair, or TF's 4-element NHWC form."""
+    if isinstance(value, (int, np.integer)):
+        return int(value), int(value)
+    values = [int(v) for v in value]
+    if len(values) == 1:
+        return values[0], values[0]
+    if len(values) == 2:
+        return values[0], values[1]
+    if len(values) == 4:
+        if values[0] != 1 or values[3] != 1:
+            raise ValueError(f"{name} over the batch or channel dimension is not supported, got {values}")
+        return values[1], values[2]
+    raise ValueError(f"{name} must be an int or a list of 1, 2 or 4 ints, got {value!r}")
+
+
+def _padding(value) -> str:
+    padding = str(value).upper()
+    if padding not in ("VALID", "SAME"):
+        raise ValueError(f"padding must be 'VALID' or 'SAME', got {value!r}")
+    return padding
+
+
+def out_size(size, window: int, stride: int, padding: str):
+    """Output length of one spatial dimension (None stays None)."""
+    if size is None:
+        return None
+    if padding == "SAME":
+        return -(-size // stride)
+    return (size - window) // stride + 1 if size >= window else 0
+
+
+def pad_before(size: int, window: int, stride: int, padding: str) -> int:
+    """Padding added before the first element (``SAME``: half the excess, rounded down)."""
+    if padding == "VALID":
+        return 0
+    total = max((out_size(size, window, stride, padding) - 1) * stride + window - size, 0)
+    return total // 2
+
+
+def _window_geometry(in_h, in_w, kh, kw, strides, padding):
+    sh, sw = strides
+    oh, ow = out_size(in_h, kh, sh, padding), out_size(in_w, kw, sw, padding)
+    return oh, ow, pad_before(in_h, kh, sh, padding), pad_before(in_w, kw, sw, padding)
+
+
+def _padded(x, oh, ow, kh, kw, strides, top, left, fill=0.0):
+    """``x`` [N, H, W, C] padded so every window of the output fits: [N, (oh-1)*sh+kh, (ow-1)*sw+kw, C]."""
+    n, h, w, c = x.shape
+    hp, wp = max((oh - 1) * strides[0] + kh, h + top), max((ow - 1) * strides[1] + kw, w + left)
+    if top == 0 and left == 0 and hp == h and wp == w:
+        return x
+    out = np.full((n, hp, wp, c), fill, x.dtype)
+    out[:, top:top + h, left:left + w, :] = x
+    return out
+
+
+def _window(xp, i, j, oh, ow, strides):
+    """The input elements each output position sees at window offset (i, j): [N, oh, ow, C]."""
+    sh, sw = strides
+    return xp[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw, :]
+
+
+def _check_rank4(op_type, spec, what):
+    if spec.shape.rank not in (4, None):
+        raise ValueError(f"{op_type}: {what} must be 4-D (NHWC), got shape {spec.shape}")
+
+
+# ---------------------------------------------------------------------------
+# Conv2D and its gradients.
+
+def _conv_infer(specs, attrs):
+    x, w = specs
+    if x.dtype is not w.dtype:
+        raise TypeError(f"Conv2D: input and filters must have one dtype, got {x.dtype} and {w.dtype}")
+    math_ops._check_dtype("Conv2D", x.dtype, FLOATS)
+    _check_rank4("Conv2D", x, "the input")
+    _check_rank4("Conv2D", w, "the filters")
+    xd = x.shape.dims or (None,) * 4
+    wd = w.shape.dims or (None,) * 4
+    if xd[3] is not None and wd[2] is not None and xd[3] != wd[2]:
+        raise ValueError(f"Conv2D: the input has {xd[3]} channels but the filters expect {wd[2]} "
+                         f"(input {x.shape}, filters {w.shape})")
+    padding, strides = attrs["padding"], attrs["strides"]
+    for size, k in ((xd[1], wd[0]), (xd[2], wd[1])):
+        if padding == "VALID" and size is not None and k is not None and size < k:
+            raise ValueError(f"Conv2D: a {wd[0]}x{wd[1]} window does not fit in the input {x.shape} with "
+                             "padding VALID")
+    oh = None if wd[0] is None else out_size(xd[1], wd[0], strides[0], padding)
+    ow = None if wd[1] is None else out_size(xd[2], wd[1], strides[1], padding)
+    return [(x.dtype, (xd[0], oh, ow, wd[3]))]
+
+
+def _conv_kernel(inputs, attrs):
+    x, w = inputs
+    kh, kw, c, f = w.shape
+    if x.ndim != 4 or x.shape[3] != c:
+        raise errors.InvalidArgumentError(f"Conv2D: input of shape {x.shape} does not match filters {w.shape}")
+    strides, padding = attrs["strides"], attrs["padding"]
+    oh, ow, top, left = _window_geometry(x.shape[1], x.shape[2], kh, kw, strides, padding)
+    if oh <= 0 or ow <= 0:
+        raise errors.InvalidArgumentError(f"Conv2D: a {kh}x{kw} window does not fit in the input {x.shape} "
+                                          f"with padding {padding}")
+    xp = _padded(x, oh, ow, kh, kw, strides, top, left)
+    out = np.zeros((x.shape[0], oh, ow, f), x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out += np.matmul(_window(xp, i, j, oh, ow, strides), w[i, j])
+    return (out,)
+
+
+register(OpDef("Conv2D", "Conv2D", _conv_infer, _conv_kernel, 2))
+
+
+def _conv_input_infer(specs, attrs):
+    sizes, w, dy = specs
+    if w.dtype is not dy.dtype:
+        raise TypeError(f"Conv2DBackpropInput: filters and gradient dtypes differ: {w.dtype} and {dy.dtype}")
+    return [(dy.dtype, array_ops._dims_from(sizes, "Conv2DBackpropInput"))]
+
+
+def _conv_input_kernel(inputs, attrs):
+    sizes, w, dy = inputs
+    n, h, width, c = (int(s) for s in sizes)
+    kh, kw = w.shape[0], w.shape[1]
+    strides = attrs["strides"]
+    oh, ow, top, left = _window_geometry(h, width, kh, kw, strides, attrs["padding"])
+    if dy.shape != (n, oh, ow, w.shape[3]):
+        raise errors.InvalidArgumentError(f"Conv2DBackpropInput: gradient of shape {dy.shape} does not match input "
+                                          f"{[n, h, width, c]} and filters {w.shape}")
+    hp, wp = max((oh - 1) * strides[0] + kh, h + top), max((ow - 1) * strides[1] + kw, width + left)
+    dxp = np.zeros((n, hp, wp, c), dy.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            _window(dxp, i, j, oh, ow, strides)[...] += np.matmul(dy, w[i, j].T)
+    return (np.ascontiguousarray(dxp[:, top:top + h, left:left + width, :]),)
+
+
+register(OpDef("Conv2DBackpropInput", "Conv2DBackpropInput", _conv_input_infer, _conv_input_kernel, 3,
+               dynamic_infer=True))
+
+
+def _conv_filter_infer(specs, attrs):
+    x, sizes, dy = specs
+    if x.dtype is not dy.dtype:
+        raise TypeError(f"Conv2DBackpropFilter: input and gradient dtypes differ: {x.dtype} and {dy.dtype}")
+    return [(dy.dtype, array_ops._dims_from(sizes, "Conv2DBackpropFilter"))]
+
+
+def _conv_filter_kernel(inputs, attrs):
+    x, sizes, dy = inputs
+    kh, kw, c, f = (int(s) for s in sizes)
+    strides = attrs["strides"]
+    oh, ow, top, left = _window_geometry(x.shape[1], x.shape[2], kh, kw, strides, attrs["padding"])
+    if dy.shape != (x.shape[0], oh, ow, f) or x.shape[3] != c:
+        raise errors.InvalidArgumentError(f"Conv2DBackpropFilter: gradient of shape {dy.shape} does not match input "
+                                          f"{x.shape} and filters {[kh, kw, c, f]}")
+    xp = _padded(x, oh, ow, kh, kw, strides, top, left)
+    dw = np.empty((kh, kw, c, f), dy.dtype)
+    rows = dy.reshape(-1, f)
+    for i in range(kh):
+        for j in range(kw):
+            dw[i, j] = np.matmul(_window(xp, i, j, oh, ow, strides).reshape(-1, c).T, rows)
+    return (dw,)
+
+
+register(OpDef("Conv2DBackpropFilter", "Conv2DBackpropFilter", _conv_filter_infer, _conv_filter_kernel, 3,
+               dynamic_infer=True))
+
+
+def _conv_attrs(op):
+    return {"strides": op.attrs["strides"], "padding": op.attrs["padding"]}
+
+
+@gradient("Conv2D")
+def _conv_grad(op, grad):
+    x, w = op.inputs
+    return [apply("Conv2DBackpropInput", [shape_tensor(x), w, grad], _conv_attrs(op)),
+            apply("Conv2DBackpropFilter", [x, shape_tensor(w), grad], _conv_attrs(op))]
+
+
+@gradient("Conv2DBackpropInput")
+def _conv_input_grad(op, grad):
+    _, w, dy = op.inputs
+    return [None, apply("Conv2DBackpropFilter", [grad, shape_tensor(w), dy], _conv_attrs(op)),
+            apply("Conv2D", [grad, w], _conv_attrs(op))]
+
+
+@gradient("Conv2DBackpropFilter")
+def _conv_filter_grad(op, grad):
+    x, _, dy = op.inputs
+    return [apply("Conv2DBackpropInput", [shape_tensor(x), grad, dy], _conv_attrs(op)), None,
+            apply("Conv2D", [x, grad], _conv_attrs(op))]
+
+
+def conv2d(input, filters, strides=1, padding="VALID", data_format="NHWC", dilations=None, name=None):
+    """2-D convolution of ``input`` [batch, height, width, in_channels] with ``filters``
+    [height, width, in_channels, out_channels] (``tf.nn.conv2d``; NHWC only, no dilation)."""
+    if data_format != "NHWC":
+        raise ValueError(f"conv2d supports data_format='NHWC' only, got {data_format!r}")
+    if dilations is not None and _pair(dilations, "dilations") != (1, 1):
+        raise ValueError(f"conv2d does not support dilations, got {dilations!r}")
+    x, w = convert_same("Conv2D", [input, filters])
+    return apply("Conv2D", [x, w], {"strides": _pair(strides, "strides"), "padding": _padding(padding)}, name=name)
+
+
+# ---------------------------------------------------------------------------
+# Max pooling and its gradients.
+
+def _pool_infer(specs, attrs):
+    x = specs[0]
+    math_ops._check_dtype("MaxPool", x.dtype, FLOATS)
+    _check_rank4("MaxPool", x, "the input")
+    xd = x.shape.dims or (None,) * 4
+    (kh, kw), strides, padding = attrs["ksize"], attrs["strides"], attrs["padding"]
+    for size, k in ((xd[1], kh), (xd[2], kw)):
+        if padding == "VALID" and size is not None and size < k:
+            raise ValueError(f"MaxPool: a {kh}x{kw} window does not fit in the input {x.shape} with padding VALID")
+    return [(x.dtype, (xd[0], out_size(xd[1], kh, strides[0], padding), out_size(xd[2], kw, strides[1], padding),
+                       xd[3]))]
+
+
+def _pool_geometry(x, attrs):
+    (kh, kw), strides = attrs["ksize"], attrs["strides"]
+    oh, ow, top, left = _window_geometry(x.shape[1], x.shape[2], kh, kw, strides, attrs["padding"])
+    return kh, kw, strides, oh, ow, top, left
+
+
+def _pool_kernel(inputs, attrs):
+    x = inputs[0]
+    kh, kw, strides, oh, ow, top, left = _pool_geometry(x, attrs)
+    if oh <= 0 or ow <= 0:
+        raise errors.InvalidArgumentError(f"MaxPool: a {kh}x{kw} window does not fit in the input {x.shape}")
+    xp = _padded(x, oh, ow, kh, kw, strides, top, left, fill=-np.inf)
+    out = np.array(_window(xp, 0, 0, oh, ow, strides))
+    for i in range(kh):
+        for j in range(kw):
+            if i or j:
+                np.maximum(out, _window(xp, i, j, oh, ow, strides), out=out)
+    return (out,)
+
+
+register(OpDef("MaxPool", "MaxPool", _pool_infer, _pool_kernel, 1))
+
+
+def _first_max_positions(x, y, attrs):
+    """Per window offset (i, j): where the window's first maximum is (row-major), as boolean masks."""
+    kh, kw, strides, oh, ow, top, left = _pool_geometry(x, attrs)
+    xp = _padded(x, oh, ow, kh, kw, strides, top, left, fill=-np.inf)
+    taken = np.zeros(y.shape, np.bool_)
+    for i in range(kh):
+        for j in range(kw):
+            hit = (_window(xp, i, j, oh, ow, strides) == y) & ~taken
+            taken |= hit
+            yield i, j, hit, xp.shape, (kh, kw, strides, oh, ow, top, left)
+
+
+def _pool_grad_infer(specs, attrs):
+    x, y, dy = specs
+    if not (x.dtype is y.dtype is dy.dtype):
+        raise TypeError(f"MaxPoolGrad: dtypes differ: {x.dtype}, {y.dtype}, {dy.dtype}")
+    return [(x.dtype, x.shape.dims)]
+
+
+def _pool_grad_kernel(inputs, attrs):
+    """The gradient goes to the first maximum of each window (windows may overlap: contributions add)."""
+    x, y, dy = inputs
+    if y.shape != dy.shape:
+        raise errors.InvalidArgumentError(f"MaxPoolGrad: gradient of shape {dy.shape} does not match the output "
+                                          f"{y.shape}")
+    dxp = None
+    for i, j, hit, padded_shape, geometry in _first_max_positions(x, y, attrs):
+        if dxp is None:
+            dxp = np.zeros(padded_shape, dy.dtype)
+        _, _, strides, oh, ow, top, left = geometry
+        _window(dxp, i, j, oh, ow, strides)[...] += np.where(hit, dy, 0)
+    h, w = x.shape[1], x.shape[2]
+    return (np.ascontiguousarray(dxp[:, top:top + h, left:left + w, :]),)
+
+
+register(OpDef("MaxPoolGrad", "MaxPoolGrad", _pool_grad_infer, _pool_grad_kernel, 3))
+
+
+def _pool_grad_grad_infer(specs, attrs):
+    x, y, ddx = specs
+    return [(y.dtype, y.shape.dims)]
+
+
+def _pool_grad_grad_kernel(inputs, attrs):
+    """The adjoint of MaxPoolGrad: each output takes the value at its window's first maximum."""
+    x, y, ddx = inputs
+    out = np.zeros(y.shape, ddx.dtype)
+    ddxp = None
+    for i, j, hit, padded_shape, geometry in _first_max_positions(x, y, attrs):
+        _, _, strides, oh, ow, top, left = geometry
+        if ddxp is None:
+            ddxp = _padded(ddx, oh, ow, attrs["ksize"][0], attrs["ksize"][1], strides, top, left)
+        out += np.where(hit, _window(ddxp, i, j, oh, ow, strides), 0)
+    return (out,)
+
+
+register(OpDef("MaxPoolGradGrad", "MaxPoolGradGrad", _pool_grad_grad_infer, _pool_grad_grad_kernel, 3))
+
+
+def _pool_attrs(op):
+    return {"ksize": op.attrs["ksize"], "strides": op.attrs["strides"], "padding": op.attrs["padding"]}
+
+
+@gradient("MaxPool")
+def _pool_grad(op, grad):
+    return [apply("MaxPoolGrad", [op.inputs[0], op.outputs[0], grad], _pool_attrs(op))]
+
+
+@gradient("MaxPoolGrad")
+def _pool_grad_grad(op, grad):
+    x, y, _ = op.inputs
+    return [None, None, apply("MaxPoolGradGrad", [x, y, grad], _pool_attrs(op))]
+
+
+@gradient("MaxPoolGradGrad")
+def _pool_grad_grad_grad(op, grad):
+    x, y, _ = op.inputs
+    return [None, None, apply("MaxPoolGrad", [x, y, grad], _pool_attrs(op))]
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
+    """The maximum of each ``ksize`` window of ``input`` [batch, height, width, channels] (``tf.nn.max_pool2d``)."""
+    if data_format != "NHWC":
+        raise ValueError(f"max_pool2d supports data_format='NHWC' only, got {data_format!r}")
+    x = convert(input)
+    return apply("MaxPool", [x], {"ksize": _pair(ksize, "ksize"), "strides": _pair(strides, "strides"),
+                                  "padding": _padding(padding)}, name=name)
+
+
+# ---------------------------------------------------------------------------
+# Log-softmax and sparse softmax cross entropy.
+
+def _log_softmax_infer(specs, attrs):
+    math_ops._check_dtype("LogSoftmax", specs[0].dtype, FLOATS)
+    rank = specs[0].shape.rank
+    if rank is not None and not -rank <= attrs["axis"] < rank:
+        raise ValueError(f"LogSoftmax: axis {attrs['axis']} is out of range for a tensor of rank {rank}")
+    return [(specs[0].dtype, specs[0].shape.dims)]
+
+
+def _log_softmax(x, axis):
+    with np.errstate(all="ignore"):
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        return (shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))).astype(x.dtype)
+
+
+register(OpDef("LogSoftmax", "LogSoftmax", _log_softmax_infer,
+               lambda inputs, attrs: (_log_softmax(inputs[0], attrs["axis"]),), 1))
+
+
+@gradient("LogSoftmax")
+def _log_softmax_grad(op, grad):
+    axis = op.attrs["axis"]
+    softmax = math_ops.exp(op.outputs[0])
+    return [math_ops.subtract(grad, math_ops.multiply(softmax, math_ops.reduce_sum(grad, axis, keepdims=True)))]
+
+
+def log_softmax(logits, axis=-1, name=None):
+    """``logits - log(reduce_sum(exp(logits), axis))``, computed stably (``tf.nn.log_softmax``)."""
+    return apply("LogSoftmax", [convert(logits)], {"axis": int(axis)}, name=name)
+
+
+def _xent_infer(specs, attrs):
+    logits, labels = specs
+    math_ops._check_dtype("SparseSoftmaxCrossEntropyWithLogits", logits.dtype, FLOATS)
+    if not labels.dtype.is_integer:
+        raise TypeError(f"SparseSoftmaxCrossEntropyWithLogits: labels must be integers, got {labels.dtype}")
+    if logits.shape.rank == 0:
+        raise ValueError("SparseSoftmaxCrossEntropyWithLogits: logits must have at least one dimension")
+    if logits.shape.rank is not None and labels.shape.rank is not None:
+        if labels.shape.rank != logits.shape.rank - 1 or \
+                not labels.shape.is_compatible_with(logits.shape[:-1]):
+            raise ValueError(f"SparseSoftmaxCrossEntropyWithLogits: labels of shape {labels.shape} do not match "
+                             f"logits of shape {logits.shape} (labels need the logits' shape without the last axis)")
+        batch = labels.shape.merge_with(logits.shape[:-1]).dims
+        return [(logits.dtype, batch), (logits.dtype, batch + (logits.shape[-1],))]
+    return [(logits.dtype, None), (logits.dtype, logits.shape.dims)]
+
+
+def _xent_kernel(inputs, attrs):
+    logits, labels = inputs
+    depth = logits.shape[-1]
+    if labels.shape != logits.shape[:-1]:
+        raise errors.InvalidArgumentError(f"SparseSoftmaxCrossEntropyWithLogits: labels of shape {labels.shape} do "
+                                          f"not match logits of shape {logits.shape}")
+    if labels.size and (labels.min() < 0 or labels.max() >= depth):
+        bad = labels[(labels < 0) | (labels >= depth)].reshape(-1)[0]
+        raise errors.InvalidArgumentError(f"SparseSoftmaxCrossEntropyWithLogits: received a label value of {bad} "
+                                          f"which is outside the valid range of [0, {depth})")
+    log_probs = _log_softmax(logits, -1)
+    picked = np.take_along_axis(log_probs, labels[..., None].astype(np.int64), axis=-1)[..., 0]
+    backprop = np.exp(log_probs)
+    np.put_along_axis(backprop, labels[..., None].astype(np.int64),
+                      np.take_along_axis(backprop, labels[..., None].astype(np.int64), axis=-1) - 1, axis=-1)
+    return (-picked, backprop.astype(logits.dtype))
+
+
+# Outputs: the loss per row and its gradient with respect to the logits (softmax - one_hot(labels)).
+register(OpDef("SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", _xent_infer,
+               _xent_kernel, 2))
+
+
+@gradient("SparseSoftmaxCrossEntropyWithLogits")
+def _xent_grad(op, grad, grad_backprop):
+    logits = op.inputs[0]
+    backprop = op.outputs[1]
+    result = None
+    if grad is not None:
+        result = math_ops.multiply(array_ops.expand_dims(grad, -1), backprop)
+    if grad_backprop is not None:       # the backprop output is softmax(logits) minus a constant
+        softmax = math_ops.softmax(logits)
+        inner = math_ops.reduce_sum(math_ops.multiply(grad_backprop, softmax), -1, keepdims=True)
+        term = math_ops.multiply(math_ops.subtract(grad_backprop, inner), softmax)
+        result = term if result is None else math_ops.add(result, term)
+    return [result, None]
+
+
+def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """``-log(softmax(logits)[label])`` per row (``tf.nn.sparse_softmax_cross_entropy_with_logits``).
+
+    A label outside ``[0, num_classes)`` is an ``InvalidArgumentError``.
+    """
+    if labels is None or logits is None:
+        raise ValueError("sparse_softmax_cross_entropy_with_logits needs labels= and logits=")
+    logits, labels = convert(logits), convert(labels)
+    if labels.dtype is not dtypes.int32 and labels.dtype is not dtypes.int64:
+        labels = math_ops.cast(labels, dtypes.int32)
+    loss, _ = apply("SparseSoftmaxCrossEntropyWithLogits", [logits, labels], name=name)
+    return loss
