@@ -371,7 +371,7 @@ class Graph:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for transient in ("_plan", "_const_map", "_capture_map", "_last_stateful", "variables"):
+        for transient in ("_plan", "_generic_plan", "_const_map", "_capture_map", "_last_stateful", "variables"):
             state.pop(transient, None)
         return state
 
@@ -423,6 +423,23 @@ class Graph:
         for _, placeholder in self.captures:
             if id(placeholder) not in defined:
                 raise ValueError(f"graph {self.name}: capture {placeholder.name} is not defined")
+
+
+def all_operations(graph: Graph) -> list[Operation]:
+    """Every op of ``graph`` and of the graphs nested in it, depth first in program order.
+
+    This order numbers the ops of a built function: generated code names an op by its index here
+    when it calls back into Python, and the runtime finds the op by the same index.
+    """
+    found: list[Operation] = []
+
+    def walk(g: Graph) -> None:
+        for op in g.operations:
+            found.append(op)
+            for _, sub in sorted((k, v) for k, v in op.attrs.items() if isinstance(v, Graph)):
+                walk(sub)
+    walk(graph)
+    return found
 
 
 def _ref(t: SymbolicTensor) -> str:

@@ -49,10 +49,7 @@ double cos(double);
 
 typedef uint8_t rt_bool;
 
-enum rt_dtype {
-    RT_BOOL = 0, RT_INT8 = 1, RT_INT16 = 2, RT_INT32 = 3, RT_INT64 = 4, RT_UINT8 = 5,
-    RT_FLOAT16 = 6, RT_FLOAT32 = 7, RT_FLOAT64 = 8, RT_STRING = 9, RT_VARIANT = 10
-};
+#include "rt_config.h"     /* enum rt_dtype, RT_PARALLEL_MIN: generated from the Python tables */
 
 typedef struct {
     void *data;
@@ -354,7 +351,7 @@ static inline void rt_matmul_float64(const double *a, const double *b, double *c
 #define RT_DEFINE_SUM_ROWS(T, S, ACC) \
     static inline ACC rt_sum_all_##S(const T *x, int64_t n, int threads) { \
         ACC acc = 0; \
-        if (n >= 65536 && threads > 1) { \
+        if (n >= RT_PARALLEL_MIN && threads > 1) { \
             _Pragma("omp parallel for simd reduction(+:acc) schedule(static) num_threads(threads)") \
             for (int64_t i = 0; i < n; i++) acc += x[i]; \
         } else { \
@@ -365,7 +362,7 @@ static inline void rt_matmul_float64(const double *a, const double *b, double *c
     } \
     static inline void rt_reduce_sum_rows_##S(const T *x, T *out, int64_t outer, int64_t n, int threads) { \
         if (outer == 1) { out[0] = (T)rt_sum_all_##S(x, n, threads); return; } \
-        if (outer * n >= 65536 && threads > 1 && outer >= threads) { \
+        if (outer * n >= RT_PARALLEL_MIN && threads > 1 && outer >= threads) { \
             _Pragma("omp parallel for schedule(static) num_threads(threads)") \
             for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_all_##S(x + o * n, n, 1); \
         } else { \

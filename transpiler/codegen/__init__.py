@@ -7,17 +7,20 @@ extension's ``.pyx`` and C header from ``templates/``.
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 import pickle
 from dataclasses import dataclass, field
 
 import runtime
+from runtime.graph import all_operations
 from runtime.polymorphic_function import Function
 from runtime.variables import Variable
 
 from runtime.optimizer import optimize
 from transpiler.codegen.flags import arch_flags
 from transpiler.codegen.native import FunctionEmitter
+from transpiler import conversion
 from transpiler.codegen.render import render
 
 KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(runtime.__file__)), "kernels")
@@ -178,16 +181,9 @@ def _is_small(graph, limit: int = 4096) -> bool:
 
 def _conversions(source_path: str) -> dict:
     """The AutoGraph conversions of this file's functions, compiled: a run-time retrace needs no converter."""
-    import marshal
-    from transpiler import conversion
-    path = os.path.abspath(source_path)
-    found = {}
-    for (_, filename, first_line, freevars, options), converted in list(conversion._cache.items()):
-        if options == () and os.path.abspath(filename) == path:
-            found[(path, first_line, tuple(freevars))] = (marshal.dumps(converted.module_code), converted.code)
-    return found
+    return {key: (marshal.dumps(converted.module_code), converted.code)
+            for key, converted in conversion.conversions_in_file(source_path).items()}
 
 
 def _all_ops(graph) -> list:
-    from runtime.aot import op_table
-    return op_table(graph)
+    return all_operations(graph)

@@ -15,13 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runtime.graph import Graph, Operation, SymbolicTensor
-
-DTYPE_CODES = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "float16": 6,
-               "float32": 7, "float64": 8, "string": 9, "variant": 10}
-
-
-from runtime.aot import op_table  # noqa: E402  (one numbering for the emitter and the runtime callback)
+from runtime.graph import Graph, Operation, SymbolicTensor, all_operations
 
 _HEAVY_TYPES = {"MatMul", "Sum", "Mean", "Max", "Min", "Prod", "Any", "All", "Cumsum", "Softmax", "Transpose",
                 "Tanh", "Exp", "Log", "Sin", "Cos", "Sigmoid", "Sqrt"}
@@ -124,7 +118,7 @@ class FunctionEmitter:
         self.indent = 1
         self.names: dict[int, str] = {}
         self.counter = 0
-        self.table = {id(op): i for i, op in enumerate(op_table(graph))}
+        self.table = {id(op): i for i, op in enumerate(all_operations(graph))}
         self.report = EmitReport()
         self.inlined: dict[int, str] = {}     # id(tensor) -> C expression (fused, no buffer)
         # memory planning (top-level graph only): small static buffers on the stack, reused once dead
@@ -148,7 +142,7 @@ class FunctionEmitter:
         name = self.names.get(id(tensor))
         if name is None:
             name = self.names[id(tensor)] = self.fresh("t")
-            self.line(f"rt_tensor {name}; {name}.owner = NULL; {name}.dtype = {DTYPE_CODES[tensor.dtype.name]};")
+            self.line(f"rt_tensor {name}; {name}.owner = NULL; {name}.dtype = {tensor.dtype.code};")
         return name
 
     def alias(self, tensor: SymbolicTensor, c_var: str) -> None:
@@ -350,7 +344,7 @@ class FunctionEmitter:
             for t in crossing:
                 if id(t.op) in part_ops[k]:
                     self.line(f"shared[{slot[id(t)]}].owner = NULL; shared[{slot[id(t)]}].dtype = "
-                              f"{DTYPE_CODES[t.dtype.name]};")
+                              f"{t.dtype.code};")
             for op in part:
                 self.emit_op(op, emitters)
             name = f"{self.c_name}_part{k}"
