@@ -15,6 +15,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <math.h>
+#include <stddef.h>
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -223,6 +224,60 @@ static inline int rt_alloc_tensor(rt_ctx *ctx, rt_tensor *t) {
     t->owner = NULL;
     if (!t->data) return rt_fail(ctx, "out of memory");
     return 0;
+}
+
+/* Element counts of run-time shapes: 1 when the product of dims[0..n) overflows, or is too many bytes
+ * of `itemsize` to allocate, or a dim is negative (what numpy rejects as "array is too big"). */
+static inline int rt_count_overflows(int n, const int64_t *dims, int64_t itemsize) {
+    int64_t count = itemsize;
+    for (int i = 0; i < n; i++) {
+        if (dims[i] < 0) return 1;
+        if (dims[i] == 0) return 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (__builtin_mul_overflow(count, dims[i], &count)) return 1;
+    return count > (int64_t)(PTRDIFF_MAX / 2);
+}
+
+/* An arena buffer of `count` elements of `itemsize` bytes (NULL, with a message, when it cannot be). */
+static inline void *rt_alloc_array(rt_ctx *ctx, int64_t count, int64_t itemsize) {
+    int64_t nbytes;
+    if (count < 0 || __builtin_mul_overflow(count, itemsize, &nbytes)) {
+        rt_fail(ctx, "the result is too big to allocate");
+        return NULL;
+    }
+    void *p = rt_alloc(ctx, (size_t)nbytes);
+    if (!p) rt_fail(ctx, "out of memory");
+    return p;
+}
+
+/* A buffer kept across loop iterations: grown (never shrunk, contents not kept) when `count` elements
+ * of `itemsize` bytes do not fit in *capacity (bytes). Returns -1 with a message when it cannot be. */
+static inline int rt_reserve(rt_ctx *ctx, void **p, int64_t *capacity, int64_t count, int64_t itemsize) {
+    int64_t nbytes;
+    if (count < 0 || __builtin_mul_overflow(count, itemsize, &nbytes)) return rt_fail(ctx, "the result is too big to allocate");
+    if (nbytes <= *capacity && *p != NULL) return 0;
+    if (*p != NULL) rt_drop(ctx, *p);
+    *p = rt_alloc(ctx, (size_t)(nbytes > 0 ? nbytes : 1));
+    *capacity = *p ? nbytes : 0;
+    return *p ? 0 : rt_fail(ctx, "out of memory");
+}
+
+/* Python's slice(lo, hi, step).indices(n) after negative lo/hi had n added: the element count, and the
+ * first index in *begin. */
+static inline int64_t rt_slice_count(int64_t lo, int64_t hi, int64_t step, int64_t n, int64_t *begin) {
+    int64_t count;
+    if (step > 0) {
+        lo = lo < 0 ? 0 : (lo > n ? n : lo);
+        hi = hi < 0 ? 0 : (hi > n ? n : hi);
+        count = hi > lo ? (hi - lo + step - 1) / step : 0;
+    } else {
+        lo = lo < -1 ? -1 : (lo > n - 1 ? n - 1 : lo);
+        hi = hi < -1 ? -1 : (hi > n - 1 ? n - 1 : hi);
+        count = lo > hi ? (lo - hi - step - 1) / -step : 0;
+    }
+    *begin = count ? lo : 0;
+    return count;
 }
 
 static inline int rt_same_shape(const rt_tensor *a, const rt_tensor *b) {

@@ -276,11 +276,11 @@ def test_independent_parts_run_concurrently_with_the_same_results(programs, xy, 
 
 
 def test_independent_parts_are_emitted_as_parallel_parts(programs):
-    from transpiler.codegen.native import FunctionEmitter
+    from transpiler.codegen import emit_function
     for function in (programs.branches, programs.same_input_branches):
         concrete = function.get_concrete_function()
-        code = FunctionEmitter(concrete.graph, "rt_fn_test", []).emit()
-        assert "rt_fn_test_part0" in code and "rt_fn_test_part1" in code and "rt_ctx_join" in code
+        code, _, _ = emit_function(concrete.graph, "rt_fn_test")
+        assert "rt_ctx_part(" in code and "case 1:" in code and "rt_ctx_join(" in code
 
 
 @pytest.fixture(scope="module")

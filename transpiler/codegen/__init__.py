@@ -1,8 +1,9 @@
 """Code generation for the ahead-of-time build: a module's traced graphs -> a Cython extension.
 
-``render_module`` collects every built signature of the module's ``rt.function``s,
-emits one C function per signature (``native.FunctionEmitter``), and renders the
-extension's ``.pyx`` and C header from ``templates/``.
+``render_module`` collects every built signature of the module's ``rt.function``s, optimizes each
+graph (``runtime.optimizer``), lowers it to loop nests (``transpiler.lowering``), prints them as C
+(``transpiler.codegen.c``), and renders the extension's ``.pyx`` and C header from ``templates/``.
+``emit_function`` does the middle part for one graph (what a JIT needs).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from runtime.variables import Variable
 
 from runtime.optimizer import optimize
 from transpiler.codegen.flags import arch_flags
-from transpiler.codegen.native import FunctionEmitter
+from transpiler.codegen.c import render_function
+from transpiler.lowering import Report, lower_function
 from transpiler import conversion
 from transpiler.codegen.render import render
 
@@ -71,7 +73,20 @@ def _variable_paths(module) -> dict[int, str]:
     return paths
 
 
-EMITTER_PASSES = ("fuse_elementwise", "plan_memory")   # done while emitting C, switchable like graph passes
+EMITTER_PASSES = ("fuse_elementwise", "plan_memory")   # done while lowering, switchable like graph passes
+
+
+def emit_function(graph, c_name: str, fuse_elementwise: bool = True, plan_memory: bool = True,
+                  debug: list | None = None) -> tuple[str, list, Report]:
+    """C for ``static int c_name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` computing ``graph``.
+
+    Returns (C code, the variable handles whose storage follows the inputs, in order, the report:
+    ops run through Python callbacks and ops fused). ``debug``, when given, gets the loop IR text.
+    """
+    lowered = lower_function(graph, c_name, fuse=fuse_elementwise, plan_memory=plan_memory)
+    if debug is not None:
+        debug.append(str(lowered.ir))
+    return render_function(lowered.ir), lowered.variables, lowered.report
 
 
 def render_module(module, source_path: str, module_name: str, passes=None) -> RenderedModule:
@@ -104,12 +119,12 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
             index = len(entries)
             graph = optimize(concrete.graph, passes=graph_passes)
             structured_outputs = _remap_outputs(concrete, graph)
-            emitter = FunctionEmitter(graph, f"rt_fn_{index}", [], **emit_options)
-            if os.environ.get("RT_DEBUG"):
+            loops = [] if os.environ.get("RT_DEBUG") else None
+            code, variables, function_report = emit_function(graph, f"rt_fn_{index}", debug=loops, **emit_options)
+            if loops is not None:
                 debug.append(f"# {qualname}: {concrete._signature_text()}\n## traced\n{concrete.graph}\n"
-                             f"## optimized\n{graph}\n")
-            code = emitter.emit()
-            for handle in emitter.variables:
+                             f"## optimized\n{graph}\n## loops\n{loops[0]}\n")
+            for handle in variables:
                 variable = handle.get()
                 path = paths.get(id(variable))
                 if path is None:
@@ -122,16 +137,18 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
             entries.append({"index": index, "qualname": qualname, "graph": graph,
                             "structured_inputs": concrete._structured_inputs,
                             "structured_outputs": structured_outputs,
-                            "input_specs": concrete._input_specs, "variables": list(emitter.variables),
-                            "callbacks": bool(emitter.report.callbacks),
-                            "small": not emitter.report.callbacks and _is_small(graph)})
+                            "input_specs": concrete._input_specs, "variables": list(variables),
+                            "callbacks": bool(function_report.callbacks),
+                            "small": not function_report.callbacks and _is_small(graph)})
             before, after = len(_all_ops(concrete.graph)), len(_all_ops(graph))
             line = f"  {concrete._signature_text()}: {before} nodes, {after} after optimization"
-            if emitter.report.fused:
-                line += f", {emitter.report.fused} elementwise ops fused"
-            if emitter.report.callbacks:
+            if function_report.fused:
+                line += f", {function_report.fused} ops fused"
+            if function_report.groups:
+                line += f", {function_report.groups} row groups"
+            if function_report.callbacks:
                 line += ", through Python: " + ", ".join(
-                    f"{k} x{v}" for k, v in sorted(emitter.report.callbacks.items()))
+                    f"{k} x{v}" for k, v in sorted(function_report.callbacks.items()))
             report.append(line)
     payload = pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
                             "conversions": _conversions(source_path),

@@ -16,7 +16,7 @@ import pytest
 
 import runtime as rt
 from transpiler.codegen import kernel_table
-from transpiler.codegen.native import FunctionEmitter
+from transpiler.codegen import emit_function
 
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = "RT_REGEN_GOLDEN=1 python -m pytest tests/unit/codegen"
@@ -78,7 +78,7 @@ def _check_golden(name: str, text: str) -> None:
 def test_generated_c_matches_golden(name):
     fn, args = PROGRAMS[name]
     concrete = rt.function(fn).get_concrete_function(*args)
-    code = FunctionEmitter(concrete.graph, f"rt_fn_{name}", []).emit()
+    code, _, _ = emit_function(concrete.graph, f"rt_fn_{name}")
     _check_golden(f"{name}.c", code + "\n")
 
 
