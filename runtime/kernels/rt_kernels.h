@@ -286,6 +286,118 @@ static inline int rt_same_shape(const rt_tensor *a, const rt_tensor *b) {
     return 1;
 }
 
+/* ---- TensorArray lists ---------------------------------------------------------------------- */
+
+/* The native value of a TensorArray whose every version is used once (generated code checks that
+ * at build time): writes update it in place. Items are dense, `item_bytes` each; `written` marks the
+ * items set. The element shape is known once an item is written (or from the attrs, `attr_ndim`). */
+typedef struct {
+    char *data;
+    uint8_t *written;
+    int64_t length, capacity, item_bytes, itemsize;
+    int32_t ndim, dynamic;
+    int64_t shape[RT_MAX_DIMS];
+} rt_list;
+
+static inline int rt_list_error(rt_ctx *ctx, const char *op, const char *where, const char *what, int64_t a, int64_t b) {
+    char text[256];
+    snprintf(text, sizeof(text), what, (long long)a, (long long)b);
+    snprintf(ctx->msg, sizeof(ctx->msg), "%s: %s\n  [[%s]]", op, text, where);
+    return -1;
+}
+
+/* A list of n unwritten items of `itemsize`-byte elements (NULL with a message on error). */
+static inline rt_list *rt_list_new(rt_ctx *ctx, int64_t n, int dynamic, int64_t itemsize, const char *op,
+                                   const char *where) {
+    if (n < 0) { rt_list_error(ctx, op, where, "size must be non-negative, got %lld", n, 0); return NULL; }
+    rt_list *l = (rt_list *)rt_alloc(ctx, sizeof(rt_list));
+    if (!l) { rt_fail(ctx, "out of memory"); return NULL; }
+    memset(l, 0, sizeof(rt_list));
+    l->length = n;
+    l->dynamic = dynamic;
+    l->itemsize = itemsize;
+    l->ndim = -1;
+    return l;
+}
+
+/* Room for `n` items of the known item size (contents kept). */
+static inline int rt_list_grow(rt_ctx *ctx, rt_list *l, int64_t n) {
+    if (n <= l->capacity && l->data) return 0;
+    int64_t cap = l->capacity * 2 > n ? l->capacity * 2 : n, nbytes;
+    if (cap < 1) cap = 1;
+    if (__builtin_mul_overflow(cap, l->item_bytes > 0 ? l->item_bytes : 1, &nbytes)) return rt_fail(ctx, "the TensorArray is too big");
+    char *data = (char *)rt_alloc(ctx, (size_t)nbytes);
+    uint8_t *written = (uint8_t *)rt_alloc(ctx, (size_t)cap);
+    if (!data || !written) return rt_fail(ctx, "out of memory");
+    memset(written, 0, (size_t)cap);
+    if (l->data) {
+        memcpy(data, l->data, (size_t)(l->capacity * l->item_bytes));
+        memcpy(written, l->written, (size_t)l->capacity);
+        rt_drop(ctx, l->data);
+        rt_drop(ctx, l->written);
+    }
+    l->data = data;
+    l->written = written;
+    l->capacity = cap;
+    return 0;
+}
+
+/* Fix the element shape (the first written item's, or the attrs' when nothing was written). */
+static inline int rt_list_shape(rt_ctx *ctx, rt_list *l, int ndim, const int64_t *shape, const char *op,
+                                const char *where) {
+    if (l->ndim >= 0) {
+        int same = l->ndim == ndim;
+        for (int d = 0; same && d < ndim; d++) same = l->shape[d] == shape[d];
+        if (!same) return rt_list_error(ctx, op, where, "element of rank %lld does not match the earlier elements "
+                                        "(rank %lld) in shape", ndim, l->ndim);
+        return 0;
+    }
+    int64_t count = 1;
+    for (int d = 0; d < ndim; d++) { l->shape[d] = shape[d]; count *= shape[d]; }
+    l->ndim = ndim;
+    l->item_bytes = count * l->itemsize;
+    return 0;
+}
+
+/* Item `index` of a write: bounds (growing a dynamic list), shape; returns where to copy the item. */
+static inline void *rt_list_set(rt_ctx *ctx, rt_list *l, int64_t index, int ndim, const int64_t *shape,
+                                const char *op, const char *where) {
+    if (index < 0) { rt_list_error(ctx, op, where, "index %lld is negative", index, 0); return NULL; }
+    if (index >= l->length) {
+        if (!l->dynamic) {
+            rt_list_error(ctx, op, where, "index %lld is out of range for a TensorArray of size %lld (use "
+                          "dynamic_size=True to grow it)", index, l->length);
+            return NULL;
+        }
+        l->length = index + 1;
+    }
+    if (rt_list_shape(ctx, l, ndim, shape, op, where)) return NULL;
+    if (rt_list_grow(ctx, l, l->length > index + 1 ? l->length : index + 1)) return NULL;
+    l->written[index] = 1;
+    return l->data + index * l->item_bytes;
+}
+
+/* Item `index` of a read in *item (NULL: never written, the caller reads zeros); -1 on a bad index. */
+static inline int rt_list_get(rt_ctx *ctx, rt_list *l, int64_t index, const void **item, const char *op,
+                              const char *where) {
+    *item = NULL;
+    if (index < 0 || index >= l->length)
+        return rt_list_error(ctx, op, where, "index %lld is out of range for a TensorArray of size %lld",
+                             index, l->length);
+    if (index < l->capacity && l->written[index]) *item = l->data + index * l->item_bytes;
+    return 0;
+}
+
+/* All items, dense (unwritten ones zero): the element shape must be known by now. */
+static inline int rt_list_fill(rt_ctx *ctx, rt_list *l, const char *op, const char *where) {
+    if (l->ndim < 0) return rt_list_error(ctx, op, where, "no element was written, the element shape is unknown",
+                                          0, 0);
+    if (rt_list_grow(ctx, l, l->length)) return -1;
+    for (int64_t i = 0; i < l->length; i++)
+        if (!l->written[i]) { memset(l->data + i * l->item_bytes, 0, (size_t)l->item_bytes); l->written[i] = 1; }
+    return 0;
+}
+
 /* ---- scalar helpers used by elementwise expressions (one definition per C type) ---------- */
 
 #define RT_DEFINE_INT_HELPERS(T, S) \

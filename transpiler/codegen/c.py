@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from transpiler.lowering.ir import (
     Alloc, Assign, Break, Call, Check, Comment, Declare, Describe, Expr, Fail, For, Function, If, Loop, Parts,
-    Poly, Raw, Store, render_expr,
+    Poly, Raw, Store, Text, render_expr,
 )
 
 
@@ -96,8 +96,13 @@ class _Renderer:
         elif isinstance(s, Alloc):
             self.alloc(s, depth)
         elif isinstance(s, Call):
-            call = f"{s.name}({', '.join(str(a) for a in s.args)})"
-            self.line(depth, f"if ({call}) goto {self.fail_label};" if s.checked else f"{call};")
+            call = f"{s.name}({', '.join(c_string(a.value) if isinstance(a, Text) else str(a) for a in s.args)})"
+            if s.result is not None:
+                self.line(depth, f"{s.result} = {call};")
+                if s.checked:
+                    self.line(depth, f"if (!{s.result}) goto {self.fail_label};")
+            else:
+                self.line(depth, f"if ({call}) goto {self.fail_label};" if s.checked else f"{call};")
         elif isinstance(s, Describe):
             text = f"{s.target}.data = (void *)({s.ptr}); {s.target}.ndim = {len(s.dims)};"
             text += "".join(f" {s.target}.shape[{d}] = {n};" for d, n in enumerate(s.dims))

@@ -9,6 +9,7 @@ each iteration or branch.
 """
 from __future__ import annotations
 
+from runtime import dtypes
 from transpiler.lowering.ir import (
     Alloc, Assign, Break, Call, Comment, Declare, If, Loop, Var, product, render_expr,
 )
@@ -22,6 +23,8 @@ def _one_element(lw, t) -> bool:
 
 def _slot(lw, t, base: str):
     """The value an If/While result lives in, and its (pointer, capacity) when it is an array."""
+    if t.dtype is dtypes.variant and lw.native_lists:
+        return Obj(lw.local("rt_list *", base, "NULL"), t.dtype, "rt_list *"), None
     if t.dtype.c_type is None or t.shape.rank is None or id(t) not in lw.dims:
         return Obj(lw.local("rt_tensor", base), t.dtype), None
     dims = lw.dims[id(t)]
@@ -147,7 +150,7 @@ def emit_while(lw, op) -> bool:
                 updates.append(Assign(slot.expr.name, tmp))
             elif isinstance(slot, Obj):
                 tmp = lw.fresh("next")
-                lw.emit(Declare(tmp, "rt_tensor", lw.values[id(t)].name))
+                lw.emit(Declare(tmp, slot.ctype, lw.values[id(t)].name))
                 updates.append(Assign(slot.name, tmp))
             else:
                 nx = Array.dense(nexts[k][0], t.dtype, slot.dims, "reserve")

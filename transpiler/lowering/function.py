@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from runtime.executor import needed_ops
 from runtime.graph import Graph, all_operations
-from transpiler.lowering import ops as opaque, parallel, rows, shapes
+from transpiler.lowering import lists, ops as opaque, parallel, rows, shapes
 from transpiler.lowering.ir import Alloc, Assign, Comment, Declare, Describe, Function, Parts, Poly, Store, Var, product
-from transpiler.lowering.kernels import Elements, elementwise, loads, reduce, scalar_assign
+from transpiler.lowering.kernels import Elements, elementwise, loads, reduce, scalar_assign, view_array
 from transpiler.lowering.plan import Plan, Region, plan_graph, unit_ops
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
 
@@ -80,6 +80,7 @@ class Lowerer:
         self.drops: list | None = None       # callback results to free at the end of the scope
         self.plan: Plan | None = None
         self.escaping: set[int] = {id(t) for t in graph.outputs}
+        self.native_lists = lists.native_lists(graph)
 
     # -- names and statements ---------------------------------------------------------------
     def fresh(self, base: str = "t") -> str:
@@ -321,16 +322,19 @@ class Lowerer:
             self.values[id(op.outputs[0])] = self.const(op)
             return
         if kind == "alias":
-            x = op.inputs[0]
-            base = self.values[id(x)]
-            t = op.outputs[0]
-            if isinstance(base, Scalar):
-                self.values[id(t)] = Scalar(base.expr, base.dtype, self.dims[id(t)])
-            else:
-                self.values[id(t)] = Array(base.ptr, base.dtype, self.dims[id(t)],
-                                           contiguous_strides(self.dims[id(t)]), base.offset, base.storage)
-            if id(t) in self.escaping or id(t) in self.dests:
-                self.copy_into_storage(t)
+            base = self.values[id(op.inputs[0])]
+            for position, t in enumerate(op.outputs):
+                if isinstance(base, Scalar):
+                    self.values[id(t)] = Scalar(base.expr, base.dtype, self.dims[id(t)])
+                elif op.opdef.view == "reshape":
+                    if not base.contiguous:
+                        raise ValueError(f"{op.name}: reshape of a strided view")
+                    self.values[id(t)] = Array(base.ptr, base.dtype, self.dims[id(t)],
+                                               contiguous_strides(self.dims[id(t)]), base.offset, base.storage)
+                else:
+                    self.values[id(t)] = view_array(self, op, position, base)
+                if id(t) in self.escaping or id(t) in self.dests:
+                    self.copy_into_storage(t)
             return
         if kind == "opaque":
             self.emit(Comment(f"{op.name} = {op.type}"))

@@ -451,12 +451,23 @@ class Alloc(Stmt):
     buffer: str | None = None
 
 
+@dataclass(frozen=True)
+class Text:
+    """A string argument of a call (the renderer makes it a C string literal)."""
+    value: str
+
+    def __str__(self):
+        return repr(self.value)
+
+
 @dataclass(eq=False)
 class Call(Stmt):
-    """A kernel-library call: ``name(args);``, or ``if (name(args)) fail`` when ``checked``."""
+    """A kernel-library call: ``name(args);``, or ``if (name(args)) fail`` when ``checked``; with
+    ``result``, ``result = name(args);`` (and ``checked``: fail when the result is NULL)."""
     name: str
     args: list
     checked: bool = False
+    result: str | None = None
 
 
 @dataclass(eq=False)
@@ -559,7 +570,8 @@ def _format_stmt(s: Stmt) -> str:
         where = {"arena": "arena", "reserve": f"reserve {s.capacity}", "stack": f"stack {s.buffer}"}[s.kind]
         return f"{s.ptr} = alloc {s.ctype}[{s.count}] ({where})"
     if isinstance(s, Call):
-        return f"{'checked ' if s.checked else ''}call {s.name}({', '.join(map(str, s.args))})"
+        text = f"{'checked ' if s.checked else ''}call {s.name}({', '.join(map(str, s.args))})"
+        return f"{s.result} = {text}" if s.result else text
     if isinstance(s, Describe):
         return f"{s.target} = tensor({s.ptr}, [{', '.join(map(str, s.dims))}], dtype {s.code})"
     if isinstance(s, Raw):

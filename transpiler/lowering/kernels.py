@@ -173,6 +173,16 @@ def view_index(lw, op, position: int, index: tuple) -> tuple:
     raise ValueError(f"unknown view family {family!r}")
 
 
+def view_array(lw, op, position: int, base: Array) -> Array:
+    """A view op's output over its stored input's memory: the index map folded into the strides."""
+    dims = lw.dims[id(op.outputs[position])]
+    names = [lw.fresh("v") for _ in dims]
+    source, mapped = view_index(lw, op, position, tuple(Poly.sym(n) for n in names))
+    offset = base.load(mapped).index
+    strides = tuple(offset.coefficient(n) for n in names)
+    return Array(base.ptr, base.dtype, dims, strides, offset.without(names), base.storage)
+
+
 def loads(exprs) -> list[Load]:
     return [n for e in exprs for n in walk_expr(e) if isinstance(n, Load)]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from runtime import dtypes
-from transpiler.lowering import control
+from transpiler.lowering import control, lists
 from runtime.ops.registry import get_opdef
 from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Lit, Poly, Raw, Var, product
 from transpiler.lowering.kernels import elementwise
@@ -40,6 +40,8 @@ def literal(value, dtype) -> Lit:
 
 def emit(lw, op) -> None:
     emitter = EMITTERS.get(op.type)
+    if emitter is None and lw.native_lists:
+        emitter = lists.EMITTERS.get(op.type)
     if emitter is None or not emitter(lw, op):
         callback(lw, op)
 

@@ -4,7 +4,8 @@ Every op is one of:
 
 - ``elementwise`` / ``generator`` / ``view`` / ``query`` (``Shape``, ``Size``, ``Rank``): its elements
   can be computed where they are read; the tensor is *lazy* unless it has to be stored;
-- ``alias``: a reshape, which re-reads its stored input's memory with other dims;
+- ``alias``: a reshape, or a view of a stored tensor: an ``Array`` over its input's memory with other
+  dims and strides (no copy);
 - ``reduction``: stored by a reduction kernel (its input's lazy producers fused in);
 - ``const``: a static array or a C literal;
 - ``opaque``: an op with its own emitter (matmul, concat, control flow, variables, Python callbacks),
@@ -109,6 +110,13 @@ def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
                 stored.add(id(op.inputs[1]))
         elif op.type in ("FloorDiv", "FloorMod", "Pow") and op.inputs[0].dtype.is_integer:
             stored.add(id(op.inputs[1]))
+    produced = {id(t) for op in ops for t in op.outputs}
+    for op in ops:
+        # a view of a stored tensor is an Array over the same memory: stored, at no cost
+        if kind[id(op)] == "view" and op.opdef.view != "gather" and fuse and (
+                id(op.inputs[0]) in stored or id(op.inputs[0]) not in produced):
+            kind[id(op)] = "alias"
+            stored.update(id(t) for t in op.outputs)
     regions = _regions(lw, ops, kind, users, stored, outputs) if fuse else []
     region_of = {id(op): r for r in regions for op in r.members}
     units = _order(ops, regions, region_of)

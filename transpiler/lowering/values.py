@@ -77,6 +77,8 @@ class Scalar:
 
 @dataclass
 class Obj:
-    """An ``rt_tensor`` lvalue passed along as it is (``name``)."""
+    """A value native code passes along: an ``rt_tensor`` lvalue ``name``, or a native TensorArray
+    (``ctype`` ``rt_list *``)."""
     name: str
     dtype: object
+    ctype: str = "rt_tensor"
