@@ -17,5 +17,6 @@ It sits between the graph optimizer (``runtime.optimizer``) and the C renderer
 """
 from transpiler.lowering.function import LoweredFunction, Report, lower_function
 from transpiler.lowering.ir import Function, Poly
+from transpiler.lowering.ops import native_op_types
 
-__all__ = ["Function", "LoweredFunction", "Poly", "Report", "lower_function"]
+__all__ = ["Function", "LoweredFunction", "Poly", "Report", "lower_function", "native_op_types"]

@@ -327,8 +327,12 @@ class Lowerer:
                 if isinstance(base, Scalar):
                     self.values[id(t)] = Scalar(base.expr, base.dtype, self.dims[id(t)])
                 elif op.opdef.view == "reshape":
-                    if not base.contiguous:
-                        raise ValueError(f"{op.name}: reshape of a strided view")
+                    if not base.contiguous:           # a reshape of a strided view: copy it first
+                        ptr, alloc = self.temporary(base.ctype, base.count())
+                        self.emit(alloc)
+                        copy = Array.dense(ptr, base.dtype, base.dims, "arena")
+                        self.emit(*elementwise(self, [copy], base.dims, lambda el, index: [base.load(index)]))
+                        base = copy
                     self.values[id(t)] = Array(base.ptr, base.dtype, self.dims[id(t)],
                                                contiguous_strides(self.dims[id(t)]), base.offset, base.storage)
                 else:

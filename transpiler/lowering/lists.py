@@ -1,9 +1,10 @@
 """TensorArray lists in native code: an ``rt_list`` (``rt_kernels.h``) updated in place.
 
 A TensorArray is functional (``write`` returns a new array), so updating it in place is only right
-when no version of it is read twice. When every ``variant`` tensor of the function (its subgraphs
-included) has at most one reader, every TensorList op has a native element dtype and no list
-crosses the function's boundary, lists are native: a write copies the item (its producers fused in)
+when a version that is written (or passed into a loop or branch) is read by nothing else. When every
+``variant`` tensor of the function (its subgraphs included) is either read only by reads, stacks and
+size queries, or read once, every TensorList op has a native element dtype and no list crosses the
+function's boundary, lists are native: a write copies the item (its producers fused in)
 into the list's buffer, ``stack`` hands the buffer over, and a loop carries a pointer. Otherwise
 every list op runs its numpy kernel through a callback, as before.
 """
@@ -18,6 +19,7 @@ from transpiler.lowering.values import Array, Obj, Scalar
 LIST_OPS = ("TensorListReserve", "TensorListSetItem", "TensorListGetItem", "TensorListStack", "TensorListFromTensor",
             "TensorListLength")
 PASS_THROUGH = ("While", "If", "Identity")
+READ_ONLY = ("TensorListGetItem", "TensorListStack", "TensorListLength")
 
 
 def native_lists(graph: Graph) -> bool:
@@ -29,11 +31,18 @@ def native_lists(graph: Graph) -> bool:
 
 def _check(graph: Graph) -> bool:
     readers: dict[int, int] = {}
+    writers: dict[int, int] = {}
     for op in graph.operations:
         for t in op.inputs:
             readers[id(t)] = readers.get(id(t), 0) + 1
+            if op.type not in READ_ONLY:
+                writers[id(t)] = writers.get(id(t), 0) + 1
     for t in graph.outputs:
         readers[id(t)] = readers.get(id(t), 0) + 1
+        writers[id(t)] = writers.get(id(t), 0) + 1
+    for t in graph.all_inputs():
+        if t.dtype is dtypes.variant and writers.get(id(t)) and readers.get(id(t), 0) > 1:
+            return False
     for op in graph.operations:
         variants = [t for t in list(op.inputs) + list(op.outputs) if t.dtype is dtypes.variant]
         if variants and op.type not in LIST_OPS + PASS_THROUGH and op.type != "Placeholder":
@@ -41,7 +50,7 @@ def _check(graph: Graph) -> bool:
         if op.type in LIST_OPS and not _native_element(op):
             return False
         for t in op.outputs:
-            if t.dtype is dtypes.variant and readers.get(id(t), 0) > 1:
+            if t.dtype is dtypes.variant and writers.get(id(t)) and readers.get(id(t), 0) > 1:
                 return False
         for sub in op.subgraphs():
             if not _check(sub):

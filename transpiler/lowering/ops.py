@@ -12,9 +12,10 @@ import math
 
 from runtime import dtypes
 from transpiler.lowering import control, lists
-from runtime.ops.registry import get_opdef
+from runtime.ops.registry import all_opdefs, get_opdef
 from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Lit, Poly, Raw, Var, product
 from transpiler.lowering.kernels import elementwise
+from transpiler.lowering.plan import QUERIES
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
 
 
@@ -71,8 +72,14 @@ def _operand(lw, t, transpose: bool, rows: Poly, cols: Poly, batch: tuple) -> tu
         lw.emit(*elementwise(lw, [array], out_dims, make))
     strides = contiguous_strides(array.dims)
     pad = len(batch) - len(own_batch)
-    batch_strides = [Poly.of(0)] * pad + [
-        Poly.of(0) if d == 1 and b != 1 else s for d, b, s in zip(own_batch, batch[pad:], strides[:-2])]
+    batch_strides = [Poly.of(0)] * pad
+    for d, b, s in zip(own_batch, batch[pad:], strides[:-2]):
+        if d == b or d.const is not None:
+            batch_strides.append(Poly.of(0) if d == 1 and b != 1 else s)
+        else:      # broadcast when the run-time size is 1
+            flag = lw.local("int64_t", "nb")
+            lw.emit(Assign(flag, f"({d}) != 1"))
+            batch_strides.append(s * Poly.sym(flag))
     return array, tuple(batch_strides)
 
 
@@ -302,3 +309,12 @@ EMITTERS = {
     "If": control.emit_if,
     "While": control.emit_while,
 }
+
+
+def native_op_types() -> set[str]:
+    """The op types native code computes without Python (when their dtypes and ranks are native)."""
+    found = {"Const", *QUERIES, *EMITTERS, *lists.EMITTERS}
+    for op_type, opdef in all_opdefs().items():
+        if opdef.elementwise or opdef.generator or opdef.reduction is not None or opdef.view is not None:
+            found.add(op_type)
+    return found
