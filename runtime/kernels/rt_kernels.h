@@ -46,6 +46,10 @@ double sin(double);
 float cosf(float);
 #pragma omp declare simd notinbranch
 double cos(double);
+#pragma omp declare simd notinbranch
+float powf(float, float);
+#pragma omp declare simd notinbranch
+double pow(double, double);
 #endif
 
 typedef uint8_t rt_bool;
@@ -415,7 +419,7 @@ static inline int rt_list_fill(rt_ctx *ctx, rt_list *l, const char *op, const ch
 #define RT_DEFINE_FLOAT_HELPERS(T, S, F) \
     static inline T rt_floordiv_##S(T a, T b) { return floor##F(a / b); } \
     static inline T rt_floormod_##S(T a, T b) { T r = fmod##F(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
-    static inline T rt_pow_##S(T a, T b) { return pow##F(a, b); } \
+    static inline T rt_pow_##S(T a, T b) { return b == (T)2 ? a * a : pow##F(a, b); } /* x**2 is x*x (numpy) */ \
     static inline T rt_max_##S(T a, T b) { return (a > b || a != a) ? a : b; } \
     static inline T rt_min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
     static inline T rt_abs_##S(T a) { return fabs##F(a); } \

@@ -86,6 +86,8 @@ def _floormod(x, y):
 def _pow(x, y):
     if x.dtype.kind in "iu" and np.any(y < 0):
         raise errors.InvalidArgumentError("Integers to negative integer powers are not allowed")
+    if x.dtype.kind == "f":
+        return np.where(y == 2, x * x, np.power(x, y))    # x**2 is x*x, as numpy's ``x ** 2`` (and native code)
     return np.power(x, y)
 
 

@@ -283,6 +283,10 @@ class Lowerer:
                 last_use[x] = u
         self.last_use = last_use
         self.aliased = {id(x) for op in ops if plan.kind[id(op)] == "alias" for x in (op.inputs[0], op.outputs[0])}
+        if graph is self.graph:     # what a result aliases is a result too (arena memory, not the stack)
+            for op in reversed(ops):
+                if plan.kind[id(op)] == "alias" and any(id(t) in self.escaping for t in op.outputs):
+                    self.escaping.add(id(op.inputs[0]))
         split = parallel.split_parts(self, plan, ops) if graph is self.graph and self.fuse else None
         if split is None:
             self._emit_units(plan.units)
@@ -326,6 +330,8 @@ class Lowerer:
             for position, t in enumerate(op.outputs):
                 if isinstance(base, Scalar):
                     self.values[id(t)] = Scalar(base.expr, base.dtype, self.dims[id(t)])
+                elif op.opdef.view is None:                 # Identity
+                    self.values[id(t)] = base
                 elif op.opdef.view == "reshape":
                     if not base.contiguous:           # a reshape of a strided view: copy it first
                         ptr, alloc = self.temporary(base.ctype, base.count())
@@ -337,7 +343,7 @@ class Lowerer:
                                                contiguous_strides(self.dims[id(t)]), base.offset, base.storage)
                 else:
                     self.values[id(t)] = view_array(self, op, position, base)
-                if id(t) in self.escaping or id(t) in self.dests:
+                if id(t) in self.dests:
                     self.copy_into_storage(t)
             return
         if kind == "opaque":

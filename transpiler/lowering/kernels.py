@@ -13,6 +13,9 @@ row-wise group: softmax, layer norm) build on them.
 """
 from __future__ import annotations
 
+import itertools
+import re
+from copy import deepcopy
 from dataclasses import dataclass, field
 
 from runtime.config import PARALLEL_MIN_ELEMENTS
@@ -22,6 +25,7 @@ from transpiler.lowering.ir import (
 )
 from transpiler.lowering.values import Array, Obj, Scalar
 
+UNROLL_MAX = 8         # a reduction over at most this many static elements is unrolled (the row loop vectorises)
 CHUNKS = 16            # a big full reduction: partial results per chunk, combined in order (deterministic)
 SCRATCH_MAX = 16384    # elements of a per-row scratch buffer (on the stack of each thread)
 
@@ -491,13 +495,55 @@ def _row_schedule(lw, acc, head, tail, value, out_at, target) -> list:
     inner = acc.update(lw, value)
     if not head:
         return _full_reduction(lw, acc, tail, inner) + _store(target, Poly.of(0), acc.final())
-    body = acc.declare() + wrap_loops(tail, inner, reductions=acc.clauses()) + _store(target, out_at, acc.final())
+    count = product([e for _, e, _ in tail]).const
+    short = count is not None and count <= UNROLL_MAX
+    if short:       # e.g. the 3 coordinates of a distance: unrolled, and the loop over rows vectorised
+        reduced = unroll(lw, tail, inner)
+    else:
+        reduced = wrap_loops(tail, inner, reductions=acc.clauses())
+    body = acc.declare() + reduced + _store(target, out_at, acc.final())
     total = product([e for _, e, _ in head + tail])
     rows = product([e for _, e, _ in head])
     cond = parallel_condition(total)
     if cond is not None and rows.const is not None and rows.const < 2:
         cond = None
-    return wrap_loops(head, body, cond, simd=False)
+    return wrap_loops(head, body, cond, simd=short)
+
+
+def unroll(lw, loops: list, body: list) -> list:
+    """``body`` once per iteration of the static ``loops``, index variables replaced by constants and the
+    locals it declares renamed."""
+    out = []
+    for values in itertools.product(*[range(extent.const) for _, extent, _ in loops]):
+        copy = substitute(deepcopy(body), {var: Poly.of(v) for (var, _, _), v in zip(loops, values)})
+        names = {s.name: lw.fresh(s.name.rstrip("0123456789") or "u") for s in walk_stmts(copy)
+                 if isinstance(s, Declare)}
+        out += _renamed(copy, names)
+    return out
+
+
+def _renamed(stmts: list, names: dict) -> list:
+    if not names:
+        return stmts
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+
+    def text(value):
+        return pattern.sub(lambda m: names[m.group(1)], value)
+
+    def node(e):
+        return Var(names[e.name], e.ctype) if isinstance(e, Var) and e.name in names else None
+    for s in walk_stmts(stmts):
+        if isinstance(s, Declare):
+            s.name = names.get(s.name, s.name)
+            s.init = map_expr(s.init, on_node=node) if isinstance(s.init, Expr) else \
+                text(s.init) if isinstance(s.init, str) else s.init
+        elif isinstance(s, Assign):
+            s.name = names.get(s.name, s.name)
+            s.value = map_expr(s.value, on_node=node) if isinstance(s.value, Expr) else \
+                text(s.value) if isinstance(s.value, str) else s.value
+        elif isinstance(s, Store):
+            s.value = map_expr(s.value, on_node=node)
+    return stmts
 
 
 def _full_reduction(lw, acc, tail, inner) -> list:

@@ -112,6 +112,13 @@ def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
             stored.add(id(op.inputs[1]))
     produced = {id(t) for op in ops for t in op.outputs}
     for op in ops:
+        # an Identity of a stored tensor nothing else reads (a graph's output) is that tensor
+        if op.type == "Identity" and kind[id(op)] == "elementwise" and fuse and id(op.inputs[0]) in stored \
+                and id(op.inputs[0]) in produced and len(users.get(id(op.inputs[0]), [])) == 1 \
+                and id(op.inputs[0]) not in outputs:
+            kind[id(op)] = "alias"
+            stored.add(id(op.outputs[0]))
+    for op in ops:
         # a view of a stored tensor is an Array over the same memory: stored, at no cost
         if kind[id(op)] == "view" and op.opdef.view != "gather" and fuse and (
                 id(op.inputs[0]) in stored or id(op.inputs[0]) not in produced):

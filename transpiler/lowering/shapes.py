@@ -326,6 +326,8 @@ def _slice_index(lw, op, k, n: Poly, d: int, dynamic, code) -> tuple:
 
 def _slice_range(lw, op, item, n: Poly, d: int, dynamic, code) -> tuple:
     _, start, stop, step = item
+    if start in (None, 0) and stop is None and step in (None, 1):
+        return Poly.of(0), Poly.of(1), n                    # the whole dim
     if all(not isinstance(v, tuple) for v in (start, stop, step)) and n.const is not None:
         r = range(n.const)[slice(start, stop, step)]
         return Poly.of(r.start if len(r) else 0), Poly.of(r.step), Poly.of(len(r))

@@ -7,8 +7,8 @@ static int rt_fn_bias_relu(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     int64_t n6 = 0;
     float * p9 = NULL;
     n6 = ((n2) != 1 ? (n2) : ((n4) != 1 ? (n4) : 1));
-    if ((n2) != n6 && (n2) != 1) { snprintf(ctx->msg, sizeof(ctx->msg), "AddV2: incompatible shapes for broadcasting: dimension 1 is %lld in one operand and %lld in another\n  [[op 'add' (AddV2) created at File \"/work/wt/h2-lower/tests/unit/codegen/test_generated_code.py\", line 53, in _bias_relu]]", (long long)(n2), (long long)(n6)); goto fail; }
-    if ((n4) != n6 && (n4) != 1) { snprintf(ctx->msg, sizeof(ctx->msg), "AddV2: incompatible shapes for broadcasting: dimension 1 is %lld in one operand and %lld in another\n  [[op 'add' (AddV2) created at File \"/work/wt/h2-lower/tests/unit/codegen/test_generated_code.py\", line 53, in _bias_relu]]", (long long)(n4), (long long)(n6)); goto fail; }
+    if ((n2) != n6 && (n2) != 1) { snprintf(ctx->msg, sizeof(ctx->msg), "AddV2: incompatible shapes for broadcasting: dimension 1 is %lld in one operand and %lld in another\n  [[op 'add' (AddV2) created at File \"<golden>/programs.py\", line 11, in bias_relu]]", (long long)(n2), (long long)(n6)); goto fail; }
+    if ((n4) != n6 && (n4) != 1) { snprintf(ctx->msg, sizeof(ctx->msg), "AddV2: incompatible shapes for broadcasting: dimension 1 is %lld in one operand and %lld in another\n  [[op 'add' (AddV2) created at File \"<golden>/programs.py\", line 11, in bias_relu]]", (long long)(n4), (long long)(n6)); goto fail; }
     /* Identity = Identity */
     if (!(p9 = (float *)rt_alloc_array(ctx, n1 * n6, sizeof(float)))) goto fail;
     if ((n2) == (n6) && (n4) == (n6)) {

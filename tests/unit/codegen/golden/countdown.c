@@ -6,8 +6,7 @@ static int rt_fn_countdown(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     rt_bool s5;
     int32_t s6;
     int32_t s7;
-    int32_t s10;
-    int32_t * p11 = NULL;
+    int32_t * p10 = NULL;
     /* while = While */
     lv2 = x1[0];
     lv3 = 0;
@@ -29,11 +28,9 @@ static int rt_fn_countdown(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
         lv3 = next9;
         iter4 = iter4 + 1;
     }
-    /* Identity = Identity */
-    s10 = ((int32_t)lv3);
-    if (!(p11 = (int32_t *)rt_alloc_array(ctx, 1, sizeof(int32_t)))) goto fail;
-    p11[0] = s10;
-    out[0].data = (void *)(p11); out[0].ndim = 0; out[0].dtype = 3; out[0].owner = NULL;
+    if (!(p10 = (int32_t *)rt_alloc_array(ctx, 1, sizeof(int32_t)))) goto fail;
+    p10[0] = lv3;
+    out[0].data = (void *)(p10); out[0].ndim = 0; out[0].dtype = 3; out[0].owner = NULL;
     return 0;
 fail:
     return -1;
