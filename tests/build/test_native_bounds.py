@@ -201,5 +201,5 @@ def test_bad_runtime_sizes_raise_naming_the_op_and_line(results, case):
     message = result["message"]
     op_type = OP_TYPES[case]
     assert message.startswith(f"{op_type}: "), message
-    assert f"({op_type}) created at File " in message and f"rt_bounds_programs.py\", line {_line_of(case)}," in message, \
-        message
+    assert f"({op_type}) created at File " in message, message
+    assert f"rt_bounds_programs.py\", line {_line_of(case)}," in message, message
