@@ -27,8 +27,11 @@ from transpiler.codegen.render import render
 
 KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(runtime.__file__)), "kernels")
 
-COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-function",
-                "-Wno-unused-variable", "-Wno-unused-label", "-Wno-unused-but-set-variable"] + arch_flags()
+# -fno-strict-aliasing and -fwrapv: generated code relies on neither type-based aliasing nor signed
+# overflow being undefined (integer tensors wrap, as in numpy).
+COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-fno-strict-aliasing", "-fwrapv",
+                "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label", "-Wno-unused-but-set-variable"] \
+    + arch_flags()
 LINK_ARGS = ["-fopenmp", "-lm"]
 
 
