@@ -104,7 +104,7 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
         passes = [p.strip() for p in passes.split(",") if p.strip()]
     graph_passes = None if passes is None else [p for p in passes if p not in EMITTER_PASSES]
     emit_options = {name: passes is None or name in passes for name in EMITTER_PASSES}
-    debug = []
+    debug, debug_loops = [], []
     with open(source_path, encoding="utf-8") as f:
         source = f.read()
     short = module_name.rsplit(".", 1)[-1]
@@ -125,8 +125,9 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
             loops = [] if os.environ.get("RT_DEBUG") else None
             code, variables, function_report = emit_function(graph, f"rt_fn_{index}", debug=loops, **emit_options)
             if loops is not None:
-                debug.append(f"# {qualname}: {concrete._signature_text()}\n## traced\n{concrete.graph}\n"
-                             f"## optimized\n{graph}\n## loops\n{loops[0]}\n")
+                title = f"# {qualname}: {concrete._signature_text()}"
+                debug.append(f"{title}\n## traced\n{concrete.graph}\n## optimized\n{graph}\n")
+                debug_loops.append(f"{title}\n{loops[0]}\n")
             for handle in variables:
                 variable = handle.get()
                 path = paths.get(id(variable))
@@ -169,6 +170,7 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
     files = {f"{short}.pyx": pyx, header_name: header}
     if debug:
         files[f"{short}.graphs.txt"] = "\n".join(debug)
+        files[f"{short}.loops.txt"] = "\n".join(debug_loops)
     return RenderedModule(name=module_name, files=files, pyx=f"{short}.pyx",
                           include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
                           extra_link_args=list(LINK_ARGS), report=report)
