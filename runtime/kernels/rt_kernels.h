@@ -142,20 +142,6 @@ static inline void *rt_alloc(rt_ctx *ctx, size_t nbytes) {
     return p;
 }
 
-static inline int64_t rt_mark(rt_ctx *ctx) { return ctx->n_allocs; }
-
-/* Free every allocation made since `mark`, except the pointers listed in keep[0..n_keep). */
-static inline void rt_release(rt_ctx *ctx, int64_t mark, void **keep, int n_keep) {
-    int64_t w = mark;
-    for (int64_t i = mark; i < ctx->n_allocs; i++) {
-        void *p = ctx->allocs[i];
-        int kept = 0;
-        for (int k = 0; k < n_keep; k++) if (keep[k] == rt_untag(p)) { kept = 1; break; }
-        if (kept) ctx->allocs[w++] = p; else rt_free_entry(p);
-    }
-    ctx->n_allocs = w;
-}
-
 /* Stop tracking p (its ownership moves to the caller, e.g. a numpy array).
  * 0: the arena did not own it; 1: free it with free(); 2: free it with rt_big_free(). */
 static inline int rt_detach(rt_ctx *ctx, void *p) {
@@ -168,14 +154,15 @@ static inline int rt_detach(rt_ctx *ctx, void *p) {
     return 0;
 }
 
-/* Free an arena buffer before the scope ends (a loop variable replaced by its next value). */
+/* Free an arena buffer before the call ends (a buffer outgrown, a Python callback's result). */
 static inline void rt_drop(rt_ctx *ctx, void *p) {
     int kind = rt_detach(ctx, p);
     if (kind == 1) free(p); else if (kind == 2) rt_big_free(p);
 }
 
 static inline void rt_ctx_free(rt_ctx *ctx) {
-    rt_release(ctx, 0, NULL, 0);
+    for (int64_t i = 0; i < ctx->n_allocs; i++) rt_free_entry(ctx->allocs[i]);
+    ctx->n_allocs = 0;
     if (ctx->allocs != ctx->inline_allocs) free(ctx->allocs);
     ctx->allocs = NULL;
     ctx->cap_allocs = 0;
@@ -219,15 +206,6 @@ static inline int rt_ctx_join(rt_ctx *ctx, rt_ctx *part, int rc) {
 static inline int rt_fail(rt_ctx *ctx, const char *msg) {
     if (!ctx->msg[0]) snprintf(ctx->msg, sizeof(ctx->msg), "%s", msg);
     return -1;
-}
-
-/* Allocate t's buffer for its current shape and dtype (arena-owned). */
-static inline int rt_alloc_tensor(rt_ctx *ctx, rt_tensor *t) {
-    size_t n = (size_t)rt_numel(t) * rt_itemsize(t->dtype);
-    t->data = rt_alloc(ctx, n);
-    t->owner = NULL;
-    if (!t->data) return rt_fail(ctx, "out of memory");
-    return 0;
 }
 
 /* Element counts of run-time shapes: 1 when the product of dims[0..n) overflows, or is too many bytes
@@ -282,12 +260,6 @@ static inline int64_t rt_slice_count(int64_t lo, int64_t hi, int64_t step, int64
     }
     *begin = count ? lo : 0;
     return count;
-}
-
-static inline int rt_same_shape(const rt_tensor *a, const rt_tensor *b) {
-    if (a->ndim != b->ndim) return 0;
-    for (int i = 0; i < a->ndim; i++) if (a->shape[i] != b->shape[i]) return 0;
-    return 1;
 }
 
 /* ---- TensorArray lists ---------------------------------------------------------------------- */
@@ -492,165 +464,6 @@ static inline void rt_matmul_float64(const double *a, const double *b, double *c
         return;
     }
     rt_matmul_float64_loop(a, b, c, m, k, n);
-}
-
-/* ---- reductions over one axis: x viewed as [outer, n, inner] -> out [outer, inner] ----------- */
-
-#define RT_DEFINE_REDUCE(T, S, ACC) \
-    static inline void rt_reduce_sum_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
-        for (int64_t o = 0; o < outer; o++) { \
-            if (inner == 1) { ACC acc = 0; const T *p = x + o * n; for (int64_t i = 0; i < n; i++) acc += p[i]; out[o] = (T)acc; continue; } \
-            T *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 0; \
-            for (int64_t i = 0; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (T)(q[j] + p[j]); } \
-        } \
-    } \
-    static inline void rt_reduce_prod_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
-        for (int64_t o = 0; o < outer; o++) { T *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 1; \
-            for (int64_t i = 0; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (T)(q[j] * p[j]); } } \
-    } \
-    static inline void rt_reduce_max_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
-        for (int64_t o = 0; o < outer; o++) { T *q = out + o * inner; const T *p0 = x + o * n * inner; for (int64_t j = 0; j < inner; j++) q[j] = p0[j]; \
-            for (int64_t i = 1; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (p[j] > q[j] || p[j] != p[j]) ? p[j] : q[j]; } } \
-    } \
-    static inline void rt_reduce_min_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
-        for (int64_t o = 0; o < outer; o++) { T *q = out + o * inner; const T *p0 = x + o * n * inner; for (int64_t j = 0; j < inner; j++) q[j] = p0[j]; \
-            for (int64_t i = 1; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (p[j] < q[j] || p[j] != p[j]) ? p[j] : q[j]; } } \
-    }
-
-/* Sums over contiguous rows: vectorised (`omp simd reduction` may reassociate, unlike plain -O3),
- * accumulated in ACC (double for floats), on several threads when large. */
-#define RT_DEFINE_SUM_ROWS(T, S, ACC) \
-    static inline ACC rt_sum_all_##S(const T *x, int64_t n, int threads) { \
-        ACC acc = 0; \
-        if (n >= RT_PARALLEL_MIN && threads > 1) { \
-            _Pragma("omp parallel for simd reduction(+:acc) schedule(static) num_threads(threads)") \
-            for (int64_t i = 0; i < n; i++) acc += x[i]; \
-        } else { \
-            _Pragma("omp simd reduction(+:acc)") \
-            for (int64_t i = 0; i < n; i++) acc += x[i]; \
-        } \
-        return acc; \
-    } \
-    static inline void rt_reduce_sum_rows_##S(const T *x, T *out, int64_t outer, int64_t n, int threads) { \
-        if (outer == 1) { out[0] = (T)rt_sum_all_##S(x, n, threads); return; } \
-        if (outer * n >= RT_PARALLEL_MIN && threads > 1 && outer >= threads) { \
-            _Pragma("omp parallel for schedule(static) num_threads(threads)") \
-            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_all_##S(x + o * n, n, 1); \
-        } else { \
-            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_all_##S(x + o * n, n, 1); \
-        } \
-    }
-
-RT_DEFINE_SUM_ROWS(int8_t, int8, int64_t)
-RT_DEFINE_SUM_ROWS(int16_t, int16, int64_t)
-RT_DEFINE_SUM_ROWS(int32_t, int32, int64_t)
-RT_DEFINE_SUM_ROWS(int64_t, int64, int64_t)
-RT_DEFINE_SUM_ROWS(uint8_t, uint8, int64_t)
-RT_DEFINE_SUM_ROWS(float, float32, double)
-RT_DEFINE_SUM_ROWS(double, float64, double)
-
-RT_DEFINE_REDUCE(int8_t, int8, int64_t)
-RT_DEFINE_REDUCE(int16_t, int16, int64_t)
-RT_DEFINE_REDUCE(int32_t, int32, int64_t)
-RT_DEFINE_REDUCE(int64_t, int64, int64_t)
-RT_DEFINE_REDUCE(uint8_t, uint8, int64_t)
-RT_DEFINE_REDUCE(float, float32, double)
-RT_DEFINE_REDUCE(double, float64, double)
-
-static inline void rt_reduce_any_bool(const rt_bool *x, rt_bool *out, int64_t outer, int64_t n, int64_t inner) {
-    for (int64_t o = 0; o < outer; o++) { rt_bool *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 0;
-        for (int64_t i = 0; i < n; i++) { const rt_bool *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = q[j] || p[j]; } }
-}
-
-static inline void rt_reduce_all_bool(const rt_bool *x, rt_bool *out, int64_t outer, int64_t n, int64_t inner) {
-    for (int64_t o = 0; o < outer; o++) { rt_bool *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 1;
-        for (int64_t i = 0; i < n; i++) { const rt_bool *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = q[j] && p[j]; } }
-}
-
-/* ---- data movement (dtype-agnostic, by element size) --------------------------------------------- */
-
-/* out = transpose(x, perm) for a C-contiguous x. */
-static inline void rt_transpose(const rt_tensor *x, rt_tensor *out, const int *perm) {
-    const int nd = x->ndim;
-    const size_t es = rt_itemsize(x->dtype);
-    int64_t in_strides[RT_MAX_DIMS], idx[RT_MAX_DIMS];
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; i--) { in_strides[i] = s; s *= x->shape[i]; }
-    const int64_t total = rt_numel(out);
-    for (int i = 0; i < nd; i++) idx[i] = 0;
-    const char *src = (const char *)x->data;
-    char *dst = (char *)out->data;
-    for (int64_t k = 0; k < total; k++) {
-        int64_t off = 0;
-        for (int i = 0; i < nd; i++) off += idx[i] * in_strides[perm[i]];
-        memcpy(dst + k * es, src + off * es, es);
-        for (int i = nd - 1; i >= 0; i--) { if (++idx[i] < out->shape[i]) break; idx[i] = 0; }
-    }
-}
-
-/* Gather along `axis`; indices of dtype int32 or int64. Returns -1 on an out-of-range index. */
-static inline int rt_gather(rt_ctx *ctx, const rt_tensor *params, const rt_tensor *indices, int axis, rt_tensor *out) {
-    const size_t es = rt_itemsize(params->dtype);
-    int64_t outer = 1, inner = 1, n = params->shape[axis];
-    for (int i = 0; i < axis; i++) outer *= params->shape[i];
-    for (int i = axis + 1; i < params->ndim; i++) inner *= params->shape[i];
-    const int64_t ni = rt_numel(indices);
-    for (int64_t j = 0; j < ni; j++) {
-        int64_t v = indices->dtype == RT_INT64 ? ((const int64_t *)indices->data)[j] : ((const int32_t *)indices->data)[j];
-        if (v < 0 || v >= n) {
-            snprintf(ctx->msg, sizeof(ctx->msg), "GatherV2: indices[%lld] = %lld is not in [0, %lld)",
-                     (long long)j, (long long)v, (long long)n);
-            return -1;
-        }
-    }
-    const char *src = (const char *)params->data;
-    char *dst = (char *)out->data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < ni; j++) {
-            int64_t v = indices->dtype == RT_INT64 ? ((const int64_t *)indices->data)[j] : ((const int32_t *)indices->data)[j];
-            memcpy(dst + (o * ni + j) * inner * es, src + (o * n + v) * inner * es, (size_t)inner * es);
-        }
-    return 0;
-}
-
-/* Concatenate inputs along axis into out (all C-contiguous, same dtype). */
-static inline void rt_concat(const rt_tensor *const *inputs, int n_inputs, int axis, rt_tensor *out) {
-    const size_t es = rt_itemsize(out->dtype);
-    int64_t outer = 1;
-    for (int i = 0; i < axis; i++) outer *= out->shape[i];
-    int64_t out_chunk = 1;
-    for (int i = axis; i < out->ndim; i++) out_chunk *= out->shape[i];
-    char *dst = (char *)out->data;
-    int64_t offset = 0;
-    for (int t = 0; t < n_inputs; t++) {
-        const rt_tensor *x = inputs[t];
-        int64_t chunk = 1;
-        for (int i = axis; i < x->ndim; i++) chunk *= x->shape[i];
-        for (int64_t o = 0; o < outer; o++)
-            memcpy(dst + (o * out_chunk + offset) * es, (const char *)x->data + o * chunk * es, (size_t)chunk * es);
-        offset += chunk;
-    }
-}
-
-/* Strided slice: per input dim d, out index i reads x at begin[d] + i * step[d]; dims with
- * keep[d] == 0 are indexed (removed from out). out's shape is set by the caller. */
-static inline void rt_strided_copy(const rt_tensor *x, const int64_t *begin, const int64_t *step,
-                                   const int64_t *count, rt_tensor *out) {
-    const int nd = x->ndim;
-    const size_t es = rt_itemsize(x->dtype);
-    int64_t strides[RT_MAX_DIMS], idx[RT_MAX_DIMS];
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; i--) { strides[i] = s; s *= x->shape[i]; }
-    int64_t total = 1;
-    for (int i = 0; i < nd; i++) { total *= count[i]; idx[i] = 0; }
-    const char *src = (const char *)x->data;
-    char *dst = (char *)out->data;
-    for (int64_t k = 0; k < total; k++) {
-        int64_t off = 0;
-        for (int i = 0; i < nd; i++) off += (begin[i] + idx[i] * step[i]) * strides[i];
-        memcpy(dst + k * es, src + off * es, es);
-        for (int i = nd - 1; i >= 0; i--) { if (++idx[i] < count[i]) break; idx[i] = 0; }
-    }
 }
 
 #endif /* RT_KERNELS_H */
