@@ -14,6 +14,7 @@ import pickle
 from dataclasses import dataclass, field
 
 import runtime
+from runtime import autograph, nest
 from runtime.graph import all_operations
 from runtime.polymorphic_function import Function
 from runtime.variables import Variable
@@ -110,7 +111,6 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
     short = module_name.rsplit(".", 1)[-1]
     paths = _variable_paths(module)
     functions_c, entries, report = [], [], []
-    from runtime import autograph
     for qualname, function in module_functions(module):
         if function._autograph:
             autograph.convert(function.python_function)   # embedded, so run-time retraces skip the converter
@@ -178,7 +178,6 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
 
 def _remap_outputs(concrete, graph):
     """The concrete function's output structure over the optimized graph's output tensors."""
-    from runtime import nest
     position = {id(t): i for i, t in enumerate(concrete.graph.outputs)}
     structure = concrete.structured_outputs
     if structure is None:
