@@ -316,13 +316,16 @@ def nest(lw, dims: list, names: list, body: list, parallel: bool = True) -> list
 
 def versions(lw, build) -> list:
     """``build(elements) -> statements`` for the fast version (run-time dims that may broadcast taken
-    as equal) and, when it assumed anything, a guarded general version (0/1 stride flags)."""
+    as equal) and, when it assumed anything, a guarded general version (0/1 stride flags, one thread)."""
     fast = Elements(lw)
     stmts = build(fast)
     if not fast.assumptions:
         return stmts
     general = Elements(lw, general=True)
     other = build(general)
+    for s in walk_stmts(other):
+        if isinstance(s, For):
+            s.parallel = None          # the rare path: one copy of the loops, on one thread
     prelude = [Declare(name, "int64_t", f"({dim}) != 1") for dim, name in general.flags.items()]
     cond = " && ".join(f"({a}) == ({b})" for a, b in fast.assumptions)
     return [If(cond, stmts, prelude + other)]

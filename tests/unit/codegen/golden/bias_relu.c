@@ -31,20 +31,10 @@ static int rt_fn_bias_relu(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     } else {
         int64_t nb12 = (n2) != 1;
         int64_t nb13 = (n4) != 1;
-        if ((n1 * n6) >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
-            #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
-            for (int64_t i10 = 0; i10 < n1; i10++) {
-                #pragma omp simd
-                for (int64_t i11 = 0; i11 < n6; i11++) {
-                    p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11 * nb12] + x5[i11 * nb13])))));
-                }
-            }
-        } else {
-            for (int64_t i10 = 0; i10 < n1; i10++) {
-                #pragma omp simd
-                for (int64_t i11 = 0; i11 < n6; i11++) {
-                    p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11 * nb12] + x5[i11 * nb13])))));
-                }
+        for (int64_t i10 = 0; i10 < n1; i10++) {
+            #pragma omp simd
+            for (int64_t i11 = 0; i11 < n6; i11++) {
+                p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11 * nb12] + x5[i11 * nb13])))));
             }
         }
     }
