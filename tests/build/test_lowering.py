@@ -150,6 +150,16 @@ def rnn(xs, w):
     return rt.transpose(states.stack(), [1, 0, 2]), first, states.size()
 
 
+@rt.function(input_signature=[spec(1), rt.TensorSpec([], rt.int32)])
+def callback_loop(x, n):
+    for i in rt.range(n):
+        if rt.reduce_sum(x) > 100.0:
+            x = x * 0.5
+        else:
+            x = rt.cumsum(x) * 0.5 + 1.0          # a Python callback, its result carried by the loop
+    return x
+
+
 @rt.function(input_signature=[spec(2)])
 def unstacked(x):
     ta = rt.TensorArray(F, size=0, dynamic_size=True).unstack(x)
@@ -425,6 +435,8 @@ def test_loops_whose_values_change_shape(programs, case):
     x = rt.constant(np.array(values, np.float32))
     check(programs.grow, (rt.TensorSpec([None], rt.float32), rt.TensorSpec([], rt.int32)), [x, rt.constant(n)])
     check(programs.halve, (rt.TensorSpec([None], rt.float32),), [x])
+    check(programs.callback_loop, (rt.TensorSpec([None], rt.float32), rt.TensorSpec([], rt.int32)),
+          [x, rt.constant(n)])
 
 
 @HYP
