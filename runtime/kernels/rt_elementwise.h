@@ -2354,9 +2354,9 @@ static void rt_ew_Square_int8(void *const *ins, void *out, int64_t n, const int6
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_square_int8(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_square_int8(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2364,9 +2364,9 @@ static void rt_ew_Square_int16(void *const *ins, void *out, int64_t n, const int
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_square_int16(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_square_int16(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2374,9 +2374,9 @@ static void rt_ew_Square_int32(void *const *ins, void *out, int64_t n, const int
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_square_int32(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_square_int32(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2384,9 +2384,9 @@ static void rt_ew_Square_int64(void *const *ins, void *out, int64_t n, const int
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_square_int64(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_square_int64(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2394,9 +2394,9 @@ static void rt_ew_Square_uint8(void *const *ins, void *out, int64_t n, const int
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_square_uint8(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_square_uint8(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2404,9 +2404,9 @@ static void rt_ew_Square_float32(void *const *ins, void *out, int64_t n, const i
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_square_float32(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_square_float32(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2414,9 +2414,9 @@ static void rt_ew_Square_float64(void *const *ins, void *out, int64_t n, const i
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_square_float64(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_square_float64(x0[k * s[0]]));
     }
 }
 static void rt_ew_Sub_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {

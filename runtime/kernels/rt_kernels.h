@@ -386,7 +386,8 @@ static inline int rt_list_fill(rt_ctx *ctx, rt_list *l, const char *op, const ch
     static inline T rt_min_##S(T a, T b) { return a < b ? a : b; } \
     static inline T rt_abs_##S(T a) { return (T)(a < 0 ? -a : a); } \
     static inline T rt_sign_##S(T a) { return (T)((a > 0) - (a < 0)); } \
-    static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; }
+    static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; } \
+    static inline T rt_square_##S(T a) { return (T)(a * a); }
 
 #define RT_DEFINE_FLOAT_HELPERS(T, S, F) \
     static inline T rt_floordiv_##S(T a, T b) { return floor##F(a / b); } \
@@ -397,6 +398,7 @@ static inline int rt_list_fill(rt_ctx *ctx, rt_list *l, const char *op, const ch
     static inline T rt_abs_##S(T a) { return fabs##F(a); } \
     static inline T rt_sign_##S(T a) { return (T)((a > 0) - (a < 0)); } \
     static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; } \
+    static inline T rt_square_##S(T a) { return a * a; } \
     static inline T rt_sqrt_##S(T a) { return sqrt##F(a); } \
     static inline T rt_exp_##S(T a) { return exp##F(a); } \
     static inline T rt_log_##S(T a) { return log##F(a); } \

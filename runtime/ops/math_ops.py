@@ -120,7 +120,7 @@ logical_not = _define_elementwise("LogicalNot", "logical_not", np.logical_not, B
 negative = _define_elementwise("Neg", "neg", np.negative, SIGNED, 1, c_expr="(-{0})")
 abs = _define_elementwise("Abs", "abs", np.abs, SIGNED, 1, c_expr="rt_abs({0})")
 sign = _define_elementwise("Sign", "sign", np.sign, SIGNED, 1, c_expr="rt_sign({0})")
-square = _define_elementwise("Square", "square", np.square, NUMERIC, 1, c_expr="({0} * {0})")
+square = _define_elementwise("Square", "square", np.square, NUMERIC, 1, c_expr="rt_square({0})")
 sqrt = _define_elementwise("Sqrt", "sqrt", np.sqrt, FLOATS, 1, c_expr="rt_sqrt({0})")
 exp = _define_elementwise("Exp", "exp", np.exp, FLOATS, 1, c_expr="rt_exp({0})")
 log = _define_elementwise("Log", "log", np.log, FLOATS, 1, c_expr="rt_log({0})")

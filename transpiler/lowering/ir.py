@@ -325,15 +325,15 @@ def render_expr(expr: Expr) -> str:
     return str(expr)
 
 
-def cost(expr: Expr) -> int:
-    """A rough count of the work in ``expr``: 1 per arithmetic op, 8 per helper call (exp, tanh ...)."""
-    total = 0
-    for node in walk_expr(expr):
-        if isinstance(node, Apply):
-            total += 8 if "rt_" in node.opdef.c_expr else 1
-        elif isinstance(node, CExpr):
-            total += 1
-    return total
+CHEAP_HELPERS = ("rt_max(", "rt_min(", "rt_abs(", "rt_sign(", "rt_relu(", "rt_square(")
+
+
+def expensive(c_expr: str | None) -> bool:
+    """True when an op's ``c_expr`` calls a costly helper (exp, tanh, pow, an integer division ...)."""
+    text = c_expr or ""
+    for helper in CHEAP_HELPERS:
+        text = text.replace(helper, "(")
+    return "rt_" in text
 
 
 # ---------------------------------------------------------------------------

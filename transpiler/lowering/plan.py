@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from transpiler.lowering.ir import Poly, product
+from transpiler.lowering.ir import Poly, expensive, product
 
 QUERIES = ("Shape", "Size", "Rank")
 VIEWS = ("transpose", "expand_dims", "squeeze", "strided_slice", "unpack", "gather")
@@ -148,12 +148,12 @@ def _must_store(lw, t, k, readers, kind, outputs) -> bool:
             return True
     if k in ("view", "query", "generator"):
         return False
-    expensive = "rt_" in (t.op.opdef.c_expr or "") or any(
+    costly = expensive(t.op.opdef.c_expr) or any(
         kind.get(id(x.op)) == "elementwise" and not _is_register(lw, x) for x in t.op.inputs)
     if len(readers) > 1:
-        return expensive
+        return costly
     op, _ = readers[0]
-    if kind[id(op)] == "elementwise" and expensive:
+    if kind[id(op)] == "elementwise" and costly:
         out = lw.dims[id(op.outputs[0])]
         mine = lw.dims[id(t)]
         if len(mine) < len(out) and product(out[:len(out) - len(mine)]) != 1:

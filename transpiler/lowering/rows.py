@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from transpiler.lowering.ir import Assign, Declare, Load, Poly, Store, Var, product
+from transpiler.lowering.ir import Assign, Declare, Load, Poly, Store, Var, expensive, product
 from transpiler.lowering.kernels import (
     SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, merged_loops, parallel_condition, versions, wrap_loops,
 )
@@ -216,4 +216,4 @@ def _shared(lw, region, members, member_ids) -> list:
 
 
 def _expensive(op) -> bool:
-    return "rt_" in (op.opdef.c_expr or "")
+    return expensive(op.opdef.c_expr)
