@@ -44,11 +44,12 @@ cdef extern from "kernels/rt_kernels.h" nogil:
 
 ctypedef int (*rt_fn)(rt_ctx *ctx, rt_tensor *inputs, rt_tensor *outputs) noexcept nogil
 
-DEF RT_STRING = 9
-DEF RT_VARIANT = 10
+cdef extern from "kernels/rt_config.h":
+    enum:
+        RT_STRING
+        RT_VARIANT
+        RT_PARALLEL_MIN
 
-_CODES = {"bool": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "uint8": 5, "float16": 6,
-          "float32": 7, "float64": 8, "string": 9, "variant": 10}
 
 
 cdef class _CallState:
@@ -210,7 +211,7 @@ cdef int _run_callback(rt_ctx *ctx, int op_index, rt_tensor *ins, int n_in, rt_t
         results = (<NativeFunction>state.function).callback_kernel(op_index)(arrays, op.attrs)
         for i in range(n_out):
             dtype = op.outputs[i].dtype
-            code = _CODES[dtype.name]
+            code = dtype.code
             value = results[i]
             if code == RT_STRING:
                 value = np.asarray(value, dtype=object)
@@ -352,7 +353,7 @@ cdef class NativeFunction:
             raise ValueError("native functions take at most 64 tensor inputs and variables")
         self.fast_ok = True
         for i, t in enumerate(graph.inputs):
-            self.in_codes[i] = _CODES[t.dtype.name]
+            self.in_codes[i] = t.dtype.code
             if _is_object(self.in_codes[i]) or t.shape.rank is None:
                 self.fast_ok = False
                 continue
@@ -365,13 +366,13 @@ cdef class NativeFunction:
         if self.n_out > 64:
             raise ValueError("native functions return at most 64 tensors")
         for i, dtype in enumerate(self.out_dtypes):
-            self.out_typenums[i] = -1 if _is_object(_CODES[dtype.name]) else \
+            self.out_typenums[i] = -1 if _is_object(dtype.code) else \
                 cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, dtype.np))
         # string/variant values and Python callbacks need the per-call state object
-        self.needs_state = needs_state or any(_is_object(_CODES[t.dtype.name]) for t in graph.inputs) \
-            or any(_is_object(_CODES[d.name]) for d in self.out_dtypes)
+        self.needs_state = needs_state or any(_is_object(t.dtype.code) for t in graph.inputs) \
+            or any(_is_object(d.code) for d in self.out_dtypes)
         self.single_dtype = self.out_dtypes[0] if single_output and self.n_out == 1 \
-            and not _is_object(_CODES[self.out_dtypes[0].name]) else None
+            and not _is_object(self.out_dtypes[0].code) else None
         self.name = name
         self.resolve = resolve
         self.resolved = resolve is None
@@ -458,7 +459,7 @@ cdef class NativeFunction:
                 if keep is None:
                     keep = []
                 keep.append(storage)
-                _pack(&ctx, &ins[self.n_in + i], storage, _CODES[variable.dtype.name], state)
+                _pack(&ctx, &ins[self.n_in + i], storage, variable.dtype.code, state)
             if self.small:
                 rc = self.fn(&ctx, ins, outs)
             else:
@@ -646,7 +647,7 @@ cdef class _Elementwise:
             steps[i] = 0 if a.size == 1 else 1
         n = out.size
         out_data = cnp.PyArray_DATA(out)
-        threads = config.intra_op_threads() if n >= 65536 else 1
+        threads = config.intra_op_threads() if n >= RT_PARALLEL_MIN else 1
         with nogil:
             self.fn(ptrs, out_data, n, steps, threads)
         return (out,)
@@ -859,15 +860,15 @@ def compiled_kernel(op):
         nn.kind = _NN_KINDS[op.type]
         nn.fallback = op.opdef.kernel
         return nn
-    if op.opdef.c_expr is None or op.type == "Identity" or not op.inputs or op.opdef.num_inputs is None:
+    if not op.opdef.elementwise or op.type == "Identity" or not op.inputs or op.opdef.num_inputs is None:
         return None
     key = op.inputs[len(op.inputs) - 1].dtype if op.type == "SelectV2" else op.inputs[0].dtype
-    if key.name not in _CODES or _CODES[key.name] > 8:
+    if key.c_type is None:
         return None
-    dst = _CODES[op.attrs["DstT"].name] if op.type == "Cast" else -1
-    if dst > 8:
+    dst = op.attrs["DstT"].code if op.type == "Cast" else -1
+    if op.type == "Cast" and op.attrs["DstT"].c_type is None:
         return None
-    fn = rt_ew_lookup(op.type.encode(), _CODES[key.name], dst)
+    fn = rt_ew_lookup(op.type.encode(), key.code, dst)
     if fn == NULL:
         return None
     ew = _Elementwise()

@@ -17,7 +17,7 @@ import warnings
 
 from runtime import context
 from runtime.cachedir import build_record
-from runtime.graph import SymbolicTensor
+from runtime.graph import SymbolicTensor, all_operations
 from runtime.polymorphic_function import ConcreteFunction, _structure_key
 from runtime.variables import Variable
 
@@ -184,7 +184,7 @@ class NativeConcreteFunction(ConcreteFunction):
                 for handle in entry["variables"]:
                     if handle.ref is None:
                         handle.bind(resolve_variable(entry["module_globals"], handle))
-            self._native = NativeFunction(entry["capsule"], self.graph, op_table(self.graph), entry["variables"],
+            self._native = NativeFunction(entry["capsule"], self.graph, all_operations(self.graph), entry["variables"],
                                           self.name, resolve=resolve,
                                           single_output=isinstance(self.structured_outputs, SymbolicTensor),
                                           needs_state=entry.get("callbacks", True),
@@ -202,17 +202,3 @@ class NativeConcreteFunction(ConcreteFunction):
             return ConcreteFunction._call_flat(self, tensors)
         results = native.call([t._value if isinstance(t, EagerTensor) else np.asarray(t) for t in tensors])
         return self._pack(results)
-
-
-def op_table(graph) -> list:
-    """Every op of a graph and its subgraphs in the order the code generator numbered them."""
-    from runtime.graph import Graph
-    table: list = []
-
-    def walk(g):
-        for op in g.operations:
-            table.append(op)
-            for _, sub in sorted((k, v) for k, v in op.attrs.items() if isinstance(v, Graph)):
-                walk(sub)
-    walk(graph)
-    return table

@@ -5,6 +5,11 @@ import os
 
 _run_eagerly = False
 
+# Loops over fewer elements than this run on one thread: starting a parallel region costs microseconds.
+# The one copy of this threshold: native code reads it as RT_PARALLEL_MIN from the generated
+# ``runtime/kernels/rt_config.h``, and the code generator from here.
+PARALLEL_MIN_ELEMENTS = 65536
+
 
 def run_functions_eagerly(run_eagerly: bool) -> None:
     """Make every ``rt.function`` run its Python code eagerly (for debugging)."""

@@ -11,12 +11,13 @@ import numpy as np
 class DType:
     """An element type. ``str(rt.float32)`` is ``float32``; ``repr`` is ``rt.float32``."""
 
-    __slots__ = ("name", "np", "c_type", "is_floating", "is_integer", "is_bool", "size")
+    __slots__ = ("name", "np", "c_type", "code", "is_floating", "is_integer", "is_bool", "size")
 
-    def __init__(self, name: str, np_dtype, c_type: str | None):
+    def __init__(self, name: str, np_dtype, c_type: str | None, code: int):
         self.name = name
         self.np = np.dtype(np_dtype)
-        self.c_type = c_type
+        self.c_type = c_type              # the C element type in native code (None: not a C value)
+        self.code = code                  # the ``rt_dtype`` enum value in C (``rt_tensor.dtype``)
         self.is_floating = self.np.kind == "f"
         self.is_integer = self.np.kind in "iu"
         self.is_bool = self.np.kind == "b"
@@ -40,17 +41,19 @@ class DType:
         return (as_dtype, (self.name,))
 
 
-bool_ = DType("bool", np.bool_, "rt_bool")
-int8 = DType("int8", np.int8, "int8_t")
-int16 = DType("int16", np.int16, "int16_t")
-int32 = DType("int32", np.int32, "int32_t")
-int64 = DType("int64", np.int64, "int64_t")
-uint8 = DType("uint8", np.uint8, "uint8_t")
-float16 = DType("float16", np.float16, None)
-float32 = DType("float32", np.float32, "float")
-float64 = DType("float64", np.float64, "double")
-string = DType("string", object, None)
-variant = DType("variant", object, None)
+# The codes are the one dtype table of native code: ``runtime/kernels/rt_config.h`` (the C enum) is
+# generated from them by ``python -m transpiler.codegen.kernel_table``.
+bool_ = DType("bool", np.bool_, "rt_bool", 0)
+int8 = DType("int8", np.int8, "int8_t", 1)
+int16 = DType("int16", np.int16, "int16_t", 2)
+int32 = DType("int32", np.int32, "int32_t", 3)
+int64 = DType("int64", np.int64, "int64_t", 4)
+uint8 = DType("uint8", np.uint8, "uint8_t", 5)
+float16 = DType("float16", np.float16, None, 6)
+float32 = DType("float32", np.float32, "float", 7)
+float64 = DType("float64", np.float64, "double", 8)
+string = DType("string", object, None, 9)
+variant = DType("variant", object, None, 10)
 
 ALL = (bool_, int8, int16, int32, int64, uint8, float16, float32, float64, string, variant)
 NUMERIC = (int8, int16, int32, int64, uint8, float16, float32, float64)

@@ -448,6 +448,23 @@ class Graph:
                 raise ValueError(f"graph {self.name}: capture {placeholder.name} is not defined")
 
 
+def all_operations(graph: Graph) -> list[Operation]:
+    """Every op of ``graph`` and of the graphs nested in it, depth first in program order.
+
+    This order numbers the ops of a built function: generated code names an op by its index here
+    when it calls back into Python, and the runtime finds the op by the same index.
+    """
+    found: list[Operation] = []
+
+    def walk(g: Graph) -> None:
+        for op in g.operations:
+            found.append(op)
+            for _, sub in sorted((k, v) for k, v in op.attrs.items() if isinstance(v, Graph)):
+                walk(sub)
+    walk(graph)
+    return found
+
+
 def _ref(t: SymbolicTensor) -> str:
     return f"%{t.op.name}" + (f":{t.index}" if len(t.op.outputs) > 1 else "")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import os
 import textwrap
 import threading
 import types
@@ -123,6 +124,18 @@ def convert_source(source: str, filename: str = "<string>", first_line: int = 1,
     with _lock:
         _cache[key] = result
     return result
+
+
+def conversions_in_file(filename: str) -> dict[tuple, Converted]:
+    """The conversions made so far of functions defined in ``filename`` (default options only), by
+    ``(absolute filename, first line, free variables)``: what a built module embeds so that a run-time
+    retrace needs no converter."""
+    path = os.path.abspath(filename)
+    with _lock:
+        items = list(_cache.items())
+    return {(path, first_line, tuple(freevars)): converted
+            for (_, name, first_line, freevars, options), converted in items
+            if options == () and os.path.abspath(name) == path}
 
 
 def _compile_mapped(code: str, line_map: dict[int, int], filename: str, source: str, first_line: int):

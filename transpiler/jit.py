@@ -45,15 +45,14 @@ import runtime
 from runtime import jit as registry
 from runtime import nest
 from runtime.cachedir import cache_root
-from runtime.aot import NativeConcreteFunction, _fast_arguments, op_table
+from runtime.aot import NativeConcreteFunction, _fast_arguments
 from runtime.dtypes import DType
-from runtime.graph import ConstValue, Graph, SymbolicTensor
+from runtime.graph import ConstValue, Graph, SymbolicTensor, all_operations
 from runtime.optimizer import optimize
 from runtime.shapes import TensorShape
 from transpiler.build.compile import compile_extension, install_file, write_text_atomically
-from transpiler.codegen import COMPILE_ARGS, KERNELS_DIR, LINK_ARGS
+from transpiler.codegen import COMPILE_ARGS, KERNELS_DIR, LINK_ARGS, emit_function
 from transpiler.codegen.flags import arch_flags
-from transpiler.codegen.native import FunctionEmitter
 from transpiler.codegen.render import TEMPLATES, render
 
 try:
@@ -71,17 +70,6 @@ STATS = {"compiled": 0, "loaded": 0, "corrupt": 0}
 _lock = threading.Lock()
 _modules: dict[str, types.ModuleType] = {}     # key -> loaded extension module (one import per process)
 _warned_no_compiler = False
-
-
-# ---------------------------------------------------------------------------
-# The code generator, in one place (the build's emitter: re-point here when it changes).
-
-def emit_function(graph: Graph, c_name: str) -> tuple[str, list, object]:
-    """C code of ``static int c_name(rt_ctx *, rt_tensor *in, rt_tensor *out)`` for ``graph``, the variable
-    handles whose storage follows the inputs (in order), and the emitter's report (``.callbacks``)."""
-    emitter = FunctionEmitter(graph, c_name, [])
-    code = emitter.emit()
-    return code, list(emitter.variables), emitter.report
 
 
 # ---------------------------------------------------------------------------
@@ -359,7 +347,7 @@ def _tail(log_path: Path, lines: int = 20) -> str:
 def _variable_handles(graph: Graph) -> list:
     """The variable handles of a graph, in op-table order (the numbering the metadata refers to)."""
     handles, seen = [], set()
-    for op in op_table(graph):
+    for op in all_operations(graph):
         handle = op.attrs.get("variable")
         if handle is not None and id(handle) not in seen:
             seen.add(id(handle))

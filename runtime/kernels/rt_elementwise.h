@@ -8,7 +8,7 @@ typedef void (*rt_ew_fn)(void *const *ins, void *out, int64_t n, const int64_t *
 static void rt_ew_Abs_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_abs_int8(x0[k * s[0]]));
     } else {
@@ -18,7 +18,7 @@ static void rt_ew_Abs_int8(void *const *ins, void *out, int64_t n, const int64_t
 static void rt_ew_Abs_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_abs_int16(x0[k * s[0]]));
     } else {
@@ -28,7 +28,7 @@ static void rt_ew_Abs_int16(void *const *ins, void *out, int64_t n, const int64_
 static void rt_ew_Abs_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_abs_int32(x0[k * s[0]]));
     } else {
@@ -38,7 +38,7 @@ static void rt_ew_Abs_int32(void *const *ins, void *out, int64_t n, const int64_
 static void rt_ew_Abs_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_abs_int64(x0[k * s[0]]));
     } else {
@@ -48,7 +48,7 @@ static void rt_ew_Abs_int64(void *const *ins, void *out, int64_t n, const int64_
 static void rt_ew_Abs_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_abs_float32(x0[k * s[0]]));
     } else {
@@ -58,7 +58,7 @@ static void rt_ew_Abs_float32(void *const *ins, void *out, int64_t n, const int6
 static void rt_ew_Abs_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_abs_float64(x0[k * s[0]]));
     } else {
@@ -69,7 +69,7 @@ static void rt_ew_AddV2_int8_int8(void *const *ins, void *out, int64_t n, const 
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] + x1[k * s[1]]));
     } else {
@@ -80,7 +80,7 @@ static void rt_ew_AddV2_int16_int16(void *const *ins, void *out, int64_t n, cons
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] + x1[k * s[1]]));
     } else {
@@ -91,7 +91,7 @@ static void rt_ew_AddV2_int32_int32(void *const *ins, void *out, int64_t n, cons
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] + x1[k * s[1]]));
     } else {
@@ -102,7 +102,7 @@ static void rt_ew_AddV2_int64_int64(void *const *ins, void *out, int64_t n, cons
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] + x1[k * s[1]]));
     } else {
@@ -113,7 +113,7 @@ static void rt_ew_AddV2_uint8_uint8(void *const *ins, void *out, int64_t n, cons
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] + x1[k * s[1]]));
     } else {
@@ -124,7 +124,7 @@ static void rt_ew_AddV2_float32_float32(void *const *ins, void *out, int64_t n, 
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] + x1[k * s[1]]));
     } else {
@@ -135,7 +135,7 @@ static void rt_ew_AddV2_float64_float64(void *const *ins, void *out, int64_t n, 
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] + x1[k * s[1]]));
     } else {
@@ -145,7 +145,7 @@ static void rt_ew_AddV2_float64_float64(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_bool_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
     } else {
@@ -155,7 +155,7 @@ static void rt_ew_Cast_bool_to_bool(void *const *ins, void *out, int64_t n, cons
 static void rt_ew_Cast_bool_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
     } else {
@@ -165,7 +165,7 @@ static void rt_ew_Cast_bool_to_int8(void *const *ins, void *out, int64_t n, cons
 static void rt_ew_Cast_bool_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
     } else {
@@ -175,7 +175,7 @@ static void rt_ew_Cast_bool_to_int16(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_bool_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
     } else {
@@ -185,7 +185,7 @@ static void rt_ew_Cast_bool_to_int32(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_bool_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
     } else {
@@ -195,7 +195,7 @@ static void rt_ew_Cast_bool_to_int64(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_bool_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
     } else {
@@ -205,7 +205,7 @@ static void rt_ew_Cast_bool_to_uint8(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_bool_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
     } else {
@@ -215,7 +215,7 @@ static void rt_ew_Cast_bool_to_float32(void *const *ins, void *out, int64_t n, c
 static void rt_ew_Cast_bool_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
     } else {
@@ -225,7 +225,7 @@ static void rt_ew_Cast_bool_to_float64(void *const *ins, void *out, int64_t n, c
 static void rt_ew_Cast_int8_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
     } else {
@@ -235,7 +235,7 @@ static void rt_ew_Cast_int8_to_bool(void *const *ins, void *out, int64_t n, cons
 static void rt_ew_Cast_int8_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
     } else {
@@ -245,7 +245,7 @@ static void rt_ew_Cast_int8_to_int8(void *const *ins, void *out, int64_t n, cons
 static void rt_ew_Cast_int8_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
     } else {
@@ -255,7 +255,7 @@ static void rt_ew_Cast_int8_to_int16(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int8_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
     } else {
@@ -265,7 +265,7 @@ static void rt_ew_Cast_int8_to_int32(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int8_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
     } else {
@@ -275,7 +275,7 @@ static void rt_ew_Cast_int8_to_int64(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int8_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
     } else {
@@ -285,7 +285,7 @@ static void rt_ew_Cast_int8_to_uint8(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int8_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
     } else {
@@ -295,7 +295,7 @@ static void rt_ew_Cast_int8_to_float32(void *const *ins, void *out, int64_t n, c
 static void rt_ew_Cast_int8_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
     } else {
@@ -305,7 +305,7 @@ static void rt_ew_Cast_int8_to_float64(void *const *ins, void *out, int64_t n, c
 static void rt_ew_Cast_int16_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
     } else {
@@ -315,7 +315,7 @@ static void rt_ew_Cast_int16_to_bool(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int16_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
     } else {
@@ -325,7 +325,7 @@ static void rt_ew_Cast_int16_to_int8(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int16_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
     } else {
@@ -335,7 +335,7 @@ static void rt_ew_Cast_int16_to_int16(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int16_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
     } else {
@@ -345,7 +345,7 @@ static void rt_ew_Cast_int16_to_int32(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int16_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
     } else {
@@ -355,7 +355,7 @@ static void rt_ew_Cast_int16_to_int64(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int16_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
     } else {
@@ -365,7 +365,7 @@ static void rt_ew_Cast_int16_to_uint8(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int16_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
     } else {
@@ -375,7 +375,7 @@ static void rt_ew_Cast_int16_to_float32(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_int16_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
     } else {
@@ -385,7 +385,7 @@ static void rt_ew_Cast_int16_to_float64(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_int32_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
     } else {
@@ -395,7 +395,7 @@ static void rt_ew_Cast_int32_to_bool(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int32_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
     } else {
@@ -405,7 +405,7 @@ static void rt_ew_Cast_int32_to_int8(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int32_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
     } else {
@@ -415,7 +415,7 @@ static void rt_ew_Cast_int32_to_int16(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int32_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
     } else {
@@ -425,7 +425,7 @@ static void rt_ew_Cast_int32_to_int32(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int32_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
     } else {
@@ -435,7 +435,7 @@ static void rt_ew_Cast_int32_to_int64(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int32_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
     } else {
@@ -445,7 +445,7 @@ static void rt_ew_Cast_int32_to_uint8(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int32_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
     } else {
@@ -455,7 +455,7 @@ static void rt_ew_Cast_int32_to_float32(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_int32_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
     } else {
@@ -465,7 +465,7 @@ static void rt_ew_Cast_int32_to_float64(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_int64_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
     } else {
@@ -475,7 +475,7 @@ static void rt_ew_Cast_int64_to_bool(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int64_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
     } else {
@@ -485,7 +485,7 @@ static void rt_ew_Cast_int64_to_int8(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_int64_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
     } else {
@@ -495,7 +495,7 @@ static void rt_ew_Cast_int64_to_int16(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int64_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
     } else {
@@ -505,7 +505,7 @@ static void rt_ew_Cast_int64_to_int32(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int64_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
     } else {
@@ -515,7 +515,7 @@ static void rt_ew_Cast_int64_to_int64(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int64_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
     } else {
@@ -525,7 +525,7 @@ static void rt_ew_Cast_int64_to_uint8(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_int64_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
     } else {
@@ -535,7 +535,7 @@ static void rt_ew_Cast_int64_to_float32(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_int64_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
     } else {
@@ -545,7 +545,7 @@ static void rt_ew_Cast_int64_to_float64(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_uint8_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
     } else {
@@ -555,7 +555,7 @@ static void rt_ew_Cast_uint8_to_bool(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_uint8_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
     } else {
@@ -565,7 +565,7 @@ static void rt_ew_Cast_uint8_to_int8(void *const *ins, void *out, int64_t n, con
 static void rt_ew_Cast_uint8_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
     } else {
@@ -575,7 +575,7 @@ static void rt_ew_Cast_uint8_to_int16(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_uint8_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
     } else {
@@ -585,7 +585,7 @@ static void rt_ew_Cast_uint8_to_int32(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_uint8_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
     } else {
@@ -595,7 +595,7 @@ static void rt_ew_Cast_uint8_to_int64(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_uint8_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
     } else {
@@ -605,7 +605,7 @@ static void rt_ew_Cast_uint8_to_uint8(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Cast_uint8_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
     } else {
@@ -615,7 +615,7 @@ static void rt_ew_Cast_uint8_to_float32(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_uint8_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
     } else {
@@ -625,7 +625,7 @@ static void rt_ew_Cast_uint8_to_float64(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_float32_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
     } else {
@@ -635,7 +635,7 @@ static void rt_ew_Cast_float32_to_bool(void *const *ins, void *out, int64_t n, c
 static void rt_ew_Cast_float32_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
     } else {
@@ -645,7 +645,7 @@ static void rt_ew_Cast_float32_to_int8(void *const *ins, void *out, int64_t n, c
 static void rt_ew_Cast_float32_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
     } else {
@@ -655,7 +655,7 @@ static void rt_ew_Cast_float32_to_int16(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_float32_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
     } else {
@@ -665,7 +665,7 @@ static void rt_ew_Cast_float32_to_int32(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_float32_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
     } else {
@@ -675,7 +675,7 @@ static void rt_ew_Cast_float32_to_int64(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_float32_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
     } else {
@@ -685,7 +685,7 @@ static void rt_ew_Cast_float32_to_uint8(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_float32_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
     } else {
@@ -695,7 +695,7 @@ static void rt_ew_Cast_float32_to_float32(void *const *ins, void *out, int64_t n
 static void rt_ew_Cast_float32_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
     } else {
@@ -705,7 +705,7 @@ static void rt_ew_Cast_float32_to_float64(void *const *ins, void *out, int64_t n
 static void rt_ew_Cast_float64_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
     } else {
@@ -715,7 +715,7 @@ static void rt_ew_Cast_float64_to_bool(void *const *ins, void *out, int64_t n, c
 static void rt_ew_Cast_float64_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
     } else {
@@ -725,7 +725,7 @@ static void rt_ew_Cast_float64_to_int8(void *const *ins, void *out, int64_t n, c
 static void rt_ew_Cast_float64_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
     } else {
@@ -735,7 +735,7 @@ static void rt_ew_Cast_float64_to_int16(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_float64_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
     } else {
@@ -745,7 +745,7 @@ static void rt_ew_Cast_float64_to_int32(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_float64_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
     } else {
@@ -755,7 +755,7 @@ static void rt_ew_Cast_float64_to_int64(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_float64_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
     } else {
@@ -765,7 +765,7 @@ static void rt_ew_Cast_float64_to_uint8(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Cast_float64_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
     } else {
@@ -775,7 +775,7 @@ static void rt_ew_Cast_float64_to_float32(void *const *ins, void *out, int64_t n
 static void rt_ew_Cast_float64_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
     } else {
@@ -785,7 +785,7 @@ static void rt_ew_Cast_float64_to_float64(void *const *ins, void *out, int64_t n
 static void rt_ew_Cos_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_cos_float32(x0[k * s[0]]));
     } else {
@@ -795,7 +795,7 @@ static void rt_ew_Cos_float32(void *const *ins, void *out, int64_t n, const int6
 static void rt_ew_Cos_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_cos_float64(x0[k * s[0]]));
     } else {
@@ -806,7 +806,7 @@ static void rt_ew_Equal_bool_bool(void *const *ins, void *out, int64_t n, const 
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
     } else {
@@ -817,7 +817,7 @@ static void rt_ew_Equal_int8_int8(void *const *ins, void *out, int64_t n, const 
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
     } else {
@@ -828,7 +828,7 @@ static void rt_ew_Equal_int16_int16(void *const *ins, void *out, int64_t n, cons
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
     } else {
@@ -839,7 +839,7 @@ static void rt_ew_Equal_int32_int32(void *const *ins, void *out, int64_t n, cons
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
     } else {
@@ -850,7 +850,7 @@ static void rt_ew_Equal_int64_int64(void *const *ins, void *out, int64_t n, cons
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
     } else {
@@ -861,7 +861,7 @@ static void rt_ew_Equal_uint8_uint8(void *const *ins, void *out, int64_t n, cons
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
     } else {
@@ -872,7 +872,7 @@ static void rt_ew_Equal_float32_float32(void *const *ins, void *out, int64_t n, 
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
     } else {
@@ -883,7 +883,7 @@ static void rt_ew_Equal_float64_float64(void *const *ins, void *out, int64_t n, 
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
     } else {
@@ -893,7 +893,7 @@ static void rt_ew_Equal_float64_float64(void *const *ins, void *out, int64_t n, 
 static void rt_ew_Exp_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_exp_float32(x0[k * s[0]]));
     } else {
@@ -903,7 +903,7 @@ static void rt_ew_Exp_float32(void *const *ins, void *out, int64_t n, const int6
 static void rt_ew_Exp_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_exp_float64(x0[k * s[0]]));
     } else {
@@ -914,7 +914,7 @@ static void rt_ew_FloorDiv_int8_int8(void *const *ins, void *out, int64_t n, con
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_floordiv_int8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -925,7 +925,7 @@ static void rt_ew_FloorDiv_int16_int16(void *const *ins, void *out, int64_t n, c
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_floordiv_int16(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -936,7 +936,7 @@ static void rt_ew_FloorDiv_int32_int32(void *const *ins, void *out, int64_t n, c
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_floordiv_int32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -947,7 +947,7 @@ static void rt_ew_FloorDiv_int64_int64(void *const *ins, void *out, int64_t n, c
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_floordiv_int64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -958,7 +958,7 @@ static void rt_ew_FloorDiv_uint8_uint8(void *const *ins, void *out, int64_t n, c
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_floordiv_uint8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -969,7 +969,7 @@ static void rt_ew_FloorDiv_float32_float32(void *const *ins, void *out, int64_t 
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floordiv_float32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -980,7 +980,7 @@ static void rt_ew_FloorDiv_float64_float64(void *const *ins, void *out, int64_t 
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floordiv_float64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -991,7 +991,7 @@ static void rt_ew_FloorMod_int8_int8(void *const *ins, void *out, int64_t n, con
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_floormod_int8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1002,7 +1002,7 @@ static void rt_ew_FloorMod_int16_int16(void *const *ins, void *out, int64_t n, c
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_floormod_int16(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1013,7 +1013,7 @@ static void rt_ew_FloorMod_int32_int32(void *const *ins, void *out, int64_t n, c
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_floormod_int32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1024,7 +1024,7 @@ static void rt_ew_FloorMod_int64_int64(void *const *ins, void *out, int64_t n, c
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_floormod_int64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1035,7 +1035,7 @@ static void rt_ew_FloorMod_uint8_uint8(void *const *ins, void *out, int64_t n, c
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_floormod_uint8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1046,7 +1046,7 @@ static void rt_ew_FloorMod_float32_float32(void *const *ins, void *out, int64_t 
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floormod_float32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1057,7 +1057,7 @@ static void rt_ew_FloorMod_float64_float64(void *const *ins, void *out, int64_t 
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floormod_float64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1068,7 +1068,7 @@ static void rt_ew_Greater_int8_int8(void *const *ins, void *out, int64_t n, cons
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
     } else {
@@ -1079,7 +1079,7 @@ static void rt_ew_Greater_int16_int16(void *const *ins, void *out, int64_t n, co
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
     } else {
@@ -1090,7 +1090,7 @@ static void rt_ew_Greater_int32_int32(void *const *ins, void *out, int64_t n, co
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
     } else {
@@ -1101,7 +1101,7 @@ static void rt_ew_Greater_int64_int64(void *const *ins, void *out, int64_t n, co
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
     } else {
@@ -1112,7 +1112,7 @@ static void rt_ew_Greater_uint8_uint8(void *const *ins, void *out, int64_t n, co
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
     } else {
@@ -1123,7 +1123,7 @@ static void rt_ew_Greater_float32_float32(void *const *ins, void *out, int64_t n
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
     } else {
@@ -1134,7 +1134,7 @@ static void rt_ew_Greater_float64_float64(void *const *ins, void *out, int64_t n
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] > x1[k * s[1]]));
     } else {
@@ -1145,7 +1145,7 @@ static void rt_ew_GreaterEqual_int8_int8(void *const *ins, void *out, int64_t n,
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
     } else {
@@ -1156,7 +1156,7 @@ static void rt_ew_GreaterEqual_int16_int16(void *const *ins, void *out, int64_t 
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
     } else {
@@ -1167,7 +1167,7 @@ static void rt_ew_GreaterEqual_int32_int32(void *const *ins, void *out, int64_t 
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
     } else {
@@ -1178,7 +1178,7 @@ static void rt_ew_GreaterEqual_int64_int64(void *const *ins, void *out, int64_t 
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
     } else {
@@ -1189,7 +1189,7 @@ static void rt_ew_GreaterEqual_uint8_uint8(void *const *ins, void *out, int64_t 
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
     } else {
@@ -1200,7 +1200,7 @@ static void rt_ew_GreaterEqual_float32_float32(void *const *ins, void *out, int6
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
     } else {
@@ -1211,7 +1211,7 @@ static void rt_ew_GreaterEqual_float64_float64(void *const *ins, void *out, int6
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] >= x1[k * s[1]]));
     } else {
@@ -1221,7 +1221,7 @@ static void rt_ew_GreaterEqual_float64_float64(void *const *ins, void *out, int6
 static void rt_ew_Identity_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)x0[k * s[0]]);
     } else {
@@ -1231,7 +1231,7 @@ static void rt_ew_Identity_bool(void *const *ins, void *out, int64_t n, const in
 static void rt_ew_Identity_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
@@ -1241,7 +1241,7 @@ static void rt_ew_Identity_int8(void *const *ins, void *out, int64_t n, const in
 static void rt_ew_Identity_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
@@ -1251,7 +1251,7 @@ static void rt_ew_Identity_int16(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_Identity_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
@@ -1261,7 +1261,7 @@ static void rt_ew_Identity_int32(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_Identity_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
@@ -1271,7 +1271,7 @@ static void rt_ew_Identity_int64(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_Identity_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
@@ -1281,7 +1281,7 @@ static void rt_ew_Identity_uint8(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_Identity_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
@@ -1291,7 +1291,7 @@ static void rt_ew_Identity_float32(void *const *ins, void *out, int64_t n, const
 static void rt_ew_Identity_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
@@ -1302,7 +1302,7 @@ static void rt_ew_Less_int8_int8(void *const *ins, void *out, int64_t n, const i
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
     } else {
@@ -1313,7 +1313,7 @@ static void rt_ew_Less_int16_int16(void *const *ins, void *out, int64_t n, const
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
     } else {
@@ -1324,7 +1324,7 @@ static void rt_ew_Less_int32_int32(void *const *ins, void *out, int64_t n, const
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
     } else {
@@ -1335,7 +1335,7 @@ static void rt_ew_Less_int64_int64(void *const *ins, void *out, int64_t n, const
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
     } else {
@@ -1346,7 +1346,7 @@ static void rt_ew_Less_uint8_uint8(void *const *ins, void *out, int64_t n, const
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
     } else {
@@ -1357,7 +1357,7 @@ static void rt_ew_Less_float32_float32(void *const *ins, void *out, int64_t n, c
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
     } else {
@@ -1368,7 +1368,7 @@ static void rt_ew_Less_float64_float64(void *const *ins, void *out, int64_t n, c
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] < x1[k * s[1]]));
     } else {
@@ -1379,7 +1379,7 @@ static void rt_ew_LessEqual_int8_int8(void *const *ins, void *out, int64_t n, co
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
     } else {
@@ -1390,7 +1390,7 @@ static void rt_ew_LessEqual_int16_int16(void *const *ins, void *out, int64_t n, 
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
     } else {
@@ -1401,7 +1401,7 @@ static void rt_ew_LessEqual_int32_int32(void *const *ins, void *out, int64_t n, 
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
     } else {
@@ -1412,7 +1412,7 @@ static void rt_ew_LessEqual_int64_int64(void *const *ins, void *out, int64_t n, 
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
     } else {
@@ -1423,7 +1423,7 @@ static void rt_ew_LessEqual_uint8_uint8(void *const *ins, void *out, int64_t n, 
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
     } else {
@@ -1434,7 +1434,7 @@ static void rt_ew_LessEqual_float32_float32(void *const *ins, void *out, int64_t
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
     } else {
@@ -1445,7 +1445,7 @@ static void rt_ew_LessEqual_float64_float64(void *const *ins, void *out, int64_t
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] <= x1[k * s[1]]));
     } else {
@@ -1455,7 +1455,7 @@ static void rt_ew_LessEqual_float64_float64(void *const *ins, void *out, int64_t
 static void rt_ew_Log_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_log_float32(x0[k * s[0]]));
     } else {
@@ -1465,7 +1465,7 @@ static void rt_ew_Log_float32(void *const *ins, void *out, int64_t n, const int6
 static void rt_ew_Log_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_log_float64(x0[k * s[0]]));
     } else {
@@ -1476,7 +1476,7 @@ static void rt_ew_LogicalAnd_bool_bool(void *const *ins, void *out, int64_t n, c
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] && x1[k * s[1]]));
     } else {
@@ -1486,7 +1486,7 @@ static void rt_ew_LogicalAnd_bool_bool(void *const *ins, void *out, int64_t n, c
 static void rt_ew_LogicalNot_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(!x0[k * s[0]]));
     } else {
@@ -1497,7 +1497,7 @@ static void rt_ew_LogicalOr_bool_bool(void *const *ins, void *out, int64_t n, co
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] || x1[k * s[1]]));
     } else {
@@ -1508,7 +1508,7 @@ static void rt_ew_LogicalXor_bool_bool(void *const *ins, void *out, int64_t n, c
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
     } else {
@@ -1519,7 +1519,7 @@ static void rt_ew_Maximum_int8_int8(void *const *ins, void *out, int64_t n, cons
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_max_int8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1530,7 +1530,7 @@ static void rt_ew_Maximum_int16_int16(void *const *ins, void *out, int64_t n, co
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_max_int16(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1541,7 +1541,7 @@ static void rt_ew_Maximum_int32_int32(void *const *ins, void *out, int64_t n, co
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_max_int32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1552,7 +1552,7 @@ static void rt_ew_Maximum_int64_int64(void *const *ins, void *out, int64_t n, co
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_max_int64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1563,7 +1563,7 @@ static void rt_ew_Maximum_uint8_uint8(void *const *ins, void *out, int64_t n, co
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_max_uint8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1574,7 +1574,7 @@ static void rt_ew_Maximum_float32_float32(void *const *ins, void *out, int64_t n
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_max_float32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1585,7 +1585,7 @@ static void rt_ew_Maximum_float64_float64(void *const *ins, void *out, int64_t n
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_max_float64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1596,7 +1596,7 @@ static void rt_ew_Minimum_int8_int8(void *const *ins, void *out, int64_t n, cons
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_min_int8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1607,7 +1607,7 @@ static void rt_ew_Minimum_int16_int16(void *const *ins, void *out, int64_t n, co
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_min_int16(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1618,7 +1618,7 @@ static void rt_ew_Minimum_int32_int32(void *const *ins, void *out, int64_t n, co
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_min_int32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1629,7 +1629,7 @@ static void rt_ew_Minimum_int64_int64(void *const *ins, void *out, int64_t n, co
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_min_int64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1640,7 +1640,7 @@ static void rt_ew_Minimum_uint8_uint8(void *const *ins, void *out, int64_t n, co
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_min_uint8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1651,7 +1651,7 @@ static void rt_ew_Minimum_float32_float32(void *const *ins, void *out, int64_t n
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_min_float32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1662,7 +1662,7 @@ static void rt_ew_Minimum_float64_float64(void *const *ins, void *out, int64_t n
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_min_float64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1673,7 +1673,7 @@ static void rt_ew_Mul_int8_int8(void *const *ins, void *out, int64_t n, const in
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x1[k * s[1]]));
     } else {
@@ -1684,7 +1684,7 @@ static void rt_ew_Mul_int16_int16(void *const *ins, void *out, int64_t n, const 
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x1[k * s[1]]));
     } else {
@@ -1695,7 +1695,7 @@ static void rt_ew_Mul_int32_int32(void *const *ins, void *out, int64_t n, const 
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x1[k * s[1]]));
     } else {
@@ -1706,7 +1706,7 @@ static void rt_ew_Mul_int64_int64(void *const *ins, void *out, int64_t n, const 
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x1[k * s[1]]));
     } else {
@@ -1717,7 +1717,7 @@ static void rt_ew_Mul_uint8_uint8(void *const *ins, void *out, int64_t n, const 
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x1[k * s[1]]));
     } else {
@@ -1728,7 +1728,7 @@ static void rt_ew_Mul_float32_float32(void *const *ins, void *out, int64_t n, co
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x1[k * s[1]]));
     } else {
@@ -1739,7 +1739,7 @@ static void rt_ew_Mul_float64_float64(void *const *ins, void *out, int64_t n, co
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x1[k * s[1]]));
     } else {
@@ -1749,7 +1749,7 @@ static void rt_ew_Mul_float64_float64(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Neg_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(-x0[k * s[0]]));
     } else {
@@ -1759,7 +1759,7 @@ static void rt_ew_Neg_int8(void *const *ins, void *out, int64_t n, const int64_t
 static void rt_ew_Neg_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(-x0[k * s[0]]));
     } else {
@@ -1769,7 +1769,7 @@ static void rt_ew_Neg_int16(void *const *ins, void *out, int64_t n, const int64_
 static void rt_ew_Neg_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(-x0[k * s[0]]));
     } else {
@@ -1779,7 +1779,7 @@ static void rt_ew_Neg_int32(void *const *ins, void *out, int64_t n, const int64_
 static void rt_ew_Neg_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(-x0[k * s[0]]));
     } else {
@@ -1789,7 +1789,7 @@ static void rt_ew_Neg_int64(void *const *ins, void *out, int64_t n, const int64_
 static void rt_ew_Neg_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)(-x0[k * s[0]]));
     } else {
@@ -1799,7 +1799,7 @@ static void rt_ew_Neg_float32(void *const *ins, void *out, int64_t n, const int6
 static void rt_ew_Neg_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)(-x0[k * s[0]]));
     } else {
@@ -1810,7 +1810,7 @@ static void rt_ew_NotEqual_bool_bool(void *const *ins, void *out, int64_t n, con
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
     } else {
@@ -1821,7 +1821,7 @@ static void rt_ew_NotEqual_int8_int8(void *const *ins, void *out, int64_t n, con
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
     } else {
@@ -1832,7 +1832,7 @@ static void rt_ew_NotEqual_int16_int16(void *const *ins, void *out, int64_t n, c
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
     } else {
@@ -1843,7 +1843,7 @@ static void rt_ew_NotEqual_int32_int32(void *const *ins, void *out, int64_t n, c
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
     } else {
@@ -1854,7 +1854,7 @@ static void rt_ew_NotEqual_int64_int64(void *const *ins, void *out, int64_t n, c
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
     } else {
@@ -1865,7 +1865,7 @@ static void rt_ew_NotEqual_uint8_uint8(void *const *ins, void *out, int64_t n, c
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
     } else {
@@ -1876,7 +1876,7 @@ static void rt_ew_NotEqual_float32_float32(void *const *ins, void *out, int64_t 
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
     } else {
@@ -1887,7 +1887,7 @@ static void rt_ew_NotEqual_float64_float64(void *const *ins, void *out, int64_t 
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] != x1[k * s[1]]));
     } else {
@@ -1897,7 +1897,7 @@ static void rt_ew_NotEqual_float64_float64(void *const *ins, void *out, int64_t 
 static void rt_ew_OnesLike_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)1);
     } else {
@@ -1907,7 +1907,7 @@ static void rt_ew_OnesLike_bool(void *const *ins, void *out, int64_t n, const in
 static void rt_ew_OnesLike_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)1);
     } else {
@@ -1917,7 +1917,7 @@ static void rt_ew_OnesLike_int8(void *const *ins, void *out, int64_t n, const in
 static void rt_ew_OnesLike_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)1);
     } else {
@@ -1927,7 +1927,7 @@ static void rt_ew_OnesLike_int16(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_OnesLike_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)1);
     } else {
@@ -1937,7 +1937,7 @@ static void rt_ew_OnesLike_int32(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_OnesLike_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)1);
     } else {
@@ -1947,7 +1947,7 @@ static void rt_ew_OnesLike_int64(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_OnesLike_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)1);
     } else {
@@ -1957,7 +1957,7 @@ static void rt_ew_OnesLike_uint8(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_OnesLike_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)1);
     } else {
@@ -1967,7 +1967,7 @@ static void rt_ew_OnesLike_float32(void *const *ins, void *out, int64_t n, const
 static void rt_ew_OnesLike_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)1);
     } else {
@@ -1978,7 +1978,7 @@ static void rt_ew_Pow_int8_int8(void *const *ins, void *out, int64_t n, const in
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_pow_int8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -1989,7 +1989,7 @@ static void rt_ew_Pow_int16_int16(void *const *ins, void *out, int64_t n, const 
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_pow_int16(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -2000,7 +2000,7 @@ static void rt_ew_Pow_int32_int32(void *const *ins, void *out, int64_t n, const 
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_pow_int32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -2011,7 +2011,7 @@ static void rt_ew_Pow_int64_int64(void *const *ins, void *out, int64_t n, const 
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_pow_int64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -2022,7 +2022,7 @@ static void rt_ew_Pow_uint8_uint8(void *const *ins, void *out, int64_t n, const 
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_pow_uint8(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -2033,7 +2033,7 @@ static void rt_ew_Pow_float32_float32(void *const *ins, void *out, int64_t n, co
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_pow_float32(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -2044,7 +2044,7 @@ static void rt_ew_Pow_float64_float64(void *const *ins, void *out, int64_t n, co
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_pow_float64(x0[k * s[0]], x1[k * s[1]]));
     } else {
@@ -2055,7 +2055,7 @@ static void rt_ew_RealDiv_float32_float32(void *const *ins, void *out, int64_t n
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] / x1[k * s[1]]));
     } else {
@@ -2066,7 +2066,7 @@ static void rt_ew_RealDiv_float64_float64(void *const *ins, void *out, int64_t n
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] / x1[k * s[1]]));
     } else {
@@ -2076,7 +2076,7 @@ static void rt_ew_RealDiv_float64_float64(void *const *ins, void *out, int64_t n
 static void rt_ew_Relu_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_relu_int8(x0[k * s[0]]));
     } else {
@@ -2086,7 +2086,7 @@ static void rt_ew_Relu_int8(void *const *ins, void *out, int64_t n, const int64_
 static void rt_ew_Relu_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_relu_int16(x0[k * s[0]]));
     } else {
@@ -2096,7 +2096,7 @@ static void rt_ew_Relu_int16(void *const *ins, void *out, int64_t n, const int64
 static void rt_ew_Relu_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_relu_int32(x0[k * s[0]]));
     } else {
@@ -2106,7 +2106,7 @@ static void rt_ew_Relu_int32(void *const *ins, void *out, int64_t n, const int64
 static void rt_ew_Relu_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_relu_int64(x0[k * s[0]]));
     } else {
@@ -2116,7 +2116,7 @@ static void rt_ew_Relu_int64(void *const *ins, void *out, int64_t n, const int64
 static void rt_ew_Relu_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_relu_float32(x0[k * s[0]]));
     } else {
@@ -2126,7 +2126,7 @@ static void rt_ew_Relu_float32(void *const *ins, void *out, int64_t n, const int
 static void rt_ew_Relu_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_relu_float64(x0[k * s[0]]));
     } else {
@@ -2138,7 +2138,7 @@ static void rt_ew_SelectV2_bool_bool_bool(void *const *ins, void *out, int64_t n
     const rt_bool *x1 = (const rt_bool *)ins[1];
     const rt_bool *x2 = (const rt_bool *)ins[2];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
     } else {
@@ -2150,7 +2150,7 @@ static void rt_ew_SelectV2_bool_int8_int8(void *const *ins, void *out, int64_t n
     const int8_t *x1 = (const int8_t *)ins[1];
     const int8_t *x2 = (const int8_t *)ins[2];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
     } else {
@@ -2162,7 +2162,7 @@ static void rt_ew_SelectV2_bool_int16_int16(void *const *ins, void *out, int64_t
     const int16_t *x1 = (const int16_t *)ins[1];
     const int16_t *x2 = (const int16_t *)ins[2];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
     } else {
@@ -2174,7 +2174,7 @@ static void rt_ew_SelectV2_bool_int32_int32(void *const *ins, void *out, int64_t
     const int32_t *x1 = (const int32_t *)ins[1];
     const int32_t *x2 = (const int32_t *)ins[2];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
     } else {
@@ -2186,7 +2186,7 @@ static void rt_ew_SelectV2_bool_int64_int64(void *const *ins, void *out, int64_t
     const int64_t *x1 = (const int64_t *)ins[1];
     const int64_t *x2 = (const int64_t *)ins[2];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
     } else {
@@ -2198,7 +2198,7 @@ static void rt_ew_SelectV2_bool_uint8_uint8(void *const *ins, void *out, int64_t
     const uint8_t *x1 = (const uint8_t *)ins[1];
     const uint8_t *x2 = (const uint8_t *)ins[2];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
     } else {
@@ -2210,7 +2210,7 @@ static void rt_ew_SelectV2_bool_float32_float32(void *const *ins, void *out, int
     const float *x1 = (const float *)ins[1];
     const float *x2 = (const float *)ins[2];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
     } else {
@@ -2222,7 +2222,7 @@ static void rt_ew_SelectV2_bool_float64_float64(void *const *ins, void *out, int
     const double *x1 = (const double *)ins[1];
     const double *x2 = (const double *)ins[2];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
     } else {
@@ -2232,7 +2232,7 @@ static void rt_ew_SelectV2_bool_float64_float64(void *const *ins, void *out, int
 static void rt_ew_Sigmoid_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sigmoid_float32(x0[k * s[0]]));
     } else {
@@ -2242,7 +2242,7 @@ static void rt_ew_Sigmoid_float32(void *const *ins, void *out, int64_t n, const 
 static void rt_ew_Sigmoid_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sigmoid_float64(x0[k * s[0]]));
     } else {
@@ -2252,7 +2252,7 @@ static void rt_ew_Sigmoid_float64(void *const *ins, void *out, int64_t n, const 
 static void rt_ew_Sign_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_sign_int8(x0[k * s[0]]));
     } else {
@@ -2262,7 +2262,7 @@ static void rt_ew_Sign_int8(void *const *ins, void *out, int64_t n, const int64_
 static void rt_ew_Sign_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_sign_int16(x0[k * s[0]]));
     } else {
@@ -2272,7 +2272,7 @@ static void rt_ew_Sign_int16(void *const *ins, void *out, int64_t n, const int64
 static void rt_ew_Sign_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_sign_int32(x0[k * s[0]]));
     } else {
@@ -2282,7 +2282,7 @@ static void rt_ew_Sign_int32(void *const *ins, void *out, int64_t n, const int64
 static void rt_ew_Sign_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_sign_int64(x0[k * s[0]]));
     } else {
@@ -2292,7 +2292,7 @@ static void rt_ew_Sign_int64(void *const *ins, void *out, int64_t n, const int64
 static void rt_ew_Sign_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sign_float32(x0[k * s[0]]));
     } else {
@@ -2302,7 +2302,7 @@ static void rt_ew_Sign_float32(void *const *ins, void *out, int64_t n, const int
 static void rt_ew_Sign_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sign_float64(x0[k * s[0]]));
     } else {
@@ -2312,7 +2312,7 @@ static void rt_ew_Sign_float64(void *const *ins, void *out, int64_t n, const int
 static void rt_ew_Sin_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sin_float32(x0[k * s[0]]));
     } else {
@@ -2322,7 +2322,7 @@ static void rt_ew_Sin_float32(void *const *ins, void *out, int64_t n, const int6
 static void rt_ew_Sin_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sin_float64(x0[k * s[0]]));
     } else {
@@ -2332,7 +2332,7 @@ static void rt_ew_Sin_float64(void *const *ins, void *out, int64_t n, const int6
 static void rt_ew_Sqrt_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_sqrt_float32(x0[k * s[0]]));
     } else {
@@ -2342,7 +2342,7 @@ static void rt_ew_Sqrt_float32(void *const *ins, void *out, int64_t n, const int
 static void rt_ew_Sqrt_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sqrt_float64(x0[k * s[0]]));
     } else {
@@ -2352,77 +2352,77 @@ static void rt_ew_Sqrt_float64(void *const *ins, void *out, int64_t n, const int
 static void rt_ew_Square_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_square_int8(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_square_int8(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_square_int16(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_square_int16(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_square_int32(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_square_int32(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_square_int64(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_square_int64(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_square_uint8(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_square_uint8(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_square_float32(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_square_float32(x0[k * s[0]]));
     }
 }
 static void rt_ew_Square_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_square_float64(x0[k * s[0]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] * x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_square_float64(x0[k * s[0]]));
     }
 }
 static void rt_ew_StopGradient_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)x0[k * s[0]]);
     } else {
@@ -2432,7 +2432,7 @@ static void rt_ew_StopGradient_bool(void *const *ins, void *out, int64_t n, cons
 static void rt_ew_StopGradient_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
@@ -2442,7 +2442,7 @@ static void rt_ew_StopGradient_int8(void *const *ins, void *out, int64_t n, cons
 static void rt_ew_StopGradient_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
@@ -2452,7 +2452,7 @@ static void rt_ew_StopGradient_int16(void *const *ins, void *out, int64_t n, con
 static void rt_ew_StopGradient_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
@@ -2462,7 +2462,7 @@ static void rt_ew_StopGradient_int32(void *const *ins, void *out, int64_t n, con
 static void rt_ew_StopGradient_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
@@ -2472,7 +2472,7 @@ static void rt_ew_StopGradient_int64(void *const *ins, void *out, int64_t n, con
 static void rt_ew_StopGradient_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
@@ -2482,7 +2482,7 @@ static void rt_ew_StopGradient_uint8(void *const *ins, void *out, int64_t n, con
 static void rt_ew_StopGradient_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
@@ -2492,7 +2492,7 @@ static void rt_ew_StopGradient_float32(void *const *ins, void *out, int64_t n, c
 static void rt_ew_StopGradient_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
@@ -2503,7 +2503,7 @@ static void rt_ew_Sub_int8_int8(void *const *ins, void *out, int64_t n, const in
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] - x1[k * s[1]]));
     } else {
@@ -2514,7 +2514,7 @@ static void rt_ew_Sub_int16_int16(void *const *ins, void *out, int64_t n, const 
     const int16_t *x0 = (const int16_t *)ins[0];
     const int16_t *x1 = (const int16_t *)ins[1];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] - x1[k * s[1]]));
     } else {
@@ -2525,7 +2525,7 @@ static void rt_ew_Sub_int32_int32(void *const *ins, void *out, int64_t n, const 
     const int32_t *x0 = (const int32_t *)ins[0];
     const int32_t *x1 = (const int32_t *)ins[1];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] - x1[k * s[1]]));
     } else {
@@ -2536,7 +2536,7 @@ static void rt_ew_Sub_int64_int64(void *const *ins, void *out, int64_t n, const 
     const int64_t *x0 = (const int64_t *)ins[0];
     const int64_t *x1 = (const int64_t *)ins[1];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] - x1[k * s[1]]));
     } else {
@@ -2547,7 +2547,7 @@ static void rt_ew_Sub_uint8_uint8(void *const *ins, void *out, int64_t n, const 
     const uint8_t *x0 = (const uint8_t *)ins[0];
     const uint8_t *x1 = (const uint8_t *)ins[1];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] - x1[k * s[1]]));
     } else {
@@ -2558,7 +2558,7 @@ static void rt_ew_Sub_float32_float32(void *const *ins, void *out, int64_t n, co
     const float *x0 = (const float *)ins[0];
     const float *x1 = (const float *)ins[1];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] - x1[k * s[1]]));
     } else {
@@ -2569,7 +2569,7 @@ static void rt_ew_Sub_float64_float64(void *const *ins, void *out, int64_t n, co
     const double *x0 = (const double *)ins[0];
     const double *x1 = (const double *)ins[1];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] - x1[k * s[1]]));
     } else {
@@ -2579,7 +2579,7 @@ static void rt_ew_Sub_float64_float64(void *const *ins, void *out, int64_t n, co
 static void rt_ew_Tanh_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_tanh_float32(x0[k * s[0]]));
     } else {
@@ -2589,7 +2589,7 @@ static void rt_ew_Tanh_float32(void *const *ins, void *out, int64_t n, const int
 static void rt_ew_Tanh_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_tanh_float64(x0[k * s[0]]));
     } else {
@@ -2599,7 +2599,7 @@ static void rt_ew_Tanh_float64(void *const *ins, void *out, int64_t n, const int
 static void rt_ew_ZerosLike_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)0);
     } else {
@@ -2609,7 +2609,7 @@ static void rt_ew_ZerosLike_bool(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_ZerosLike_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     int8_t *o = (int8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)0);
     } else {
@@ -2619,7 +2619,7 @@ static void rt_ew_ZerosLike_int8(void *const *ins, void *out, int64_t n, const i
 static void rt_ew_ZerosLike_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int16_t *x0 = (const int16_t *)ins[0];
     int16_t *o = (int16_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)0);
     } else {
@@ -2629,7 +2629,7 @@ static void rt_ew_ZerosLike_int16(void *const *ins, void *out, int64_t n, const 
 static void rt_ew_ZerosLike_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int32_t *x0 = (const int32_t *)ins[0];
     int32_t *o = (int32_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)0);
     } else {
@@ -2639,7 +2639,7 @@ static void rt_ew_ZerosLike_int32(void *const *ins, void *out, int64_t n, const 
 static void rt_ew_ZerosLike_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int64_t *x0 = (const int64_t *)ins[0];
     int64_t *o = (int64_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)0);
     } else {
@@ -2649,7 +2649,7 @@ static void rt_ew_ZerosLike_int64(void *const *ins, void *out, int64_t n, const 
 static void rt_ew_ZerosLike_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const uint8_t *x0 = (const uint8_t *)ins[0];
     uint8_t *o = (uint8_t *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)0);
     } else {
@@ -2659,7 +2659,7 @@ static void rt_ew_ZerosLike_uint8(void *const *ins, void *out, int64_t n, const 
 static void rt_ew_ZerosLike_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((float)0);
     } else {
@@ -2669,7 +2669,7 @@ static void rt_ew_ZerosLike_float32(void *const *ins, void *out, int64_t n, cons
 static void rt_ew_ZerosLike_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const double *x0 = (const double *)ins[0];
     double *o = (double *)out;
-    if (n >= 65536 && threads > 1) {
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
         for (int64_t k = 0; k < n; k++) o[k] = ((double)0);
     } else {

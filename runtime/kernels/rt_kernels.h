@@ -15,6 +15,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <math.h>
+#include <stddef.h>
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -45,14 +46,15 @@ double sin(double);
 float cosf(float);
 #pragma omp declare simd notinbranch
 double cos(double);
+#pragma omp declare simd notinbranch
+float powf(float, float);
+#pragma omp declare simd notinbranch
+double pow(double, double);
 #endif
 
 typedef uint8_t rt_bool;
 
-enum rt_dtype {
-    RT_BOOL = 0, RT_INT8 = 1, RT_INT16 = 2, RT_INT32 = 3, RT_INT64 = 4, RT_UINT8 = 5,
-    RT_FLOAT16 = 6, RT_FLOAT32 = 7, RT_FLOAT64 = 8, RT_STRING = 9, RT_VARIANT = 10
-};
+#include "rt_config.h"     /* enum rt_dtype, RT_PARALLEL_MIN: generated from the Python tables */
 
 typedef struct {
     void *data;
@@ -140,20 +142,6 @@ static inline void *rt_alloc(rt_ctx *ctx, size_t nbytes) {
     return p;
 }
 
-static inline int64_t rt_mark(rt_ctx *ctx) { return ctx->n_allocs; }
-
-/* Free every allocation made since `mark`, except the pointers listed in keep[0..n_keep). */
-static inline void rt_release(rt_ctx *ctx, int64_t mark, void **keep, int n_keep) {
-    int64_t w = mark;
-    for (int64_t i = mark; i < ctx->n_allocs; i++) {
-        void *p = ctx->allocs[i];
-        int kept = 0;
-        for (int k = 0; k < n_keep; k++) if (keep[k] == rt_untag(p)) { kept = 1; break; }
-        if (kept) ctx->allocs[w++] = p; else rt_free_entry(p);
-    }
-    ctx->n_allocs = w;
-}
-
 /* Stop tracking p (its ownership moves to the caller, e.g. a numpy array).
  * 0: the arena did not own it; 1: free it with free(); 2: free it with rt_big_free(). */
 static inline int rt_detach(rt_ctx *ctx, void *p) {
@@ -166,14 +154,15 @@ static inline int rt_detach(rt_ctx *ctx, void *p) {
     return 0;
 }
 
-/* Free an arena buffer before the scope ends (a loop variable replaced by its next value). */
+/* Free an arena buffer before the call ends (a buffer outgrown, a Python callback's result). */
 static inline void rt_drop(rt_ctx *ctx, void *p) {
     int kind = rt_detach(ctx, p);
     if (kind == 1) free(p); else if (kind == 2) rt_big_free(p);
 }
 
 static inline void rt_ctx_free(rt_ctx *ctx) {
-    rt_release(ctx, 0, NULL, 0);
+    for (int64_t i = 0; i < ctx->n_allocs; i++) rt_free_entry(ctx->allocs[i]);
+    ctx->n_allocs = 0;
     if (ctx->allocs != ctx->inline_allocs) free(ctx->allocs);
     ctx->allocs = NULL;
     ctx->cap_allocs = 0;
@@ -219,19 +208,170 @@ static inline int rt_fail(rt_ctx *ctx, const char *msg) {
     return -1;
 }
 
-/* Allocate t's buffer for its current shape and dtype (arena-owned). */
-static inline int rt_alloc_tensor(rt_ctx *ctx, rt_tensor *t) {
-    size_t n = (size_t)rt_numel(t) * rt_itemsize(t->dtype);
-    t->data = rt_alloc(ctx, n);
-    t->owner = NULL;
-    if (!t->data) return rt_fail(ctx, "out of memory");
+/* Element counts of run-time shapes: 1 when the product of dims[0..n) overflows, or is too many bytes
+ * of `itemsize` to allocate, or a dim is negative (what numpy rejects as "array is too big"). */
+static inline int rt_count_overflows(int n, const int64_t *dims, int64_t itemsize) {
+    int64_t count = itemsize;
+    for (int i = 0; i < n; i++) {
+        if (dims[i] < 0) return 1;
+        if (dims[i] == 0) return 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (__builtin_mul_overflow(count, dims[i], &count)) return 1;
+    return count > (int64_t)(PTRDIFF_MAX / 2);
+}
+
+/* An arena buffer of `count` elements of `itemsize` bytes (NULL, with a message, when it cannot be). */
+static inline void *rt_alloc_array(rt_ctx *ctx, int64_t count, int64_t itemsize) {
+    int64_t nbytes;
+    if (count < 0 || __builtin_mul_overflow(count, itemsize, &nbytes)) {
+        rt_fail(ctx, "the result is too big to allocate");
+        return NULL;
+    }
+    void *p = rt_alloc(ctx, (size_t)nbytes);
+    if (!p) rt_fail(ctx, "out of memory");
+    return p;
+}
+
+/* A buffer kept across loop iterations: grown (never shrunk, contents not kept) when `count` elements
+ * of `itemsize` bytes do not fit in *capacity (bytes). Returns -1 with a message when it cannot be. */
+static inline int rt_reserve(rt_ctx *ctx, void **p, int64_t *capacity, int64_t count, int64_t itemsize) {
+    int64_t nbytes;
+    if (count < 0 || __builtin_mul_overflow(count, itemsize, &nbytes)) return rt_fail(ctx, "the result is too big to allocate");
+    if (nbytes <= *capacity && *p != NULL) return 0;
+    if (*p != NULL) rt_drop(ctx, *p);
+    *p = rt_alloc(ctx, (size_t)(nbytes > 0 ? nbytes : 1));
+    *capacity = *p ? nbytes : 0;
+    return *p ? 0 : rt_fail(ctx, "out of memory");
+}
+
+/* Python's slice(lo, hi, step).indices(n) after negative lo/hi had n added: the element count, and the
+ * first index in *begin. */
+static inline int64_t rt_slice_count(int64_t lo, int64_t hi, int64_t step, int64_t n, int64_t *begin) {
+    int64_t count;
+    if (step > 0) {
+        lo = lo < 0 ? 0 : (lo > n ? n : lo);
+        hi = hi < 0 ? 0 : (hi > n ? n : hi);
+        count = hi > lo ? (hi - lo + step - 1) / step : 0;
+    } else {
+        lo = lo < -1 ? -1 : (lo > n - 1 ? n - 1 : lo);
+        hi = hi < -1 ? -1 : (hi > n - 1 ? n - 1 : hi);
+        count = lo > hi ? (lo - hi - step - 1) / -step : 0;
+    }
+    *begin = count ? lo : 0;
+    return count;
+}
+
+/* ---- TensorArray lists ---------------------------------------------------------------------- */
+
+/* The native value of a TensorArray whose every version is used once (generated code checks that
+ * at build time): writes update it in place. Items are dense, `item_bytes` each; `written` marks the
+ * items set. The element shape is known once an item is written (or from the attrs, `attr_ndim`). */
+typedef struct {
+    char *data;
+    uint8_t *written;
+    int64_t length, capacity, item_bytes, itemsize;
+    int32_t ndim, dynamic;
+    int64_t shape[RT_MAX_DIMS];
+} rt_list;
+
+static inline int rt_list_error(rt_ctx *ctx, const char *op, const char *where, const char *what, int64_t a, int64_t b) {
+    char text[256];
+    snprintf(text, sizeof(text), what, (long long)a, (long long)b);
+    snprintf(ctx->msg, sizeof(ctx->msg), "%s: %s\n  [[%s]]", op, text, where);
+    return -1;
+}
+
+/* A list of n unwritten items of `itemsize`-byte elements (NULL with a message on error). */
+static inline rt_list *rt_list_new(rt_ctx *ctx, int64_t n, int dynamic, int64_t itemsize, const char *op,
+                                   const char *where) {
+    if (n < 0) { rt_list_error(ctx, op, where, "size must be non-negative, got %lld", n, 0); return NULL; }
+    rt_list *l = (rt_list *)rt_alloc(ctx, sizeof(rt_list));
+    if (!l) { rt_fail(ctx, "out of memory"); return NULL; }
+    memset(l, 0, sizeof(rt_list));
+    l->length = n;
+    l->dynamic = dynamic;
+    l->itemsize = itemsize;
+    l->ndim = -1;
+    return l;
+}
+
+/* Room for `n` items of the known item size (contents kept). */
+static inline int rt_list_grow(rt_ctx *ctx, rt_list *l, int64_t n) {
+    if (n <= l->capacity && l->data) return 0;
+    int64_t cap = l->capacity * 2 > n ? l->capacity * 2 : n, nbytes;
+    if (cap < 1) cap = 1;
+    if (__builtin_mul_overflow(cap, l->item_bytes > 0 ? l->item_bytes : 1, &nbytes)) return rt_fail(ctx, "the TensorArray is too big");
+    char *data = (char *)rt_alloc(ctx, (size_t)nbytes);
+    uint8_t *written = (uint8_t *)rt_alloc(ctx, (size_t)cap);
+    if (!data || !written) return rt_fail(ctx, "out of memory");
+    memset(written, 0, (size_t)cap);
+    if (l->data) {
+        memcpy(data, l->data, (size_t)(l->capacity * l->item_bytes));
+        memcpy(written, l->written, (size_t)l->capacity);
+        rt_drop(ctx, l->data);
+        rt_drop(ctx, l->written);
+    }
+    l->data = data;
+    l->written = written;
+    l->capacity = cap;
     return 0;
 }
 
-static inline int rt_same_shape(const rt_tensor *a, const rt_tensor *b) {
-    if (a->ndim != b->ndim) return 0;
-    for (int i = 0; i < a->ndim; i++) if (a->shape[i] != b->shape[i]) return 0;
-    return 1;
+/* Fix the element shape (the first written item's, or the attrs' when nothing was written). */
+static inline int rt_list_shape(rt_ctx *ctx, rt_list *l, int ndim, const int64_t *shape, const char *op,
+                                const char *where) {
+    if (l->ndim >= 0) {
+        int same = l->ndim == ndim;
+        for (int d = 0; same && d < ndim; d++) same = l->shape[d] == shape[d];
+        if (!same) return rt_list_error(ctx, op, where, "element of rank %lld does not match the earlier elements "
+                                        "(rank %lld) in shape", ndim, l->ndim);
+        return 0;
+    }
+    int64_t count = 1;
+    for (int d = 0; d < ndim; d++) { l->shape[d] = shape[d]; count *= shape[d]; }
+    l->ndim = ndim;
+    l->item_bytes = count * l->itemsize;
+    return 0;
+}
+
+/* Item `index` of a write: bounds (growing a dynamic list), shape; returns where to copy the item. */
+static inline void *rt_list_set(rt_ctx *ctx, rt_list *l, int64_t index, int ndim, const int64_t *shape,
+                                const char *op, const char *where) {
+    if (index < 0) { rt_list_error(ctx, op, where, "index %lld is negative", index, 0); return NULL; }
+    if (index >= l->length) {
+        if (!l->dynamic) {
+            rt_list_error(ctx, op, where, "index %lld is out of range for a TensorArray of size %lld (use "
+                          "dynamic_size=True to grow it)", index, l->length);
+            return NULL;
+        }
+        l->length = index + 1;
+    }
+    if (rt_list_shape(ctx, l, ndim, shape, op, where)) return NULL;
+    if (rt_list_grow(ctx, l, l->length > index + 1 ? l->length : index + 1)) return NULL;
+    l->written[index] = 1;
+    return l->data + index * l->item_bytes;
+}
+
+/* Item `index` of a read in *item (NULL: never written, the caller reads zeros); -1 on a bad index. */
+static inline int rt_list_get(rt_ctx *ctx, rt_list *l, int64_t index, const void **item, const char *op,
+                              const char *where) {
+    *item = NULL;
+    if (index < 0 || index >= l->length)
+        return rt_list_error(ctx, op, where, "index %lld is out of range for a TensorArray of size %lld",
+                             index, l->length);
+    if (index < l->capacity && l->written[index]) *item = l->data + index * l->item_bytes;
+    return 0;
+}
+
+/* All items, dense (unwritten ones zero): the element shape must be known by now. */
+static inline int rt_list_fill(rt_ctx *ctx, rt_list *l, const char *op, const char *where) {
+    if (l->ndim < 0) return rt_list_error(ctx, op, where, "no element was written, the element shape is unknown",
+                                          0, 0);
+    if (rt_list_grow(ctx, l, l->length)) return -1;
+    for (int64_t i = 0; i < l->length; i++)
+        if (!l->written[i]) { memset(l->data + i * l->item_bytes, 0, (size_t)l->item_bytes); l->written[i] = 1; }
+    return 0;
 }
 
 /* ---- scalar helpers used by elementwise expressions (one definition per C type) ---------- */
@@ -246,17 +386,19 @@ static inline int rt_same_shape(const rt_tensor *a, const rt_tensor *b) {
     static inline T rt_min_##S(T a, T b) { return a < b ? a : b; } \
     static inline T rt_abs_##S(T a) { return (T)(a < 0 ? -a : a); } \
     static inline T rt_sign_##S(T a) { return (T)((a > 0) - (a < 0)); } \
-    static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; }
+    static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; } \
+    static inline T rt_square_##S(T a) { return (T)(a * a); }
 
 #define RT_DEFINE_FLOAT_HELPERS(T, S, F) \
     static inline T rt_floordiv_##S(T a, T b) { return floor##F(a / b); } \
     static inline T rt_floormod_##S(T a, T b) { T r = fmod##F(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
-    static inline T rt_pow_##S(T a, T b) { return pow##F(a, b); } \
+    static inline T rt_pow_##S(T a, T b) { return b == (T)2 ? a * a : pow##F(a, b); } /* x**2 is x*x (numpy) */ \
     static inline T rt_max_##S(T a, T b) { return (a > b || a != a) ? a : b; } \
     static inline T rt_min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
     static inline T rt_abs_##S(T a) { return fabs##F(a); } \
     static inline T rt_sign_##S(T a) { return (T)((a > 0) - (a < 0)); } \
     static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; } \
+    static inline T rt_square_##S(T a) { return a * a; } \
     static inline T rt_sqrt_##S(T a) { return sqrt##F(a); } \
     static inline T rt_exp_##S(T a) { return exp##F(a); } \
     static inline T rt_log_##S(T a) { return log##F(a); } \
@@ -447,169 +589,5 @@ RT_DEFINE_GEMM_BATCH(int64_t, int64)
 RT_DEFINE_GEMM_BATCH(uint8_t, uint8)
 RT_DEFINE_GEMM_BATCH(float, float32)
 RT_DEFINE_GEMM_BATCH(double, float64)
-
-/* ---- reductions over one axis: x viewed as [outer, n, inner] -> out [outer, inner] ----------- */
-
-#define RT_DEFINE_REDUCE(T, S, ACC) \
-    static inline void rt_reduce_sum_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
-        for (int64_t o = 0; o < outer; o++) { \
-            if (inner == 1) { ACC acc = 0; const T *p = x + o * n; for (int64_t i = 0; i < n; i++) acc += p[i]; out[o] = (T)acc; continue; } \
-            T *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 0; \
-            for (int64_t i = 0; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (T)(q[j] + p[j]); } \
-        } \
-    } \
-    static inline void rt_reduce_prod_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
-        for (int64_t o = 0; o < outer; o++) { T *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 1; \
-            for (int64_t i = 0; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (T)(q[j] * p[j]); } } \
-    } \
-    static inline void rt_reduce_max_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
-        for (int64_t o = 0; o < outer; o++) { T *q = out + o * inner; const T *p0 = x + o * n * inner; for (int64_t j = 0; j < inner; j++) q[j] = p0[j]; \
-            for (int64_t i = 1; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (p[j] > q[j] || p[j] != p[j]) ? p[j] : q[j]; } } \
-    } \
-    static inline void rt_reduce_min_##S(const T *x, T *out, int64_t outer, int64_t n, int64_t inner) { \
-        for (int64_t o = 0; o < outer; o++) { T *q = out + o * inner; const T *p0 = x + o * n * inner; for (int64_t j = 0; j < inner; j++) q[j] = p0[j]; \
-            for (int64_t i = 1; i < n; i++) { const T *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = (p[j] < q[j] || p[j] != p[j]) ? p[j] : q[j]; } } \
-    }
-
-/* Sums over contiguous rows: vectorised (`omp simd reduction` may reassociate, unlike plain -O3),
- * accumulated in ACC (double for floats), on several threads when large. */
-#define RT_DEFINE_SUM_ROWS(T, S, ACC) \
-    static inline __attribute__((always_inline)) ACC rt_sum_row_##S(const T *x, int64_t n) { \
-        ACC acc = 0; \
-        if (n < 16) { for (int64_t i = 0; i < n; i++) acc += x[i]; return acc; } \
-        _Pragma("omp simd reduction(+:acc)") \
-        for (int64_t i = 0; i < n; i++) acc += x[i]; \
-        return acc; \
-    } \
-    static inline ACC rt_sum_all_##S(const T *x, int64_t n, int threads) { \
-        if (n < 65536 || threads <= 1) return rt_sum_row_##S(x, n); \
-        ACC acc = 0; \
-        _Pragma("omp parallel for simd reduction(+:acc) schedule(static) num_threads(threads)") \
-        for (int64_t i = 0; i < n; i++) acc += x[i]; \
-        return acc; \
-    } \
-    /* rows summed inline, short ones without a vector loop: a call per row made 4M rows of 3 take 30 ms on \
-     * one thread and 110 on two */ \
-    static inline void rt_reduce_sum_rows_##S(const T *x, T *out, int64_t outer, int64_t n, int threads) { \
-        if (outer == 1) { out[0] = (T)rt_sum_all_##S(x, n, threads); return; } \
-        if (outer * n >= 65536 && threads > 1 && outer >= threads) { \
-            _Pragma("omp parallel for schedule(static) num_threads(threads)") \
-            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_row_##S(x + o * n, n); \
-        } else { \
-            for (int64_t o = 0; o < outer; o++) out[o] = (T)rt_sum_row_##S(x + o * n, n); \
-        } \
-    }
-
-RT_DEFINE_SUM_ROWS(int8_t, int8, int64_t)
-RT_DEFINE_SUM_ROWS(int16_t, int16, int64_t)
-RT_DEFINE_SUM_ROWS(int32_t, int32, int64_t)
-RT_DEFINE_SUM_ROWS(int64_t, int64, int64_t)
-RT_DEFINE_SUM_ROWS(uint8_t, uint8, int64_t)
-RT_DEFINE_SUM_ROWS(float, float32, double)
-RT_DEFINE_SUM_ROWS(double, float64, double)
-
-RT_DEFINE_REDUCE(int8_t, int8, int64_t)
-RT_DEFINE_REDUCE(int16_t, int16, int64_t)
-RT_DEFINE_REDUCE(int32_t, int32, int64_t)
-RT_DEFINE_REDUCE(int64_t, int64, int64_t)
-RT_DEFINE_REDUCE(uint8_t, uint8, int64_t)
-RT_DEFINE_REDUCE(float, float32, double)
-RT_DEFINE_REDUCE(double, float64, double)
-
-static inline void rt_reduce_any_bool(const rt_bool *x, rt_bool *out, int64_t outer, int64_t n, int64_t inner) {
-    for (int64_t o = 0; o < outer; o++) { rt_bool *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 0;
-        for (int64_t i = 0; i < n; i++) { const rt_bool *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = q[j] || p[j]; } }
-}
-
-static inline void rt_reduce_all_bool(const rt_bool *x, rt_bool *out, int64_t outer, int64_t n, int64_t inner) {
-    for (int64_t o = 0; o < outer; o++) { rt_bool *q = out + o * inner; for (int64_t j = 0; j < inner; j++) q[j] = 1;
-        for (int64_t i = 0; i < n; i++) { const rt_bool *p = x + (o * n + i) * inner; for (int64_t j = 0; j < inner; j++) q[j] = q[j] && p[j]; } }
-}
-
-/* ---- data movement (dtype-agnostic, by element size) --------------------------------------------- */
-
-/* out = transpose(x, perm) for a C-contiguous x. */
-static inline void rt_transpose(const rt_tensor *x, rt_tensor *out, const int *perm) {
-    const int nd = x->ndim;
-    const size_t es = rt_itemsize(x->dtype);
-    int64_t in_strides[RT_MAX_DIMS], idx[RT_MAX_DIMS];
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; i--) { in_strides[i] = s; s *= x->shape[i]; }
-    const int64_t total = rt_numel(out);
-    for (int i = 0; i < nd; i++) idx[i] = 0;
-    const char *src = (const char *)x->data;
-    char *dst = (char *)out->data;
-    for (int64_t k = 0; k < total; k++) {
-        int64_t off = 0;
-        for (int i = 0; i < nd; i++) off += idx[i] * in_strides[perm[i]];
-        memcpy(dst + k * es, src + off * es, es);
-        for (int i = nd - 1; i >= 0; i--) { if (++idx[i] < out->shape[i]) break; idx[i] = 0; }
-    }
-}
-
-/* Gather along `axis`; indices of dtype int32 or int64. Returns -1 on an out-of-range index. */
-static inline int rt_gather(rt_ctx *ctx, const rt_tensor *params, const rt_tensor *indices, int axis, rt_tensor *out) {
-    const size_t es = rt_itemsize(params->dtype);
-    int64_t outer = 1, inner = 1, n = params->shape[axis];
-    for (int i = 0; i < axis; i++) outer *= params->shape[i];
-    for (int i = axis + 1; i < params->ndim; i++) inner *= params->shape[i];
-    const int64_t ni = rt_numel(indices);
-    for (int64_t j = 0; j < ni; j++) {
-        int64_t v = indices->dtype == RT_INT64 ? ((const int64_t *)indices->data)[j] : ((const int32_t *)indices->data)[j];
-        if (v < 0 || v >= n) {
-            snprintf(ctx->msg, sizeof(ctx->msg), "GatherV2: indices[%lld] = %lld is not in [0, %lld)",
-                     (long long)j, (long long)v, (long long)n);
-            return -1;
-        }
-    }
-    const char *src = (const char *)params->data;
-    char *dst = (char *)out->data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < ni; j++) {
-            int64_t v = indices->dtype == RT_INT64 ? ((const int64_t *)indices->data)[j] : ((const int32_t *)indices->data)[j];
-            memcpy(dst + (o * ni + j) * inner * es, src + (o * n + v) * inner * es, (size_t)inner * es);
-        }
-    return 0;
-}
-
-/* Concatenate inputs along axis into out (all C-contiguous, same dtype). */
-static inline void rt_concat(const rt_tensor *const *inputs, int n_inputs, int axis, rt_tensor *out) {
-    const size_t es = rt_itemsize(out->dtype);
-    int64_t outer = 1;
-    for (int i = 0; i < axis; i++) outer *= out->shape[i];
-    int64_t out_chunk = 1;
-    for (int i = axis; i < out->ndim; i++) out_chunk *= out->shape[i];
-    char *dst = (char *)out->data;
-    int64_t offset = 0;
-    for (int t = 0; t < n_inputs; t++) {
-        const rt_tensor *x = inputs[t];
-        int64_t chunk = 1;
-        for (int i = axis; i < x->ndim; i++) chunk *= x->shape[i];
-        for (int64_t o = 0; o < outer; o++)
-            memcpy(dst + (o * out_chunk + offset) * es, (const char *)x->data + o * chunk * es, (size_t)chunk * es);
-        offset += chunk;
-    }
-}
-
-/* Strided slice: per input dim d, out index i reads x at begin[d] + i * step[d]; dims with
- * keep[d] == 0 are indexed (removed from out). out's shape is set by the caller. */
-static inline void rt_strided_copy(const rt_tensor *x, const int64_t *begin, const int64_t *step,
-                                   const int64_t *count, rt_tensor *out) {
-    const int nd = x->ndim;
-    const size_t es = rt_itemsize(x->dtype);
-    int64_t strides[RT_MAX_DIMS], idx[RT_MAX_DIMS];
-    int64_t s = 1;
-    for (int i = nd - 1; i >= 0; i--) { strides[i] = s; s *= x->shape[i]; }
-    int64_t total = 1;
-    for (int i = 0; i < nd; i++) { total *= count[i]; idx[i] = 0; }
-    const char *src = (const char *)x->data;
-    char *dst = (char *)out->data;
-    for (int64_t k = 0; k < total; k++) {
-        int64_t off = 0;
-        for (int i = 0; i < nd; i++) off += (begin[i] + idx[i] * step[i]) * strides[i];
-        memcpy(dst + k * es, src + off * es, es);
-        for (int i = nd - 1; i >= 0; i--) { if (++idx[i] < count[i]) break; idx[i] = 0; }
-    }
-}
 
 #endif /* RT_KERNELS_H */

@@ -138,7 +138,7 @@ def _fill_kernel(inputs, attrs):
     return (np.full(tuple(int(d) for d in dims), value, dtype=value.dtype),)
 
 
-register(OpDef("Fill", "Fill", _fill_infer, _fill_kernel, 2, dynamic_infer=True))
+register(OpDef("Fill", "Fill", _fill_infer, _fill_kernel, 2, dynamic_infer=True, c_expr="{1}", generator=True))
 
 
 def _shape_arg(shape_value):
@@ -202,7 +202,8 @@ not_differentiable("ZerosLike", "OnesLike")
 
 
 register(OpDef("Eye", "eye", lambda specs, attrs: [(attrs["dtype"], (attrs["num_rows"], attrs["num_columns"]))],
-               lambda inputs, attrs: (np.eye(attrs["num_rows"], attrs["num_columns"], dtype=attrs["dtype"].np),), 0))
+               lambda inputs, attrs: (np.eye(attrs["num_rows"], attrs["num_columns"], dtype=attrs["dtype"].np),), 0,
+               c_expr="({i0} == {i1})", generator=True))
 
 
 def eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
@@ -235,7 +236,8 @@ def _range_kernel(inputs, attrs):
     return (np.arange(start, limit, delta, dtype=np.asarray(inputs[0]).dtype),)
 
 
-register(OpDef("Range", "range", _range_infer, _range_kernel, 3, dynamic_infer=True))
+register(OpDef("Range", "range", _range_infer, _range_kernel, 3, dynamic_infer=True, c_expr="({0} + ({T}){i0} * {2})",
+               generator=True))
 
 
 def range(start, limit=None, delta=1, dtype=None, name=None):
@@ -312,7 +314,7 @@ def _reshape_kernel(inputs, attrs):
             f"Reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) into {target.tolist()}") from None
 
 
-register(OpDef("Reshape", "Reshape", _reshape_infer, _reshape_kernel, 2, dynamic_infer=True))
+register(OpDef("Reshape", "Reshape", _reshape_infer, _reshape_kernel, 2, dynamic_infer=True, view="reshape"))
 
 
 def reshape(tensor, shape, name=None):
@@ -371,7 +373,8 @@ import builtins as _builtins  # noqa: E402
 builtins_range = _builtins.range
 
 register(OpDef("Transpose", "transpose", _transpose_infer,
-               lambda inputs, attrs: (_contiguous(np.transpose(inputs[0], attrs["perm"]), inputs[0].dtype),), 1))
+               lambda inputs, attrs: (_contiguous(np.transpose(inputs[0], attrs["perm"]), inputs[0].dtype),), 1,
+               view="transpose"))
 
 
 def transpose(a, perm=None, name=None):
@@ -500,7 +503,7 @@ def _unpack_kernel(inputs, attrs):
     return tuple(_contiguous(np.take(x, i, axis=axis), x.dtype) for i in builtins_range(attrs["num"]))
 
 
-register(OpDef("Unpack", "unstack", _unpack_infer, _unpack_kernel, 1))
+register(OpDef("Unpack", "unstack", _unpack_infer, _unpack_kernel, 1, view="unpack"))
 
 
 def unstack(value, num=None, axis=0, name=None):
@@ -532,7 +535,7 @@ def _expand_infer(specs, attrs):
 
 
 register(OpDef("ExpandDims", "ExpandDims", _expand_infer,
-               lambda inputs, attrs: (np.expand_dims(inputs[0], attrs["axis"]),), 1))
+               lambda inputs, attrs: (np.expand_dims(inputs[0], attrs["axis"]),), 1, view="expand_dims"))
 
 
 def expand_dims(input, axis, name=None):
@@ -563,7 +566,7 @@ def _squeeze_kernel(inputs, attrs):
         raise errors.InvalidArgumentError(f"Squeeze: {e}") from None
 
 
-register(OpDef("Squeeze", "Squeeze", _squeeze_infer, _squeeze_kernel, 1))
+register(OpDef("Squeeze", "Squeeze", _squeeze_infer, _squeeze_kernel, 1, view="squeeze"))
 
 
 def squeeze(input, axis=None, name=None):
@@ -635,7 +638,7 @@ def _gather_kernel(inputs, attrs):
     return (np.take(params, indices, axis=axis),)
 
 
-register(OpDef("GatherV2", "GatherV2", _gather_infer, _gather_kernel, 2))
+register(OpDef("GatherV2", "GatherV2", _gather_infer, _gather_kernel, 2, view="gather"))
 
 
 def gather(params, indices, axis=0, name=None):
@@ -745,7 +748,7 @@ def _slice_index(spec, dynamic) -> tuple:
     return tuple(index)
 
 
-register(OpDef("StridedSlice", "strided_slice", _slice_infer, _slice_kernel, None))
+register(OpDef("StridedSlice", "strided_slice", _slice_infer, _slice_kernel, None, view="strided_slice"))
 
 
 def strided_slice(x, key, name=None):

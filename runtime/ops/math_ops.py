@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops.registry import OpDef, apply, convert, convert_same, gradient, not_differentiable, register
+from runtime.ops.registry import OpDef, Reduction, apply, convert, convert_same, gradient, not_differentiable, register
 from runtime.shapes import TensorShape
 
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
@@ -147,6 +147,8 @@ def _floormod(x, y):
 def _pow(x, y):
     if x.dtype.kind in "iu" and np.any(y < 0):
         raise errors.InvalidArgumentError("Integers to negative integer powers are not allowed")
+    if x.dtype.kind == "f":
+        return np.where(y == 2, x * x, np.power(x, y))    # x**2 is x*x, as numpy's ``x ** 2`` (and native code)
     return np.power(x, y)
 
 
@@ -179,7 +181,7 @@ logical_not = _define_elementwise("LogicalNot", "logical_not", np.logical_not, B
 negative = _define_elementwise("Neg", "neg", np.negative, SIGNED, 1, c_expr="(-{0})")
 abs = _define_elementwise("Abs", "abs", np.abs, SIGNED, 1, c_expr="rt_abs({0})")
 sign = _define_elementwise("Sign", "sign", np.sign, SIGNED, 1, c_expr="rt_sign({0})")
-square = _define_elementwise("Square", "square", np.square, NUMERIC, 1, c_expr="({0} * {0})")
+square = _define_elementwise("Square", "square", np.square, NUMERIC, 1, c_expr="rt_square({0})")
 sqrt = _define_elementwise("Sqrt", "sqrt", np.sqrt, FLOATS, 1, c_expr="rt_sqrt({0})")
 exp = _define_elementwise("Exp", "exp", np.exp, FLOATS, 1, c_expr="rt_exp({0})")
 log = _define_elementwise("Log", "log", np.log, FLOATS, 1, c_expr="rt_log({0})")
@@ -528,16 +530,15 @@ def _mean(x, axis, keepdims):
     return np.mean(x, axis=axis, keepdims=keepdims)
 
 
-def _define_reduction(op_type, name, fn, allowed, out_dtype=None, identity_required=False):
+def _define_reduction(op_type, name, fn, allowed, reduction: Reduction, out_dtype=None):
     def run(inputs, attrs):
         x = inputs[0]
         axis = attrs["axis"]
-        if identity_required and x.size == 0:
+        if reduction.identity is None and x.size == 0:
             raise errors.InvalidArgumentError(f"{op_type}: reduction over an empty dimension has no identity")
         with np.errstate(all="ignore"):
             return (np.asarray(fn(x, axis=axis, keepdims=attrs["keepdims"])),)
-    register(OpDef(op_type, name, _reduce_infer(op_type, allowed, out_dtype), run, 1,
-                   extra={"reduction": name}))
+    register(OpDef(op_type, name, _reduce_infer(op_type, allowed, out_dtype), run, 1, reduction=reduction))
 
     def api(input_tensor, axis=None, keepdims=False, name=None):
         x = convert(input_tensor)
@@ -548,13 +549,14 @@ def _define_reduction(op_type, name, fn, allowed, out_dtype=None, identity_requi
     return api
 
 
-reduce_sum = _define_reduction("Sum", "reduce_sum", np.sum, NUMERIC)
-reduce_mean = _define_reduction("Mean", "reduce_mean", _mean, NUMERIC)
-reduce_max = _define_reduction("Max", "reduce_max", np.max, NUMERIC, identity_required=True)
-reduce_min = _define_reduction("Min", "reduce_min", np.min, NUMERIC, identity_required=True)
-reduce_prod = _define_reduction("Prod", "reduce_prod", np.prod, NUMERIC)
-reduce_any = _define_reduction("Any", "reduce_any", np.any, BOOL)
-reduce_all = _define_reduction("All", "reduce_all", np.all, BOOL)
+_SUM = Reduction("({0} + {1})", "+", "0")
+reduce_sum = _define_reduction("Sum", "reduce_sum", np.sum, NUMERIC, _SUM)
+reduce_mean = _define_reduction("Mean", "reduce_mean", _mean, NUMERIC, Reduction(_SUM.combine, "+", "0", mean=True))
+reduce_max = _define_reduction("Max", "reduce_max", np.max, NUMERIC, Reduction("rt_max({0}, {1})", "max", None))
+reduce_min = _define_reduction("Min", "reduce_min", np.min, NUMERIC, Reduction("rt_min({0}, {1})", "min", None))
+reduce_prod = _define_reduction("Prod", "reduce_prod", np.prod, NUMERIC, Reduction("({0} * {1})", "*", "1"))
+reduce_any = _define_reduction("Any", "reduce_any", np.any, BOOL, Reduction("({0} || {1})", "|", "0"))
+reduce_all = _define_reduction("All", "reduce_all", np.all, BOOL, Reduction("({0} && {1})", "&", "1"))
 
 
 def _reduced_grad(op, grad):
@@ -781,7 +783,15 @@ def _softmax_kernel(inputs, attrs):
     return ((e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype),)
 
 
-register(OpDef("Softmax", "Softmax", _softmax_infer, _softmax_kernel, 1))
+def _softmax_expand(inputs, attrs):
+    """Softmax from primitive ops (what ``_softmax_kernel`` computes), for fusion in native code."""
+    x = inputs[0]
+    axis = (attrs["axis"] % x.shape.rank,) if x.shape.rank is not None else (attrs["axis"],)
+    e = exp(subtract(x, apply("Max", [x], {"axis": axis, "keepdims": True})))
+    return (_realdiv(e, apply("Sum", [e], {"axis": axis, "keepdims": True})),)
+
+
+register(OpDef("Softmax", "Softmax", _softmax_infer, _softmax_kernel, 1, expand=_softmax_expand))
 
 
 def softmax(logits, axis=-1, name=None):

@@ -1,15 +1,18 @@
-"""One table of ops. Each ``OpDef`` gives the dtype/shape rule, the eager numpy kernel,
-the graph node type and a slot for the native emitter; ``apply`` runs an op eagerly or
-records it in the graph being traced.
+"""One table of ops. Each ``OpDef`` gives the dtype/shape rule, the eager numpy kernel, the graph
+node type and what native code needs to know to compute one output element: a scalar C expression
+(elementwise ops and generators), a combiner (reductions) or an index-map family (views). ``apply``
+runs an op eagerly or records it in the graph being traced.
 
 Example:
-    >>> import runtime as rt
-    >>> get_opdef("Add").default_name
+    >>> get_opdef("AddV2").default_name
     'add'
+    >>> c_expression(get_opdef("Maximum"), ["a", "b"], [dtypes.float32] * 2, dtypes.float32)
+    '((float)rt_max_float32(a, b))'
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -27,6 +30,21 @@ class Spec(NamedTuple):
     const: Any = None
 
 
+@dataclass(frozen=True)
+class Reduction:
+    """What a reduction op computes over the reduced axes.
+
+    ``combine`` is a C expression of the accumulator ``{0}`` and one element ``{1}`` (like ``c_expr``);
+    ``omp`` the OpenMP reduction operator for the same combination; ``identity`` the start value
+    (``"0"``, ``"1"``), or None when an empty reduction is an error (max, min); ``mean`` divides the total
+    by the number of elements reduced.
+    """
+    combine: str
+    omp: str
+    identity: str | None
+    mean: bool = False
+
+
 @dataclass
 class OpDef:
     """An op: graph type name, default node name, rules and kernels (see module docstring)."""
@@ -38,12 +56,40 @@ class OpDef:
     stateful: bool = False                # ordered with other stateful ops of its graph
     side_effect: bool = False             # runs even when no output is used (print, assert, assign)
     dynamic_infer: bool = False           # inference uses input values (verify only checks arity)
-    c_expr: str | None = None             # elementwise C expression over {0}, {1}, ... (native emitter)
-    native: Any = None                    # native emitter, filled by the code generator
+    c_expr: str | None = None             # one output element in C: operands {0}, {1} ..., index {i0} ..., type {T}
+    generator: bool = False               # c_expr computes an element from its index and scalar inputs (no broadcast)
+    reduction: Reduction | None = None    # a reduction over attrs["axis"] (attrs["keepdims"])
+    view: str | None = None               # index-map family: an output element is an input element (no arithmetic)
+    expand: Callable | None = None        # composite op: (inputs, attrs) -> outputs built from other ops (graph)
     foldable: bool = True                 # constant folding may evaluate it at build time
-    extra: dict = field(default_factory=dict)
     grad: Callable | None = None          # (op, *output_grads) -> input grads; set by @gradient beside the op
     differentiable: bool = True           # False: explicitly has no gradient (the registry walk skips it)
+
+    @property
+    def elementwise(self) -> bool:
+        """True when each output element is ``c_expr`` of the broadcast input elements at the same index."""
+        return self.c_expr is not None and not self.generator
+
+
+_HELPER = re.compile(r"\brt_(\w+)\(")
+
+
+def c_expression(opdef: OpDef, args: list[str], input_dtypes: list, output_dtype, index: list[str] = ()) -> str:
+    """One output element of an elementwise op or generator, in C: the one expansion of ``c_expr``.
+
+    ``{0}``, ``{1}`` ... become ``args``, ``{i0}`` ... the output index, ``{T}`` the output C type, and the
+    scalar helpers ``rt_f(`` of ``rt_kernels.h`` get the operands' dtype suffix (``rt_max_float32(``).
+    The result is cast to the output C type.
+    """
+    text = opdef.c_expr
+    suffix = (input_dtypes[-1] if input_dtypes else output_dtype).name
+    text = _HELPER.sub(lambda m: f"rt_{m.group(1)}_{suffix}(", text)
+    text = text.replace("{T}", output_dtype.c_type)
+    for i, a in enumerate(index):
+        text = text.replace("{i" + str(i) + "}", a)
+    for i, a in enumerate(args):
+        text = text.replace("{" + str(i) + "}", a)
+    return f"(({output_dtype.c_type}){text})"
 
 
 _REGISTRY: dict[str, OpDef] = {}

@@ -21,11 +21,13 @@ Example:
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 
 from runtime.graph import Graph
 from runtime.optimizer.clone import clone_graph, drop_plans
 from runtime.optimizer.cse import cse
+from runtime.optimizer.expand_composites import expand_composites
 from runtime.optimizer.fold_constants import fold_constants
 from runtime.optimizer.hoist_loop_invariants import hoist_loop_invariants
 from runtime.optimizer.prune import prune
@@ -37,6 +39,8 @@ Pass = Callable[[Graph], bool]
 PASSES: list[tuple[str, Pass]] = [
     # First: later passes then only look at ops that run (and folding skips dead expensive constants).
     ("prune", prune),
+    # Before folding and CSE: the primitive ops a composite op expands into fold and merge like the others.
+    ("expand_composites", expand_composites),
     # Before CSE: folded constants with equal values then merge into one Const.
     ("fold_constants", fold_constants),
     # Before simplification: x*1 patterns see one shared Const, and equal subtrees are already one.
@@ -56,19 +60,30 @@ MAX_ROUNDS = 4
 def optimize(graph: Graph, passes: Iterable[str] | str | None = None) -> Graph:
     """An optimized copy of ``graph``: the ``passes`` (names in ``PASS_NAMES``, default all; a
     comma-separated string is accepted) run in pipeline order until nothing changes (at most
-    ``MAX_ROUNDS`` rounds). ``graph`` itself is not modified."""
+    ``MAX_ROUNDS`` rounds). ``graph`` itself is not modified. With ``RT_DEBUG`` set, ``verify()``
+    checks the graph after every pass that changed it."""
     selected = _select(passes)
     copy = clone_graph(graph)
+    check = bool(os.environ.get("RT_DEBUG"))
     for _ in range(MAX_ROUNDS):
         changed = False
-        for _name, pass_ in selected:
+        for name, pass_ in selected:
             if pass_(copy):
                 changed = True
                 for g in subgraphs_first(copy):
                     drop_plans(g)
+                if check:
+                    _verify_after(copy, name)
         if not changed:
             break
     return copy
+
+
+def _verify_after(graph: Graph, pass_name: str) -> None:
+    try:
+        graph.verify()
+    except ValueError as e:
+        raise ValueError(f"the graph is malformed after the optimization pass {pass_name!r}: {e}") from None
 
 
 def _select(passes) -> list[tuple[str, Pass]]:
@@ -89,6 +104,7 @@ __all__ = [
     "PASS_NAMES",
     "clone_graph",
     "cse",
+    "expand_composites",
     "fold_constants",
     "hoist_loop_invariants",
     "optimize",

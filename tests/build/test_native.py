@@ -276,11 +276,11 @@ def test_independent_parts_run_concurrently_with_the_same_results(programs, xy, 
 
 
 def test_independent_parts_are_emitted_as_parallel_parts(programs):
-    from transpiler.codegen.native import FunctionEmitter
+    from transpiler.codegen import emit_function
     for function in (programs.branches, programs.same_input_branches):
         concrete = function.get_concrete_function()
-        code = FunctionEmitter(concrete.graph, "rt_fn_test", []).emit()
-        assert "rt_fn_test_part0" in code and "rt_fn_test_part1" in code and "rt_ctx_join" in code
+        code, _, _ = emit_function(concrete.graph, "rt_fn_test")
+        assert "rt_ctx_part(" in code and "case 1:" in code and "rt_ctx_join(" in code
 
 
 @pytest.fixture(scope="module")
@@ -484,6 +484,8 @@ def test_generated_code_is_dumped_with_rt_debug(tmp_path):
     try:
         assert kept_dir.exists(), text
         assert list(kept_dir.rglob("*.pyx")) and list(kept_dir.rglob("*_rt_native.h")), text
+        loops = list(kept_dir.rglob("*.loops.txt"))
+        assert loops and "function rt_fn_0(x: int32[]):" in loops[0].read_text(), text
     finally:
         shutil.rmtree(kept_dir, ignore_errors=True)
 

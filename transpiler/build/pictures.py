@@ -18,7 +18,7 @@ Example:
     >>> graph = f.get_concrete_function(rt.TensorSpec([None], rt.float32)).graph
     >>> facts = emission_facts(graph)
     >>> [sorted(op.type for op in group) for group in facts.fused_groups]
-    [['AddV2', 'Mul', 'Tanh']]
+    [['AddV2', 'Identity', 'Mul', 'Tanh']]
 """
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ import subprocess
 from pathlib import Path
 
 from runtime.graph import Graph, Operation
-from transpiler.codegen.native import FunctionEmitter
+from transpiler.codegen import emit_function
 from transpiler.codegen.render import TEMPLATES
+from transpiler.lowering.plan import Region
 
 
 # Fill colours: tests and readers of the SVG tell the kinds of op apart by them.
@@ -58,47 +59,56 @@ class EmissionFacts:
 
 
 def emission_facts(graph: Graph, fuse_elementwise: bool = True, plan_memory: bool = True) -> EmissionFacts:
-    """Run the native emitter on ``graph`` and report which ops it fused into which loop and which it sends
-    through Python callbacks.
+    """Lower ``graph`` as the build does and report which ops share one loop and which call back into Python.
 
-    This is the one place that reads the emitter's bookkeeping (today ``FunctionEmitter.inlined``, the
-    tensors computed inside their consumer's loop, and the ops it passes to ``FunctionEmitter.callback``,
-    counted in ``report.callbacks``).
+    This is the one place that reads the lowering's bookkeeping: its fusion plans (per graph, which
+    tensors are stored and which ops form a row group) and the ops it sends through callbacks.
     """
-    emitter = FunctionEmitter(graph, "rt_fn_picture", [], fuse_elementwise=fuse_elementwise, plan_memory=plan_memory)
-    called_back: list[Operation] = []
-    run_callback = emitter.callback
-
-    def callback(op: Operation) -> None:
-        called_back.append(op)
-        run_callback(op)
-    emitter.callback = callback
-    emitter.emit()
-    if sum(emitter.report.callbacks.values()) != len(called_back):
-        raise RuntimeError("the emitter's callback report does not match the ops it called back")
-    return EmissionFacts(_fused_groups(graph, set(emitter.inlined)), {id(op) for op in called_back})
+    _, _, report = emit_function(graph, "rt_fn_picture", fuse_elementwise=fuse_elementwise,
+                                 plan_memory=plan_memory)
+    groups: list[list[Operation]] = []
+    for sub, plan in report.plans:
+        groups.extend(_fused_groups(sub, plan))
+    return EmissionFacts(groups, {id(op) for op in report.callback_ops})
 
 
-def _fused_groups(graph: Graph, inlined: set[int]) -> list[list[Operation]]:
-    """Per emitted op that computes inlined producers in its loop: those producers and the op."""
-    groups = []
+_LAZY_KINDS = ("elementwise", "generator", "view", "query")
 
-    def walk(g: Graph) -> None:
-        for op in g.operations:
-            if not any(id(t) in inlined for t in op.outputs):
-                members: list[Operation] = []
-                pending = [t.op for t in op.inputs if id(t) in inlined]
-                while pending:
-                    producer = pending.pop()
-                    if all(producer is not m for m in members):
-                        members.append(producer)
-                        pending += [t.op for t in producer.inputs if id(t) in inlined]
-                if members:
-                    order = {id(o): i for i, o in enumerate(g.operations)}
-                    groups.append(sorted(members, key=lambda o: order.get(id(o), -1)) + [op])
-            for sub in op.subgraphs():
-                walk(sub)
-    walk(graph)
+
+def _fused_groups(graph: Graph, plan) -> list[list[Operation]]:
+    """Per kernel of one graph's plan: the ops computed in its loop (lazy producers, then the op itself).
+
+    A row group is one kernel; any other op that stores a result computes there the lazy (not stored)
+    elementwise ops, views and queries that feed it.
+    """
+    order = {id(op): i for i, op in enumerate(graph.operations)}
+
+    def lazy(op) -> bool:
+        return plan.kind.get(id(op)) in _LAZY_KINDS and not any(id(t) in plan.stored for t in op.outputs)
+
+    def with_producers(roots: list[Operation]) -> list[Operation]:
+        members = list(roots)
+        pending = [t.op for op in roots for t in op.inputs]
+        while pending:
+            producer = pending.pop()
+            if id(producer) in order and lazy(producer) and all(producer is not m for m in members):
+                members.append(producer)
+                pending += [t.op for t in producer.inputs]
+        return sorted(members, key=lambda o: order[id(o)])
+
+    groups, in_region = [], set()
+    for unit in plan.units:
+        if not isinstance(unit, Region):
+            continue
+        members = with_producers(list(unit.members))
+        in_region.update(id(op) for op in members)
+        groups.append(members)
+    for op in graph.operations:
+        if id(op) in in_region or id(op) not in plan.kind or lazy(op) or plan.kind[id(op)] == "opaque":
+            continue
+        members = with_producers([op])
+        if len(members) > 1:
+            groups.append(members)
     return groups
 
 

@@ -1,29 +1,38 @@
 """Code generation for the ahead-of-time build: a module's traced graphs -> a Cython extension.
 
-``render_module`` collects every built signature of the module's ``rt.function``s,
-emits one C function per signature (``native.FunctionEmitter``), and renders the
-extension's ``.pyx`` and C header from ``templates/``.
+``render_module`` collects every built signature of the module's ``rt.function``s, optimizes each
+graph (``runtime.optimizer``), lowers it to loop nests (``transpiler.lowering``), prints them as C
+(``transpiler.codegen.c``), and renders the extension's ``.pyx`` and C header from ``templates/``.
+``emit_function`` does the middle part for one graph (what a JIT needs).
 """
 from __future__ import annotations
 
 import hashlib
+import marshal
 import os
 import pickle
 from dataclasses import dataclass, field
 
 import runtime
+from runtime import autograph, nest
+from runtime.graph import all_operations
 from runtime.polymorphic_function import Function
 from runtime.variables import Variable
 
 from runtime.optimizer import optimize
 from transpiler.codegen.flags import arch_flags
-from transpiler.codegen.native import FunctionEmitter
+from transpiler.codegen.c import render_function
+from transpiler.lowering import Report, lower_function
+from transpiler import conversion
 from transpiler.codegen.render import render
 
 KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(runtime.__file__)), "kernels")
 
-COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-function",
-                "-Wno-unused-variable", "-Wno-unused-label", "-Wno-unused-but-set-variable"] + arch_flags()
+# -fno-strict-aliasing and -fwrapv: generated code relies on neither type-based aliasing nor signed
+# overflow being undefined (integer tensors wrap, as in numpy).
+COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-fno-strict-aliasing", "-fwrapv",
+                "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label", "-Wno-unused-but-set-variable"] \
+    + arch_flags()
 LINK_ARGS = ["-fopenmp", "-lm"]
 
 
@@ -68,7 +77,20 @@ def _variable_paths(module) -> dict[int, str]:
     return paths
 
 
-EMITTER_PASSES = ("fuse_elementwise", "plan_memory")   # done while emitting C, switchable like graph passes
+EMITTER_PASSES = ("fuse_elementwise", "plan_memory")   # done while lowering, switchable like graph passes
+
+
+def emit_function(graph, c_name: str, fuse_elementwise: bool = True, plan_memory: bool = True,
+                  debug: list | None = None) -> tuple[str, list, Report]:
+    """C for ``static int c_name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` computing ``graph``.
+
+    Returns (C code, the variable handles whose storage follows the inputs, in order, the report:
+    ops run through Python callbacks and ops fused). ``debug``, when given, gets the loop IR text.
+    """
+    lowered = lower_function(graph, c_name, fuse=fuse_elementwise, plan_memory=plan_memory)
+    if debug is not None:
+        debug.append(str(lowered.ir))
+    return render_function(lowered.ir), lowered.variables, lowered.report
 
 
 def render_module(module, source_path: str, module_name: str, passes=None) -> RenderedModule:
@@ -83,13 +105,12 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
         passes = [p.strip() for p in passes.split(",") if p.strip()]
     graph_passes = None if passes is None else [p for p in passes if p not in EMITTER_PASSES]
     emit_options = {name: passes is None or name in passes for name in EMITTER_PASSES}
-    debug = []
+    debug, debug_loops = [], []
     with open(source_path, encoding="utf-8") as f:
         source = f.read()
     short = module_name.rsplit(".", 1)[-1]
     paths = _variable_paths(module)
     functions_c, entries, report = [], [], []
-    from runtime import autograph
     for qualname, function in module_functions(module):
         if function._autograph:
             autograph.convert(function.python_function)   # embedded, so run-time retraces skip the converter
@@ -101,12 +122,13 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
             index = len(entries)
             graph = optimize(concrete.graph, passes=graph_passes)
             structured_outputs = _remap_outputs(concrete, graph)
-            emitter = FunctionEmitter(graph, f"rt_fn_{index}", [], **emit_options)
-            if os.environ.get("RT_DEBUG"):
-                debug.append(f"# {qualname}: {concrete._signature_text()}\n## traced\n{concrete.graph}\n"
-                             f"## optimized\n{graph}\n")
-            code = emitter.emit()
-            for handle in emitter.variables:
+            loops = [] if os.environ.get("RT_DEBUG") else None
+            code, variables, function_report = emit_function(graph, f"rt_fn_{index}", debug=loops, **emit_options)
+            if loops is not None:
+                title = f"# {qualname}: {concrete._signature_text()}"
+                debug.append(f"{title}\n## traced\n{concrete.graph}\n## optimized\n{graph}\n")
+                debug_loops.append(f"{title}\n{loops[0]}\n")
+            for handle in variables:
                 variable = handle.get()
                 path = paths.get(id(variable))
                 if path is None:
@@ -119,16 +141,18 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
             entries.append({"index": index, "qualname": qualname, "graph": graph,
                             "structured_inputs": concrete._structured_inputs,
                             "structured_outputs": structured_outputs,
-                            "input_specs": concrete._input_specs, "variables": list(emitter.variables),
-                            "callbacks": bool(emitter.report.callbacks),
-                            "small": not emitter.report.callbacks and _is_small(graph)})
+                            "input_specs": concrete._input_specs, "variables": list(variables),
+                            "callbacks": bool(function_report.callbacks),
+                            "small": not function_report.callbacks and _is_small(graph)})
             before, after = len(_all_ops(concrete.graph)), len(_all_ops(graph))
             line = f"  {concrete._signature_text()}: {before} nodes, {after} after optimization"
-            if emitter.report.fused:
-                line += f", {emitter.report.fused} elementwise ops fused"
-            if emitter.report.callbacks:
+            if function_report.fused:
+                line += f", {function_report.fused} ops fused"
+            if function_report.groups:
+                line += f", {function_report.groups} row groups"
+            if function_report.callbacks:
                 line += ", through Python: " + ", ".join(
-                    f"{k} x{v}" for k, v in sorted(emitter.report.callbacks.items()))
+                    f"{k} x{v}" for k, v in sorted(function_report.callbacks.items()))
             report.append(line)
     payload = pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
                             "conversions": _conversions(source_path),
@@ -139,13 +163,12 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                     functions=("raw", "\n\n".join(functions_c)),
                     table=("raw", ", ".join(f"(void *)rt_fn_{i}" for i in range(len(entries))) or "NULL"),
                     count=("raw", str(len(entries))))
-    uses_blas = "rt_matmul_float" in "".join(functions_c)
     pyx = render("module.pyx.tmpl", source_name=("c_comment", os.path.basename(source_path)),
-                 uses_blas=("py", uses_blas),
                  header=("raw", header_name), payload=("py", payload))
     files = {f"{short}.pyx": pyx, header_name: header}
     if debug:
         files[f"{short}.graphs.txt"] = "\n".join(debug)
+        files[f"{short}.loops.txt"] = "\n".join(debug_loops)
     return RenderedModule(name=module_name, files=files, pyx=f"{short}.pyx",
                           include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
                           extra_link_args=list(LINK_ARGS), report=report)
@@ -153,7 +176,6 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
 
 def _remap_outputs(concrete, graph):
     """The concrete function's output structure over the optimized graph's output tensors."""
-    from runtime import nest
     position = {id(t): i for i, t in enumerate(concrete.graph.outputs)}
     structure = concrete.structured_outputs
     if structure is None:
@@ -178,16 +200,9 @@ def _is_small(graph, limit: int = 4096) -> bool:
 
 def _conversions(source_path: str) -> dict:
     """The AutoGraph conversions of this file's functions, compiled: a run-time retrace needs no converter."""
-    import marshal
-    from transpiler import conversion
-    path = os.path.abspath(source_path)
-    found = {}
-    for (_, filename, first_line, freevars, options), converted in list(conversion._cache.items()):
-        if options == () and os.path.abspath(filename) == path:
-            found[(path, first_line, tuple(freevars))] = (marshal.dumps(converted.module_code), converted.code)
-    return found
+    return {key: (marshal.dumps(converted.module_code), converted.code)
+            for key, converted in conversion.conversions_in_file(source_path).items()}
 
 
 def _all_ops(graph) -> list:
-    from runtime.aot import op_table
-    return op_table(graph)
+    return all_operations(graph)

@@ -2,7 +2,8 @@
 
 The ISA level is the highest x86-64 micro-architecture level the build machine
 supports (v4: AVX-512, v3: AVX2+FMA, v2: SSE4.2), so that vectorised math
-(libmvec) uses the widest lanes; set ``RT_MARCH`` (e.g. ``x86-64-v2`` or
+(libmvec) uses the widest lanes (``tests/build/test_march.py`` checks every level
+the machine has); set ``RT_MARCH`` (e.g. ``x86-64-v2`` or
 ``native``, or ``none``) to choose another target for machines you ship to.
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 import platform
 
-_LEVELS = [
+LEVELS = [
     ("x86-64-v4", {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx2", "fma", "bmi2"}),
     ("x86-64-v3", {"avx2", "fma", "bmi1", "bmi2", "movbe", "f16c"}),
     ("x86-64-v2", {"sse4_2", "popcnt", "ssse3"}),
@@ -37,7 +38,7 @@ def arch_flags() -> list[str]:
     if platform.machine() not in ("x86_64", "AMD64"):
         return []
     flags = cpu_flags()
-    for level, needed in _LEVELS:
+    for level, needed in LEVELS:
         if needed <= flags:
             return [f"-march={level}"]
     return []

@@ -31,7 +31,7 @@ from hypothesis.extra import numpy as hnp
 
 import runtime as rt
 from runtime import errors, executor, nest
-from runtime.aot import op_table
+from runtime.graph import all_operations
 from runtime.polymorphic_function import ConcreteFunction, Function
 from runtime.shapes import TensorSpec
 from runtime.tensor import Tensor
@@ -79,7 +79,7 @@ class BuiltSignature:
 
     @property
     def random(self) -> bool:
-        return any(op.type in RANDOM_OPS for op in op_table(self.concrete.graph))
+        return any(op.type in RANDOM_OPS for op in all_operations(self.concrete.graph))
 
 
 def _spec_text(spec: TensorSpec) -> str:

@@ -1,90 +1,56 @@
-"""Golden generated C for a few programs, and the kernel table generated from the op registry.
+"""Golden generated C for a few programs (``golden/programs.py``), and the generated kernel headers.
 
 When the code generator changes on purpose, regenerate the golden files with
 
     RT_REGEN_GOLDEN=1 python -m pytest tests/unit/codegen
 
-and review the diff; a failing test prints the diff and this command.
+and review the diff (``git diff tests/unit/codegen/golden``); a failing test prints the diff and this
+command. ``tests/build/test_golden.py`` compiles the same programs and runs them against eager.
 """
 from __future__ import annotations
 
 import difflib
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
-import runtime as rt
-from transpiler.codegen import kernel_table
-from transpiler.codegen.native import FunctionEmitter
+from transpiler.codegen import emit_function, kernel_table
 
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = "RT_REGEN_GOLDEN=1 python -m pytest tests/unit/codegen"
 
+sys.path.insert(0, str(GOLDEN))
+import programs  # noqa: E402  (the golden programs, beside their C)
 
-def _double(a):
-    return a + a
-
-
-def _chain(x):
-    return rt.tanh(x * 1.5 + 0.5) * 2.0 - x
-
-
-def _collatz(x):
-    return rt.where(x % 2 == 0, x // 2, 3 * x + 1)
-
-
-def _power(x, y):
-    result = rt.eye(3, dtype=rt.int32)
-    for _ in range(y):
-        result = rt.matmul(x, result)
-    return result
-
-
-def _countdown(n):
-    total = rt.constant(0)
-    while n > 0:
-        total += n
-        n -= 1
-    return total
-
-
-def _bias_relu(x, b):
-    return rt.nn.relu(x + b)
-
-
-PROGRAMS = {
-    "bias_relu": (_bias_relu, [rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.float32)]),
-    "double": (_double, [rt.TensorSpec([], rt.int32)]),
-    "chain": (_chain, [rt.TensorSpec([None], rt.float32)]),
-    "collatz": (_collatz, [rt.TensorSpec([None], rt.int32)]),
-    "power": (_power, [rt.TensorSpec([3, 3], rt.int32), 3]),
-    "countdown": (_countdown, [rt.TensorSpec([], rt.int32)]),
-}
+sys.path.remove(str(GOLDEN))
 
 
 def _check_golden(name: str, text: str) -> None:
+    text = text.replace(str(GOLDEN), "<golden>")      # error messages name the user's file
     path = GOLDEN / name
+    want = path.read_text() if path.exists() else ""
+    if text == want:
+        return
+    diff = "".join(difflib.unified_diff(want.splitlines(True), text.splitlines(True), f"golden/{name}", "now"))
     if os.environ.get("RT_REGEN_GOLDEN"):
         path.write_text(text)
+        print(f"regenerated golden/{name}:\n{diff}")
         return
-    want = path.read_text() if path.exists() else ""
-    if text != want:
-        diff = "".join(difflib.unified_diff(want.splitlines(True), text.splitlines(True), f"golden/{name}", "now"))
-        pytest.fail(f"generated code changed:\n{diff}\nIf intended, regenerate with: {REGENERATE}")
+    pytest.fail(f"generated code changed:\n{diff}\nIf intended, regenerate with: {REGENERATE}")
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", programs.GOLDEN)
 def test_generated_c_matches_golden(name):
-    fn, args = PROGRAMS[name]
-    concrete = rt.function(fn).get_concrete_function(*args)
-    code = FunctionEmitter(concrete.graph, f"rt_fn_{name}", []).emit()
+    code, _, _ = emit_function(programs.graphs()[name], f"rt_fn_{name}")
     _check_golden(f"{name}.c", code + "\n")
 
 
-def test_elementwise_kernel_table_is_current():
-    with open(kernel_table.HEADER, encoding="utf-8") as f:
+@pytest.mark.parametrize("path", sorted(kernel_table.GENERATED))
+def test_generated_kernel_headers_are_current(path):
+    with open(path, encoding="utf-8") as f:
         committed = f.read()
-    if committed != kernel_table.generate():
-        pytest.fail("runtime/kernels/rt_elementwise.h is out of date with the op registry; regenerate with: "
+    if committed != kernel_table.GENERATED[path]():
+        pytest.fail(f"{os.path.relpath(path)} is out of date with the Python tables; regenerate with: "
                     "python -m transpiler.codegen.kernel_table")

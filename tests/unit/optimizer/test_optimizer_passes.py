@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from conftest import apply_pass, assert_same_results, count_ops
 from opt_programs import CASES, graph_of
 
 import runtime as rt
 from runtime import context
 from runtime.graph import Graph
-from runtime.optimizer import cse, fold_constants, hoist_loop_invariants, optimize, prune, simplify_arithmetic
+from runtime import optimizer
+from runtime.optimizer import (
+    cse, expand_composites, fold_constants, hoist_loop_invariants, optimize, prune, simplify_arithmetic,
+)
 from runtime.optimizer.clone import clone_graph
 
 CASE = {c[0]: c for c in CASES}
@@ -163,3 +167,29 @@ def test_hoist_leaves_ops_that_may_fail():
     assert count_ops(body, "Sub") == 1, "a - b with unknown shapes may fail to broadcast"
     zeros = [np.ones(2, np.int32), np.zeros(2, np.int32), np.int32(0)]
     assert_same_results(graph, after, [zeros, [np.ones(2, np.int32), np.ones(2, np.int32), np.int32(2)]])
+
+
+def test_rt_debug_verifies_the_graph_after_every_pass(monkeypatch):
+    def breaks_the_graph(graph):
+        graph.operations.reverse()         # uses before definitions
+        return True
+
+    monkeypatch.setattr(optimizer, "PASSES", [("breaks_the_graph", breaks_the_graph)] + optimizer.PASSES)
+    monkeypatch.setattr(optimizer, "PASS_NAMES", ["breaks_the_graph"] + optimizer.PASS_NAMES)
+    graph = graph_of(CASE["loop"])
+    monkeypatch.delenv("RT_DEBUG", raising=False)
+    optimize(graph)                        # unchecked: the malformed graph goes through
+    monkeypatch.setenv("RT_DEBUG", "1")
+    with pytest.raises(ValueError, match="after the optimization pass 'breaks_the_graph'"):
+        optimize(graph)
+
+
+def test_softmax_expands_into_ops_that_fuse():
+    @rt.function(autograph=False)
+    def f(x):
+        return rt.nn.softmax(x * 2.0)
+    graph = f.get_concrete_function(rt.TensorSpec([None, 5], rt.float32)).graph
+    copy, changed = apply_pass(graph, expand_composites)
+    assert changed and count_ops(copy, "Softmax") == 0 and count_ops(copy, "Max") == count_ops(copy, "Sum") == 1
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    assert_same_results(graph, copy, [[x]])

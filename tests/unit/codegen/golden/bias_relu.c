@@ -1,56 +1,44 @@
 static int rt_fn_bias_relu(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
+    int64_t n1 = in[0].shape[0];
+    int64_t n2 = in[0].shape[1];
+    float * x3 = (float *)in[0].data;
+    int64_t n4 = in[1].shape[0];
+    float * x5 = (float *)in[1].data;
+    int64_t n6 = 0;
+    float * p9 = NULL;
+    n6 = ((n2) != 1 ? (n2) : ((n4) != 1 ? (n4) : 1));
+    if ((n2) != n6 && (n2) != 1) { snprintf(ctx->msg, sizeof(ctx->msg), "AddV2: incompatible shapes for broadcasting: dimension 1 is %lld in one operand and %lld in another\n  [[op 'add' (AddV2) created at File \"<golden>/programs.py\", line 11, in bias_relu]]", (long long)(n2), (long long)(n6)); goto fail; }
+    if ((n4) != n6 && (n4) != 1) { snprintf(ctx->msg, sizeof(ctx->msg), "AddV2: incompatible shapes for broadcasting: dimension 1 is %lld in one operand and %lld in another\n  [[op 'add' (AddV2) created at File \"<golden>/programs.py\", line 11, in bias_relu]]", (long long)(n4), (long long)(n6)); goto fail; }
     /* Identity = Identity */
-    rt_tensor t1; t1.owner = NULL; t1.dtype = 7;
-    t1.ndim = 2;
-    t1.shape[0] = 1;
-    if (in[0].shape[0] != 1) { if (t1.shape[0] == 1) t1.shape[0] = in[0].shape[0]; else if (t1.shape[0] != in[0].shape[0]) { snprintf(ctx->msg, sizeof(ctx->msg), "Identity (Identity): incompatible shapes for broadcasting at dimension 0: %lld vs %lld", (long long)(t1.shape[0]), (long long)(in[0].shape[0])); goto fail; } }
-    t1.shape[1] = 1;
-    if (in[0].shape[1] != 1) { if (t1.shape[1] == 1) t1.shape[1] = in[0].shape[1]; else if (t1.shape[1] != in[0].shape[1]) { snprintf(ctx->msg, sizeof(ctx->msg), "Identity (Identity): incompatible shapes for broadcasting at dimension 1: %lld vs %lld", (long long)(t1.shape[1]), (long long)(in[0].shape[1])); goto fail; } }
-    if (in[1].shape[0] != 1) { if (t1.shape[1] == 1) t1.shape[1] = in[1].shape[0]; else if (t1.shape[1] != in[1].shape[0]) { snprintf(ctx->msg, sizeof(ctx->msg), "Identity (Identity): incompatible shapes for broadcasting at dimension 1: %lld vs %lld", (long long)(t1.shape[1]), (long long)(in[1].shape[0])); goto fail; } }
-    if (rt_alloc_tensor(ctx, &t1)) goto fail;
-    if (rt_same_shape(&in[0], &t1) && rt_same_shape(&in[1], &t1)) {
-        float *restrict po = (float *)t1.data;const float *restrict p2 = ((float *)in[0].data); const float *restrict p3 = ((float *)in[1].data);
-        const int64_t rt_n = rt_numel(&t1);
-        if (rt_n >= 65536 && ctx->num_threads > 1) {
-            #pragma omp parallel for simd schedule(static) num_threads(ctx->num_threads)
-            for (int64_t k = 0; k < rt_n; k++) po[k] = ((float)((float)rt_relu_float32(((float)(p2[k] + p3[k])))));
-        }
-        else
-         {
-            #pragma omp simd
-            for (int64_t k = 0; k < rt_n; k++) po[k] = ((float)((float)rt_relu_float32(((float)(p2[k] + p3[k])))));
-        }
-    }
-    else if (rt_same_shape(&in[0], &t1) && in[1].shape[0] == t1.shape[1])
-     {
-        float *restrict po = (float *)t1.data; const float *restrict p4 = ((float *)in[0].data); const float *restrict p5 = ((float *)in[1].data);
-        const int64_t inner = t1.shape[1], outer = inner ? rt_numel(&t1) / inner : 0;
-        if (outer * inner >= 65536 && outer > 1 && ctx->num_threads > 1) {
+    if (!(p9 = (float *)rt_alloc_array(ctx, n1 * n6, sizeof(float)))) goto fail;
+    if ((n2) == (n6) && (n4) == (n6)) {
+        if ((n1 * n6) >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
             #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
-            for (int64_t o = 0; o < outer; o++) { float *restrict row = po + o * inner; _Pragma("omp simd") for (int64_t i = 0; i < inner; i++) row[i] = ((float)((float)rt_relu_float32(((float)(p4[o * inner + i] + p5[i]))))); }
+            for (int64_t i10 = 0; i10 < n1; i10++) {
+                #pragma omp simd
+                for (int64_t i11 = 0; i11 < n6; i11++) {
+                    p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11] + x5[i11])))));
+                }
+            }
+        } else {
+            for (int64_t i10 = 0; i10 < n1; i10++) {
+                #pragma omp simd
+                for (int64_t i11 = 0; i11 < n6; i11++) {
+                    p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11] + x5[i11])))));
+                }
+            }
         }
-        else
-         {
-            for (int64_t o = 0; o < outer; o++) { float *restrict row = po + o * inner; _Pragma("omp simd") for (int64_t i = 0; i < inner; i++) row[i] = ((float)((float)rt_relu_float32(((float)(p4[o * inner + i] + p5[i]))))); }
-        }
-    }
-    else {
-        float *po = (float *)t1.data;
-        int64_t idx[2]; for (int d = 0; d < 2; d++) idx[d] = 0;
-        int64_t off0 = 0, st0[2];
-        { int64_t s = 1; for (int d = 2 - 1; d >= 0; d--) { int ld = d - 0; if (ld < 0) { st0[d] = 0; continue; } st0[d] = (in[0].shape[ld] == 1) ? 0 : s; s *= in[0].shape[ld]; } }
-        int64_t off1 = 0, st1[2];
-        { int64_t s = 1; for (int d = 2 - 1; d >= 0; d--) { int ld = d - 1; if (ld < 0) { st1[d] = 0; continue; } st1[d] = (in[1].shape[ld] == 1) ? 0 : s; s *= in[1].shape[ld]; } }
-        for (int64_t k = 0; k < rt_numel(&t1); k++) {
-            po[k] = ((float)((float)rt_relu_float32(((float)(((float *)in[0].data)[off0] + ((float *)in[1].data)[off1])))));
-            for (int d = 2 - 1; d >= 0; d--) {
-                idx[d]++; off0 += st0[d]; off1 += st1[d];
-                if (idx[d] < t1.shape[d]) break;
-                idx[d] = 0; off0 -= st0[d] * t1.shape[d]; off1 -= st1[d] * t1.shape[d];
+    } else {
+        int64_t nb12 = (n2) != 1;
+        int64_t nb13 = (n4) != 1;
+        for (int64_t i10 = 0; i10 < n1; i10++) {
+            #pragma omp simd
+            for (int64_t i11 = 0; i11 < n6; i11++) {
+                p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11 * nb12] + x5[i11 * nb13])))));
             }
         }
     }
-    out[0] = t1;
+    out[0].data = (void *)(p9); out[0].ndim = 2; out[0].shape[0] = n1; out[0].shape[1] = n6; out[0].dtype = 7; out[0].owner = NULL;
     return 0;
 fail:
     return -1;

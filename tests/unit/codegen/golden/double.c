@@ -1,17 +1,12 @@
 static int rt_fn_double(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
-    /* Identity = Identity */
-    rt_tensor t1; t1.owner = NULL; t1.dtype = 3;
-    t1.ndim = 0;
-    if (rt_alloc_tensor(ctx, &t1)) goto fail;
-    if (1) {
-        int32_t *restrict po = (int32_t *)t1.data;const int32_t *restrict p2 = ((int32_t *)in[0].data);
-        const int64_t rt_n = 1;
-         {
-            #pragma omp simd
-            for (int64_t k = 0; k < rt_n; k++) po[k] = ((int32_t)((int32_t)(p2[0] + p2[0])));
-        }
-    }
-    out[0] = t1;
+    int32_t * x1 = (int32_t *)in[0].data;
+    int32_t s2;
+    int32_t * p3 = NULL;
+    /* add = AddV2 */
+    s2 = ((int32_t)(x1[0] + x1[0]));
+    if (!(p3 = (int32_t *)rt_alloc_array(ctx, 1, sizeof(int32_t)))) goto fail;
+    p3[0] = s2;
+    out[0].data = (void *)(p3); out[0].ndim = 0; out[0].dtype = 3; out[0].owner = NULL;
     return 0;
 fail:
     return -1;

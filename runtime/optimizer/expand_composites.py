@@ -1,0 +1,46 @@
+"""Composite ops -> the primitive ops they are made of: ``Softmax(x)`` -> ``e / reduce_sum(e)`` with
+``e = exp(x - reduce_max(x))``.
+
+Each composite op says how in the op table (``OpDef.expand``, beside its numpy kernel, which computes the
+same ops in the same order, so the results stay bit-identical). Native code then fuses the primitive
+ops with their neighbours (a softmax becomes one loop over rows), where the composite op would be a
+separate kernel.
+"""
+from __future__ import annotations
+
+from runtime import context
+from runtime.graph import Graph
+from runtime.optimizer.rewrite import replace_many, subgraphs_first
+
+
+def expand_composites(graph: Graph) -> bool:
+    """Replace every composite op of ``graph`` and its subgraphs in place; True if any was replaced."""
+    changed = False
+    for g in subgraphs_first(graph):
+        changed |= _expand(g)
+    return changed
+
+
+def _expand(graph: Graph) -> bool:
+    mapping: dict = {}
+    kept: list = []
+    changed = False
+    for op in list(graph.operations):
+        if op.opdef.expand is None or any(t.shape.rank is None for t in op.inputs):
+            kept.append(op)
+            continue
+        start = len(graph.operations)
+        with context.graph_scope(graph):
+            outputs = op.opdef.expand(list(op.inputs), op.attrs)
+        new_ops = graph.operations[start:]
+        del graph.operations[start:]
+        for new in new_ops:
+            new.location = op.location
+        kept.extend(new_ops)
+        for old, new in zip(op.outputs, outputs):
+            mapping[id(old)] = new
+        changed = True
+    if changed:
+        graph.operations = kept
+        replace_many(graph, mapping)
+    return changed

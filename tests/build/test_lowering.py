@@ -1,0 +1,539 @@
+"""The lowering stage, differentially: native == generic executor == eager on generated inputs.
+
+One module is built (without constant folding, so that every op with a native lowering stays in the
+graphs: ``rt.eye(3)`` would otherwise become a constant) and hypothesis draws inputs for:
+
+- broadcasts between every pair of ranks 0..4, with run-time dims of 1 (a zero stride) and run-time
+  sizes that do not broadcast (an ``InvalidArgumentError`` in every mode);
+- reductions over every axis subset of a rank-3 tensor, with and without ``keepdims``, of contiguous
+  and transposed (strided) inputs, empty ones included;
+- loops whose carried values change shape (a growing vector, a halving one), matrix loops, scalar
+  loops, a loop of TensorArray writes, a loop around an ``if``;
+- row groups (softmax, layer norm) at sizes under and over the parallel threshold.
+
+A registry walk checks that every op type the lowering handles natively runs natively in this module.
+"""
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import runtime as rt
+from runtime import executor
+from runtime.graph import all_operations
+from runtime.optimizer import PASS_NAMES
+from transpiler.codegen import EMITTER_PASSES
+from transpiler.lowering import lower_function, native_op_types
+
+pytestmark = pytest.mark.build
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+PROGRAMS = '''
+import runtime as rt
+
+F = rt.float32
+
+
+def spec(rank, dtype=F):
+    return rt.TensorSpec([None] * rank, dtype)
+
+
+@rt.function
+def bcast(a, b):
+    return a * b + rt.maximum(a, b) - rt.where(a > b, a, b * 0.5)
+
+
+for ra in range(5):
+    for rb in range(5):
+        bcast.get_concrete_function(spec(ra), spec(rb))
+bcast.get_concrete_function(rt.TensorSpec([None, 3], F), rt.TensorSpec([2, None, 1], F))
+bcast.get_concrete_function(rt.TensorSpec([4, 1, 3], F), rt.TensorSpec([None], F))
+
+AXES = [None] + [list(c) for r in range(4) for c in __import__("itertools").combinations(range(3), r)]
+
+
+@rt.function
+def totals(x, axis, keepdims):
+    s = rt.transpose(x, [2, 0, 1])
+    return (rt.reduce_sum(x, axis, keepdims), rt.reduce_mean(x, axis, keepdims), rt.reduce_prod(x, axis, keepdims),
+            rt.reduce_any(x > 0.5, axis, keepdims), rt.reduce_all(x > -0.5, axis, keepdims),
+            rt.reduce_mean(s * 2.0, axis, keepdims))
+
+
+@rt.function
+def extremes(x, axis, keepdims):
+    s = rt.transpose(x, [1, 2, 0])
+    return rt.reduce_max(x, axis, keepdims), rt.reduce_min(x - 1.0, axis, keepdims), rt.reduce_max(s, axis, keepdims)
+
+
+@rt.function
+def integer_totals(x, axis):
+    return rt.reduce_sum(x, axis), rt.reduce_mean(x, axis), rt.reduce_min(x % 3, axis)
+
+
+for k, axis in enumerate(AXES):
+    for keepdims in (False, True):
+        totals.get_concrete_function(spec(3), axis, keepdims)
+    extremes.get_concrete_function(spec(3), axis, k % 2 == 1)
+    integer_totals.get_concrete_function(spec(3, rt.int32), axis)
+
+
+@rt.function(input_signature=[spec(1), rt.TensorSpec([], rt.int32)])
+def grow(x, n):
+    i = 0
+    while i < n:
+        rt.autograph.experimental.set_loop_options(shape_invariants=[(x, rt.TensorShape([None]))])
+        x = rt.concat([x, x[-1:] * 2.0 + 1.0], axis=0)
+        i += 1
+    return x, rt.reduce_sum(x)
+
+
+@rt.function(input_signature=[spec(1)])
+def halve(x):
+    while rt.size(x) > 1:
+        rt.autograph.experimental.set_loop_options(shape_invariants=[(x, rt.TensorShape([None]))])
+        x = x[::2] * 0.5 + rt.reduce_mean(x)
+    return x
+
+
+@rt.function(input_signature=[rt.TensorSpec([None, 4], F), rt.TensorSpec([], rt.int32)])
+def matrix_loop(m, n):
+    total = rt.zeros([4])
+    for i in rt.range(n):
+        if rt.reduce_sum(m) > 0.0:
+            m = rt.tanh(rt.matmul(m, rt.ones([4, 4]) * 0.25)) + 0.125
+        else:
+            m = m * -1.0 + 0.5
+        total += rt.reduce_mean(m, axis=0)
+    return m, total
+
+
+@rt.function(input_signature=[rt.TensorSpec([], F), rt.TensorSpec([], rt.int32)])
+def newton(a, n):
+    x = a + 1.0
+    i = 0
+    while i < n:
+        x = x - (x * x - a) / (2.0 * x)
+        i += 1
+    return x
+
+
+@rt.function(input_signature=[spec(1, rt.int32)])
+def collatz(x):
+    steps = rt.zeros_like(x)
+    while rt.reduce_any(x > 1):
+        active = x > 1
+        steps += rt.cast(active, rt.int32)
+        x = rt.where(active, rt.where(x % 2 == 0, x // 2, 3 * x + 1), x)
+    return steps
+
+
+@rt.function(input_signature=[rt.TensorSpec([None, 5, 3], F), rt.TensorSpec([3, 3], F)])
+def rnn(xs, w):
+    xs = rt.transpose(xs, [1, 0, 2])
+    states = rt.TensorArray(F, size=5)
+    h = rt.zeros_like(xs[0])
+    for t in rt.range(5):
+        h = rt.tanh(rt.matmul(h, w) + xs[t])
+        states = states.write(t, h)
+    first = states.read(0)
+    return rt.transpose(states.stack(), [1, 0, 2]), first, states.size()
+
+
+@rt.function(input_signature=[spec(1), rt.TensorSpec([], rt.int32)])
+def callback_loop(x, n):
+    for i in rt.range(n):
+        if rt.reduce_sum(x) > 100.0:
+            x = x * 0.5
+        else:
+            x = rt.cumsum(x) * 0.5 + 1.0          # a Python callback, its result carried by the loop
+    return x
+
+
+@rt.function(input_signature=[spec(2)])
+def unstacked(x):
+    ta = rt.TensorArray(F, size=0, dynamic_size=True).unstack(x)
+    return ta.read(1) + ta.read(0), ta.size()
+
+
+@rt.function(input_signature=[spec(2), spec(1), spec(1)])
+def normalize(x, gamma, beta):
+    mean = rt.reduce_mean(x, axis=-1, keepdims=True)
+    var = rt.reduce_mean(rt.square(x - mean), axis=-1, keepdims=True)
+    y = (x - mean) / rt.sqrt(var + 1e-5) * gamma + beta
+    return y, rt.nn.softmax(y * 2.0), rt.reduce_max(y, axis=1)
+
+
+@rt.function(input_signature=[spec(2), spec(2)])
+def pairwise(a, b):
+    return rt.reduce_sum((a[:, None, :] - b[None, :, :]) ** 2, axis=-1)
+
+
+@rt.function(input_signature=[spec(2), spec(2), spec(1)])
+def dense(x, w, b):
+    return (rt.nn.softmax(rt.nn.relu(rt.matmul(x, w) + b)), rt.matmul(rt.transpose(x), x),
+            rt.matmul(x, x, transpose_a=True), rt.matmul(w, w, transpose_b=True))
+
+
+@rt.function(input_signature=[spec(3), spec(3)])
+def batched(a, b):
+    return rt.matmul(a, b), rt.matmul(a, b, transpose_a=True, transpose_b=True) + 1.0
+
+
+weights = rt.Variable(rt.zeros([3]))
+
+
+@rt.function(input_signature=[spec(1)])
+def variables(x):
+    weights.assign(x[:3] * 2.0)
+    weights.assign_add(rt.ones([3]))
+    weights.assign_sub(x[1:4])
+    return weights.read_value() * 1.0
+
+
+@rt.function(input_signature=[spec(1, rt.int32), spec(2)])
+def everything(i, m):
+    """The ops with native lowerings that the other programs do not reach (the registry walk)."""
+    f = rt.cast(i, F)
+    a = (f + 1.0) / 2.0 - f * f
+    b = rt.floordiv(i, 3) + rt.floormod(i, 4) + rt.pow(i, 2) + rt.abs(i) + rt.sign(i) - rt.negative(i)
+    c = rt.cast(rt.logical_xor(i > 0, rt.logical_not(i < 2)), F) + rt.cast(rt.logical_and(i >= 0, i <= 5), F)
+    c += rt.cast(rt.logical_or(i == 1, i != 2), F) + rt.minimum(f, 2.0) + rt.relu(f)
+    d = rt.sqrt(rt.abs(f)) + rt.exp(-rt.abs(f)) + rt.log(rt.abs(f) + 1.0) + rt.sigmoid(f) + rt.sin(f) + rt.cos(f)
+    e = rt.square(f) + rt.zeros_like(f) + rt.ones_like(f) + rt.identity(f)
+    n = rt.size(i)
+    r = rt.cast(rt.range(0, n), F) + rt.fill([n], 0.5) + rt.cast(rt.shape(m)[0], F) + rt.cast(rt.rank(m), F)
+    eye = rt.eye(3) + rt.expand_dims(rt.squeeze(rt.reshape(m[:1, :3], [1, 3, 1]), axis=[2]), 0)[0]
+    parts = rt.unstack(m[:2, :2], num=2)
+    g = rt.gather(f, rt.zeros([2], rt.int32)) + parts[0] + parts[1]
+    stacked = rt.stack([g, g * 2.0], axis=1)
+    return a + rt.cast(b, F) + c + d + e + r, eye, stacked
+'''
+
+
+def _build(root: Path, name: str, passes: str | None = None) -> None:
+    env = dict(os.environ)
+    env.pop("RT_DEBUG", None)
+    if passes is not None:
+        env["RT_PASSES"] = passes
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _import(root: Path, name: str):
+    sys.modules.pop(name, None)
+    sys.path.insert(0, str(root))
+    try:
+        importlib.invalidate_caches()
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(root))
+
+
+NO_FOLDING = ",".join([p for p in PASS_NAMES if p != "fold_constants"] + list(EMITTER_PASSES))
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lowering")
+    (root / "rt_lowering_programs.py").write_text(PROGRAMS)
+    _build(root, "rt_lowering_programs", NO_FOLDING)
+    module = _import(root, "rt_lowering_programs")
+    assert module.__file__.endswith(".so"), module.__file__
+    return module
+
+
+# ---------------------------------------------------------------------------
+# Running one built signature three ways.
+
+
+def _key(value):
+    if isinstance(value, rt.TensorSpec):
+        return ("spec", tuple(value.shape.dims), value.dtype.name)
+    if isinstance(value, list):
+        return ("list", tuple(value))
+    return ("value", value)
+
+
+def built(function, *signature):
+    """The built (native) concrete function of ``function`` for ``signature`` (specs and Python values)."""
+    want = tuple(_key(v) for v in signature)
+    for concrete in function.concrete_functions():
+        if tuple(_key(v) for v in concrete._structured_inputs) == want and concrete.native:
+            return concrete
+    raise AssertionError(f"no built signature {signature} of {function}")
+
+
+def _arrays(value):
+    if isinstance(value, (tuple, list)):
+        return [_arrays(v) for v in value]
+    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+
+
+def _outcome(fn, errors=(rt.errors.InvalidArgumentError,)):
+    try:
+        return "ok", fn()
+    except errors as e:
+        return "error", f"{type(e).__name__}: {e}"
+
+
+def three_ways(function, concrete, tensors: list, python_args: list):
+    """(native, generic, eager) outcomes of one call: ("ok", arrays) or ("error", message)."""
+    native = _outcome(lambda: _arrays(concrete(*tensors)))
+    flat = [np.asarray(t.numpy()) for t in tensors]     # the executors take arrays (0-d ones too)
+    generic = _outcome(lambda: _arrays(concrete._pack(executor.run_graph_generic(concrete.graph, flat))))
+    rt.config.run_functions_eagerly(True)
+    try:
+        # eager checks static shapes first: a broadcast error can be a ValueError there
+        eager = _outcome(lambda: _arrays(function(*_merge(concrete, tensors, python_args))),
+                         (rt.errors.InvalidArgumentError, ValueError))
+    finally:
+        rt.config.run_functions_eagerly(False)
+    return native, generic, eager
+
+
+def _merge(concrete, tensors, python_args):
+    tensors, python_args = iter(tensors), iter(python_args)
+    return [next(tensors) if isinstance(v, rt.TensorSpec) else next(python_args) for v in concrete._structured_inputs]
+
+
+def assert_same(a, b, where="", atol=3e-5):
+    if isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), (where, a, b)
+        for x, y in zip(a, b):
+            assert_same(x, y, where, atol)
+        return
+    assert a.shape == b.shape and a.dtype == b.dtype, (where, a.shape, b.shape, a.dtype, b.dtype)
+    if a.dtype.kind == "f":
+        np.testing.assert_allclose(a, b, rtol=3e-5, atol=atol, err_msg=where)
+    else:
+        np.testing.assert_array_equal(a, b, err_msg=where)
+
+
+def check(function, signature: tuple, tensors: list, python_args: list = (), atol: float = 3e-5):
+    concrete = built(function, *signature)
+    native, generic, eager = three_ways(function, concrete, tensors, list(python_args))
+    assert native[0] == generic[0] == eager[0], (native, generic, eager)
+    if native[0] == "error":
+        assert native[1].startswith("InvalidArgumentError: ") and generic[1].startswith("InvalidArgumentError"), native
+        op_type = native[1].split(": ")[1]
+        assert op_type in generic[1] and op_type in eager[1], (native[1], generic[1], eager[1])
+        assert "[[op '" in native[1] and "rt_lowering_programs.py" in native[1], native[1]
+        return
+    assert_same(native[1], eager[1], "native vs eager", atol)
+    assert_same(generic[1], eager[1], "generic vs eager", atol)
+
+
+HYP = settings(max_examples=25, deadline=None, derandomize=True,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+floats = st.floats(-3, 3, width=32, allow_nan=False)
+
+
+def _tensor(shape, data, elements=floats, dtype=np.float32):
+    n = int(np.prod(shape, dtype=np.int64))
+    values = data.draw(st.lists(elements, min_size=n, max_size=n))
+    return rt.constant(np.array(values, dtype=dtype).reshape(shape))
+
+
+# ---------------------------------------------------------------------------
+# Broadcasting.
+
+
+@st.composite
+def broadcast_shapes(draw, ra: int, rb: int):
+    """Two shapes of ranks ra, rb that broadcast (dims of 1 on either side), or (rarely) do not."""
+    rank = max(ra, rb)
+    out = [draw(st.integers(1, 4)) for _ in range(rank)]
+    a = [1 if draw(st.booleans()) and draw(st.booleans()) else d for d in out[rank - ra:]]
+    b = [1 if draw(st.booleans()) and draw(st.booleans()) else d for d in out[rank - rb:]]
+    if a and b and draw(st.integers(0, 9)) == 0:
+        a[-1] = b[-1] + 1 if b[-1] > 1 else 3
+    return a, b
+
+
+@HYP
+@given(st.sampled_from(list(itertools.product(range(5), range(5)))), st.data())
+def test_broadcasts_of_every_rank(programs, ranks, data):
+    ra, rb = ranks
+    a_shape, b_shape = data.draw(broadcast_shapes(ra, rb))
+    signature = (rt.TensorSpec([None] * ra, rt.float32), rt.TensorSpec([None] * rb, rt.float32))
+    check(programs.bcast, signature, [_tensor(a_shape, data), _tensor(b_shape, data)])
+
+
+@HYP
+@given(st.integers(1, 4), st.sampled_from([1, 3]), st.integers(0, 3), st.data())
+def test_broadcasts_against_static_dims(programs, n, last, wrong, data):
+    a, b = _tensor([n, 3], data), _tensor([2, n if wrong else 1, last], data)
+    check(programs.bcast, (rt.TensorSpec([None, 3], rt.float32), rt.TensorSpec([2, None, 1], rt.float32)),
+          [a, _tensor([2, n, 1], data)])
+    check(programs.bcast, (rt.TensorSpec([4, 1, 3], rt.float32), rt.TensorSpec([None], rt.float32)),
+          [_tensor([4, 1, 3], data), _tensor([[1, 3, 2, 4][wrong]], data)])
+    del b
+
+
+# ---------------------------------------------------------------------------
+# Reductions.
+
+
+AXES = [None] + [list(c) for r in range(4) for c in itertools.combinations(range(3), r)]
+
+
+@HYP
+@given(st.sampled_from(AXES), st.booleans(), st.lists(st.integers(0, 4), min_size=3, max_size=3), st.data())
+def test_reductions_over_every_axis_subset(programs, axis, keepdims, shape, data):
+    x = _tensor(shape, data)
+    spec = rt.TensorSpec([None] * 3, rt.float32)
+    check(programs.totals, (spec, axis, keepdims), [x], [axis, keepdims])
+    check(programs.extremes, (spec, axis, AXES.index(axis) % 2 == 1), [x], [axis, AXES.index(axis) % 2 == 1])
+    xi = _tensor(shape, data, st.integers(-50, 50), np.int32)
+    check(programs.integer_totals, (rt.TensorSpec([None] * 3, rt.int32), axis), [xi], [axis])
+
+
+def test_big_reductions_run_in_parallel_chunks(programs):
+    rng = np.random.default_rng(1)
+    x = rt.constant(rng.standard_normal((70, 40, 30)).astype(np.float32))
+    spec = rt.TensorSpec([None] * 3, rt.float32)
+    for axis in AXES:
+        for threads in (1, 2):
+            rt.config.threading.set_intra_op_parallelism_threads(threads)
+            try:
+                # float32 sums of thousands of terms: numpy sums pairwise, native code in double
+                check(programs.totals, (spec, axis, False), [x], [axis, False], atol=2e-3)
+                keep = AXES.index(axis) % 2 == 1
+                check(programs.extremes, (spec, axis, keep), [x], [axis, keep])
+            finally:
+                rt.config.threading.set_intra_op_parallelism_threads(0)
+
+
+def test_empty_mean_is_nan_and_empty_max_raises(programs):
+    spec = rt.TensorSpec([None] * 3, rt.float32)
+    mean = built(programs.totals, spec, [2], False)(rt.zeros([2, 3, 0]))[1].numpy()
+    assert mean.shape == (2, 3) and np.isnan(mean).all()
+    with pytest.raises(rt.errors.InvalidArgumentError, match=r"(?s)Max.*empty.*rt_lowering_programs.py"):
+        built(programs.extremes, spec, [2], AXES.index([2]) % 2 == 1)(rt.zeros([2, 3, 0]))
+
+
+# ---------------------------------------------------------------------------
+# Loops, branches and lists.
+
+
+@HYP
+@given(st.integers(1, 5).flatmap(lambda n: st.tuples(st.lists(floats, min_size=n, max_size=n), st.integers(0, 6))))
+def test_loops_whose_values_change_shape(programs, case):
+    values, n = case
+    x = rt.constant(np.array(values, np.float32))
+    check(programs.grow, (rt.TensorSpec([None], rt.float32), rt.TensorSpec([], rt.int32)), [x, rt.constant(n)])
+    check(programs.halve, (rt.TensorSpec([None], rt.float32),), [x])
+    check(programs.callback_loop, (rt.TensorSpec([None], rt.float32), rt.TensorSpec([], rt.int32)),
+          [x, rt.constant(n)])
+
+
+@HYP
+@given(st.integers(1, 4), st.integers(0, 5), st.data())
+def test_loops_around_branches_matmuls_and_lists(programs, rows, n, data):
+    m = _tensor([rows, 4], data)
+    check(programs.matrix_loop, (rt.TensorSpec([None, 4], rt.float32), rt.TensorSpec([], rt.int32)),
+          [m, rt.constant(n)])
+    xs = _tensor([rows, 5, 3], data)
+    w = _tensor([3, 3], data)
+    check(programs.rnn, (rt.TensorSpec([None, 5, 3], rt.float32), rt.TensorSpec([3, 3], rt.float32)), [xs, w])
+    check(programs.unstacked, (rt.TensorSpec([None, None], rt.float32),), [_tensor([rows + 1, 3], data)])
+
+
+@HYP
+@given(st.floats(0.5, 100, width=32), st.integers(0, 50),
+       st.lists(st.integers(1, 300), min_size=1, max_size=40))
+def test_scalar_and_vector_loops(programs, a, n, values):
+    check(programs.newton, (rt.TensorSpec([], rt.float32), rt.TensorSpec([], rt.int32)),
+          [rt.constant(np.float32(a)), rt.constant(n)])
+    check(programs.collatz, (rt.TensorSpec([None], rt.int32),), [rt.constant(np.array(values, np.int32))])
+
+
+# ---------------------------------------------------------------------------
+# Row groups, matmuls, variables.
+
+
+@HYP
+@given(st.integers(1, 6), st.integers(1, 9), st.data())
+def test_row_groups(programs, rows, cols, data):
+    x, g, b = _tensor([rows, cols], data), _tensor([cols], data), _tensor([cols], data)
+    spec = rt.TensorSpec([None, None], rt.float32)
+    v = rt.TensorSpec([None], rt.float32)
+    check(programs.normalize, (spec, v, v), [x, g, b])
+    check(programs.pairwise, (spec, spec), [x, _tensor([rows + 2, cols], data)])
+
+
+def test_row_groups_and_big_loops_on_threads(programs):
+    rng = np.random.default_rng(2)
+    x = rt.constant(rng.standard_normal((300, 257)).astype(np.float32))
+    g, b = rt.constant(rng.standard_normal(257).astype(np.float32)), rt.constant(np.ones(257, np.float32))
+    spec, v = rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.float32)
+    for threads in (1, 2):
+        rt.config.threading.set_intra_op_parallelism_threads(threads)
+        try:
+            check(programs.normalize, (spec, v, v), [x, g, b])
+            check(programs.pairwise, (spec, spec), [x, x])
+            check(programs.bcast, (rt.TensorSpec([None] * 2, rt.float32),) * 2, [x, x])
+        finally:
+            rt.config.threading.set_intra_op_parallelism_threads(0)
+    assert "pragma omp parallel" in _generated_c(programs)
+
+
+def _generated_c(programs) -> str:
+    from transpiler.codegen import emit_function
+    concrete = built(programs.normalize, rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.float32),
+                     rt.TensorSpec([None], rt.float32))
+    return emit_function(concrete.graph, "rt_fn_normalize")[0]
+
+
+@HYP
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3), st.data())
+def test_matmuls_transposed_and_batched(programs, m, k, batch, data):
+    x, w, b = _tensor([m, k], data), _tensor([k, k], data), _tensor([k], data)
+    spec = rt.TensorSpec([None, None], rt.float32)
+    check(programs.dense, (spec, spec, rt.TensorSpec([None], rt.float32)), [x, w, b])
+    a3 = _tensor([batch, m, k], data)
+    b3 = _tensor([batch if data.draw(st.booleans()) else 1, k, m], data)
+    check(programs.batched, (rt.TensorSpec([None] * 3, rt.float32),) * 2, [a3, b3])
+
+
+@HYP
+@given(st.integers(2, 6), st.data())
+def test_variables_and_every_other_op(programs, n, data):
+    x = _tensor([n + 2], data)
+    check(programs.variables, (rt.TensorSpec([None], rt.float32),), [x])
+    i = _tensor([n], data, st.integers(-5, 5), np.int32)
+    check(programs.everything, (rt.TensorSpec([None], rt.int32), rt.TensorSpec([None, None], rt.float32)),
+          [i, _tensor([n, n + 1], data)])
+
+
+# ---------------------------------------------------------------------------
+# Registry walk.
+
+
+def test_every_native_lowering_runs_natively_here(programs):
+    """Every op type with a native lowering appears, not through Python, in a function of this module
+    (whose tests run it natively against eager). A new op with native code needs a program here."""
+    exercised: set[str] = set()
+    for name in dir(programs):
+        function = getattr(programs, name)
+        if not isinstance(function, rt.Function):
+            continue
+        for concrete in function.concrete_functions():
+            if not concrete.native:
+                continue
+            callbacks = lower_function(concrete.graph, "rt_fn_walk").report.callbacks
+            exercised |= {op.type for op in all_operations(concrete.graph) if op.type not in callbacks}
+    missing = sorted(native_op_types() - exercised - {"Placeholder"})
+    assert not missing, f"ops lowered natively that no built test program runs natively: {missing}"

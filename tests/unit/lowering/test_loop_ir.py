@@ -1,0 +1,113 @@
+"""The lowering stage without a compiler: index polynomials, fusion decisions, storage, and the IR dump."""
+from __future__ import annotations
+
+import runtime as rt
+from runtime.optimizer import optimize
+from transpiler.lowering import Poly, lower_function
+from transpiler.lowering.ir import Alloc, Assign, For, Loop, Store, walk_stmts
+from transpiler.lowering.kernels import loads
+
+F = rt.float32
+
+
+def _lower(fn, *specs):
+    graph = optimize(rt.function(fn).get_concrete_function(*specs).graph)
+    return lower_function(graph, "rt_fn_test")
+
+
+def _loops(ir) -> list[For]:
+    return [s for s in walk_stmts(ir.body) if isinstance(s, For)]
+
+
+def test_poly_arithmetic_and_coefficients():
+    n, i, j = Poly.sym("n"), Poly.sym("i"), Poly.sym("j")
+    offset = i * n * 3 + j * 3 + 2
+    assert offset.coefficient("i") == n * 3 and offset.coefficient("j") == Poly.of(3)
+    assert offset.without(["i", "j"]) == Poly.of(2)
+    assert offset.substitute({"i": Poly.of(0), "j": Poly.sym("k")}) == Poly.sym("k") * 3 + 2
+    assert (n - n).const == 0 and str(n * 2 - 1) == "2 * n - 1"
+
+
+def test_an_elementwise_chain_is_one_vectorised_parallel_loop():
+    lowered = _lower(lambda x, y: rt.tanh(x * 1.5 + 0.5) * 2.0 - y / (rt.abs(y) + 1.0),
+                     rt.TensorSpec([None], F), rt.TensorSpec([None], F))
+    loops = _loops(lowered.ir)
+    stores = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Store)]
+    assert len(stores) == 2            # the fast version and the one for run-time broadcasts of size 1
+    assert all(loop.simd for loop in loops) and [bool(loop.parallel) for loop in loops] == [True, False]
+    assert lowered.report.fused >= 7 and not lowered.report.callbacks
+
+
+def test_a_bias_row_broadcasts_with_a_zero_stride():
+    lowered = _lower(lambda x, b: rt.nn.relu(x + b), rt.TensorSpec([8, 4], F), rt.TensorSpec([4], F))
+    store = next(s for s in walk_stmts(lowered.ir.body) if isinstance(s, Store))
+    (load_b,) = [node for node in _loads(store.value) if node.ptr != _loads(store.value)[0].ptr]
+    inner = _loops(lowered.ir)[-1].var
+    assert load_b.index == Poly.sym(inner)          # b[i]: the row index does not move it
+
+
+def _loads(expr):
+    return loads([expr])
+
+
+def test_softmax_and_layer_norm_are_one_loop_over_rows():
+    def layer_norm(x):
+        mean = rt.reduce_mean(x, axis=-1, keepdims=True)
+        var = rt.reduce_mean(rt.square(x - mean), axis=-1, keepdims=True)
+        return (x - mean) / rt.sqrt(var + 1e-5)
+    for fn in (rt.nn.softmax, layer_norm):
+        lowered = _lower(fn, rt.TensorSpec([512, 256], F))
+        outer = [s for s in lowered.ir.body if isinstance(s, For)]
+        assert lowered.report.groups == 1 and len(outer) == 1 and outer[0].parallel
+        passes = [s for s in outer[0].body if isinstance(s, For)]
+        assert len(passes) == 3 and all(p.simd for p in passes)         # two reductions and the store
+        allocs = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
+        assert len(allocs) == 1                                          # only the result
+
+
+def test_pairwise_distances_never_build_the_broadcast_tensor():
+    lowered = _lower(lambda a, b: rt.reduce_sum((a[:, None, :] - b[None, :, :]) ** 2, axis=-1),
+                     rt.TensorSpec([2000, 3], F), rt.TensorSpec([2000, 3], F))
+    allocs = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
+    assert [a.count for a in allocs] == [Poly.of(2000 * 2000)]
+
+
+def test_a_scalar_loop_runs_in_registers():
+    def newton(a, n):
+        x = a
+        i = 0
+        while i < n:
+            x = x - (x * x - a) / (2.0 * x)
+            i += 1
+        return x
+    lowered = _lower(newton, rt.TensorSpec([], F), rt.TensorSpec([], rt.int32))
+    loop = next(s for s in walk_stmts(lowered.ir.body) if isinstance(s, Loop))
+    body = list(walk_stmts(loop.body))
+    assert not [s for s in body if isinstance(s, (Alloc, Store, For))]
+    assert [s for s in body if isinstance(s, Assign)]
+
+
+def test_loops_over_tensors_allocate_only_when_a_buffer_grows():
+    def collatz(x):
+        steps = rt.zeros_like(x)
+        while rt.reduce_any(x > 1):
+            active = x > 1
+            steps += rt.cast(active, rt.int32)
+            x = rt.where(active, rt.where(x % 2 == 0, x // 2, 3 * x + 1), x)
+        return steps
+    for spec in (rt.TensorSpec([4096], rt.int32), rt.TensorSpec([None], rt.int32)):
+        lowered = _lower(collatz, spec)
+        loop = next(s for s in walk_stmts(lowered.ir.body) if isinstance(s, Loop))
+        allocs = [s for s in walk_stmts(loop.body) if isinstance(s, Alloc)]
+        assert allocs and all(a.kind in ("reserve", "stack") for a in allocs)
+
+
+def test_a_callback_is_reported():
+    lowered = _lower(lambda x: rt.cumsum(x) * 2.0, rt.TensorSpec([None], F))
+    assert lowered.report.callbacks == {"Cumsum": 1}
+
+
+def test_the_ir_prints_readably():
+    text = str(_lower(lambda x: rt.reduce_sum(x * x, axis=1), rt.TensorSpec([None, 16], F)).ir)
+    assert text.startswith("function rt_fn_test(x: float32[?,16]):")
+    assert "reduce(+:acc" in text and "Mul(" in text and "alloc float[n1]" in text

@@ -1,0 +1,182 @@
+"""``If`` and ``While``: subgraphs lowered inline as C control flow.
+
+Loop variables and branch results of one element live in C locals (a loop over 0-d values runs in
+registers). Tensors live in buffers kept across iterations: a ``While`` loop variable has two, the
+current value and the next one, which the body's kernels write directly; at the end of an iteration
+they swap (no copy, no allocation once the buffers are big enough). A branch writes its results into
+the ``If``'s buffers the same way. Results of Python callbacks made inside are freed at the end of
+each iteration or branch.
+"""
+from __future__ import annotations
+
+from runtime import dtypes
+from transpiler.lowering.ir import (
+    Alloc, Assign, Break, Call, Comment, Declare, If, Loop, Var, product, render_expr,
+)
+from transpiler.lowering.kernels import Elements, elementwise
+from transpiler.lowering.values import Array, Obj, Scalar
+
+
+def _one_element(lw, t) -> bool:
+    return t.dtype.c_type is not None and id(t) in lw.dims and product(lw.dims[id(t)]).const == 1
+
+
+def _slot(lw, t, base: str):
+    """The value an If/While result lives in, and its (pointer, capacity) when it is an array."""
+    if t.dtype is dtypes.variant and lw.native_lists:
+        return Obj(lw.local("rt_list *", base, "NULL"), t.dtype, "rt_list *"), None
+    if t.dtype.c_type is None or t.shape.rank is None or id(t) not in lw.dims:
+        return Obj(lw.local("rt_tensor", base), t.dtype), None
+    dims = lw.dims[id(t)]
+    if product(dims).const == 1:
+        name = lw.local(t.dtype.c_type, base)
+        return Scalar(Var(name, t.dtype.c_type), t.dtype, dims), None
+    ptr = lw.local(f"{t.dtype.c_type} *", base, "NULL")
+    cap = lw.local("int64_t", "cap", "0")
+    return Array.dense(ptr, t.dtype, dims, "reserve"), (ptr, cap)
+
+
+def _scalar_of(lw, t) -> str:
+    return render_expr(Elements(lw).of(t, (0,) * len(lw.dims[id(t)])))
+
+
+def _produced_inside(lw, sub, t) -> bool:
+    return t.op.graph is sub and t.op.type not in ("Placeholder", "Const")
+
+
+def _put(lw, t, slot, buffer) -> None:
+    """Make ``slot`` (an If/While result) hold subgraph result ``t``; its dims symbols follow ``t``'s."""
+    if isinstance(slot, Obj):
+        lw.emit(Assign(slot.name, lw.values[id(t)].name))
+        return
+    if isinstance(slot, Scalar):
+        lw.emit(Assign(slot.expr.name, _scalar_of(lw, t)))
+        return
+    dims = lw.dims[id(t)]
+    value = lw.values.get(id(t))
+    if not (isinstance(value, Array) and value.ptr == buffer[0]):
+        lw.emit(Alloc(buffer[0], t.dtype.c_type, product(dims), "reserve", capacity=buffer[1]))
+        target = Array.dense(buffer[0], t.dtype, dims, "reserve")
+        lw.emit(*elementwise(lw, [target], dims, lambda el, index: [el.of(t, index)]))
+    for mine, theirs in zip(slot.dims, dims):
+        if mine.const is None:
+            lw.emit(Assign(str(mine), theirs))
+
+
+def _drops(lw, names: list) -> None:
+    for ptr in names:
+        lw.emit(Call("rt_drop", ["ctx", ptr]))
+
+
+def emit_if(lw, op) -> bool:
+    pred = op.inputs[0]
+    if not _one_element(lw, pred):
+        return False
+    slots = [_slot(lw, t, "ifv") for t in op.outputs]
+    cond = _scalar_of(lw, pred)
+    branches = []
+    for key in ("then_branch", "else_branch"):
+        sub = op.attrs[key]
+        block: list = []
+        with lw.block(block):
+            saved_depth, saved_drops, saved_dests = lw.depth, lw.drops, dict(lw.dests)
+            lw.depth += 1
+            lw.drops = []
+            for t, (slot, buffer) in zip(sub.outputs, slots):
+                if buffer is not None and _produced_inside(lw, sub, t) and id(t) not in lw.dests:
+                    lw.dests[id(t)] = buffer
+            bindings = {id(p): lw.values[id(x)] for p, x in zip(sub.all_inputs(), op.inputs[1:])}
+            for p, x in zip(sub.all_inputs(), op.inputs[1:]):
+                if id(x) in lw.dims:
+                    lw.dims[id(p)] = lw.dims[id(x)]
+            lw.lower_graph(sub, bindings)
+            for t, (slot, buffer) in zip(sub.outputs, slots):
+                _put(lw, t, slot, buffer)
+            _drops(lw, lw.drops)
+            lw.depth, lw.drops, lw.dests = saved_depth, saved_drops, saved_dests
+        branches.append(block)
+    lw.emit(If(cond, branches[0], branches[1]))
+    for t, (slot, _) in zip(op.outputs, slots):
+        lw.values[id(t)] = slot
+    return True
+
+
+def emit_while(lw, op) -> bool:
+    n = op.attrs["num_loop_vars"]
+    cond_g, body = op.attrs["cond"], op.attrs["body"]
+    entry = op.inputs[:n]
+    captures = op.inputs[n:n + len(body.captures)]
+    slots = [_slot(lw, t, "lv") for t in op.outputs]
+    nexts = []
+    for t, (slot, buffer) in zip(op.outputs, slots):
+        if buffer is None:
+            nexts.append(None)
+        else:
+            nexts.append((lw.local(f"{t.dtype.c_type} *", "nx", "NULL"), lw.local("int64_t", "cap", "0")))
+    for x, t, (slot, buffer) in zip(entry, op.outputs, slots):
+        _put(lw, x, slot, buffer)
+        lw.values[id(t)] = slot
+    counter = lw.local("int64_t", "iter", "0")
+    lw.emit(Assign(counter, "0"))
+    limit = _scalar_of(lw, op.inputs[-1]) if op.attrs["has_max_iter"] else None
+    loop: list = []
+    with lw.block(loop):
+        saved_depth, saved_drops, saved_dests = lw.depth, lw.drops, dict(lw.dests)
+        lw.depth += 1
+        lw.drops = []
+        if limit is not None:
+            lw.emit(If(f"{counter} >= ({limit})", [Break()]))
+        values = [slot for slot, _ in slots] + [lw.values[id(c)] for c in captures]
+        _bind(lw, cond_g, values, list(op.outputs) + list(captures))
+        lw.lower_graph(cond_g, {id(p): v for p, v in zip(cond_g.all_inputs(), values)})
+        done = f"!({_scalar_of(lw, cond_g.outputs[0])})"
+        lw.emit(If(done, [_drop_stmt(name) for name in lw.drops] + [Break()]))
+        _drops(lw, lw.drops)
+        lw.drops = []
+        _bind(lw, body, values, list(op.outputs) + list(captures))
+        placeholders = body.all_inputs()
+        for k, t in enumerate(body.outputs):
+            if nexts[k] is not None and _produced_inside(lw, body, t) and id(t) not in lw.dests:
+                lw.dests[id(t)] = nexts[k]
+        lw.lower_graph(body, {id(p): v for p, v in zip(placeholders, values)})
+        lw.emit(Comment("next values of the loop variables"))
+        updates = []
+        for k, (t, (slot, buffer)) in enumerate(zip(body.outputs, slots)):
+            if t is placeholders[k]:
+                continue                      # unchanged
+            if isinstance(slot, Scalar):
+                tmp = lw.fresh("next")
+                lw.emit(Declare(tmp, slot.expr.ctype, _scalar_of(lw, t)))
+                updates.append(Assign(slot.expr.name, tmp))
+            elif isinstance(slot, Obj):
+                tmp = lw.fresh("next")
+                lw.emit(Declare(tmp, slot.ctype, lw.values[id(t)].name))
+                updates.append(Assign(slot.name, tmp))
+            else:
+                nx = Array.dense(nexts[k][0], t.dtype, slot.dims, "reserve")
+                _put(lw, t, nx, nexts[k])
+                ptr, cap = buffer
+                tmp_p, tmp_c = lw.fresh("swap"), lw.fresh("swapc")
+                updates += [Declare(tmp_p, f"{t.dtype.c_type} *", ptr), Assign(ptr, nexts[k][0]),
+                            Assign(nexts[k][0], tmp_p), Declare(tmp_c, "int64_t", cap), Assign(cap, nexts[k][1]),
+                            Assign(nexts[k][1], tmp_c)]
+        lw.emit(*updates)
+        _drops(lw, lw.drops)
+        lw.emit(Assign(counter, f"{counter} + 1"))
+        lw.depth, lw.drops, lw.dests = saved_depth, saved_drops, saved_dests
+    lw.emit(Loop(loop))
+    for t, (slot, _) in zip(op.outputs, slots):
+        lw.values[id(t)] = slot
+    return True
+
+
+def _bind(lw, sub, values, sources) -> None:
+    for p, v, src in zip(sub.all_inputs(), values, sources):
+        if isinstance(v, (Array, Scalar)):
+            lw.dims[id(p)] = v.dims
+        elif id(src) in lw.dims:
+            lw.dims[id(p)] = lw.dims[id(src)]
+
+
+def _drop_stmt(ptr: str):
+    return Call("rt_drop", ["ctx", ptr])

@@ -1,0 +1,666 @@
+"""Kernels: the loop nests that compute stored tensors, built from what the op table says of each op.
+
+``Elements.of(t, index)`` is the expression of one element of tensor ``t`` at a symbolic index: a
+load when ``t`` is in memory, a register when it is a ``Scalar``, else the op's own element rule
+applied to its inputs' elements: ``c_expr`` for elementwise ops and generators, an index map for
+views (transpose, slice, expand/squeeze, unpack, gather). Broadcasting is part of the index map: a
+dim of size 1 reads index 0 (a zero stride).
+
+``nest`` turns a body over one index variable per dim into loops: adjacent dims that every index
+expression walks contiguously become one loop, the innermost loop is vectorised (``omp simd``), and
+the outermost big one runs on several threads. ``elementwise``, ``reduce`` and ``rows`` (a fused
+row-wise group: softmax, layer norm) build on them.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from copy import deepcopy
+from dataclasses import dataclass, field
+
+from runtime.config import PARALLEL_MIN_ELEMENTS
+from transpiler.lowering.ir import (
+    Apply, Assign, CExpr, Declare, Expr, For, If, Index, Lit, Load, Poly, Store, Var, map_expr, product,
+    walk_expr, walk_stmts,
+)
+from transpiler.lowering.values import Array, Obj, Scalar
+
+UNROLL_MAX = 8         # a reduction over at most this many static elements is unrolled (the row loop vectorises)
+CHUNKS = 16            # a big full reduction: partial results per chunk, combined in order (deterministic)
+SCRATCH_MAX = 16384    # elements of a per-row scratch buffer (on the stack of each thread)
+
+
+class NotInRow(Exception):
+    """A row group read one of its row values at another row: the group cannot be fused."""
+
+
+# ---------------------------------------------------------------------------
+# Elements of tensors at symbolic indices.
+
+
+@dataclass
+class Elements:
+    """Builds element expressions for one kernel.
+
+    ``general``: run-time dims that may broadcast (size 1 or not) read through a 0/1 ``flag``;
+    otherwise they are assumed equal to the dims they broadcast with, and ``assumptions`` collects
+    the pairs that the kernel's fast version checks before running.
+    """
+    lw: object
+    general: bool = False
+    region: object = None
+    assumptions: list = field(default_factory=list)
+    flags: dict = field(default_factory=dict)
+
+    def of(self, t, index) -> Expr:
+        index = tuple(Poly.of(i) for i in index)
+        if self.region is not None:
+            hit = self.region.read(self, t, index)
+            if hit is not None:
+                return hit
+        value = self.lw.values.get(id(t))
+        if isinstance(value, Scalar):
+            return value.expr
+        if isinstance(value, Array):
+            return value.load(index)
+        if isinstance(value, Obj):
+            raise ValueError(f"{t.name}: elements of a {t.dtype} value are not native")
+        return self.compute(t.op, t.index, index)
+
+    def compute(self, op, position: int, index: tuple) -> Expr:
+        """An element of output ``position`` of ``op`` from its inputs' elements (the op's rule)."""
+        lw = self.lw
+        index = tuple(Poly.of(i) for i in index)
+        opdef = op.opdef
+        out = op.outputs[position]
+        if opdef.elementwise:
+            args = tuple(self.of(x, self.broadcast(x, out, index)) for x in op.inputs)
+            return Apply(opdef, args, tuple(x.dtype for x in op.inputs), out.dtype)
+        if opdef.generator:
+            args = tuple(self.of(x, (0,) * len(lw.dims[id(x)])) if "{" + str(k) + "}" in opdef.c_expr
+                         else Lit("0", "int") for k, x in enumerate(op.inputs))
+            return Apply(opdef, args, tuple(x.dtype for x in op.inputs), out.dtype, index)
+        if op.type == "Shape":
+            dims = lw.dims[id(op.inputs[0])]
+            if index[0].const is not None:
+                return Index(dims[index[0].const], out.dtype.c_type)
+            text = "0"
+            for d in reversed(range(len(dims))):
+                text = f"(({index[0]}) == {d} ? ({dims[d]}) : {text})"
+            return CExpr(f"(({out.dtype.c_type}){text})", (), out.dtype.c_type)
+        if op.type == "Size":
+            return Index(product(lw.dims[id(op.inputs[0])]), out.dtype.c_type)
+        if op.type == "Rank":
+            return Lit(str(len(lw.dims[id(op.inputs[0])])), out.dtype.c_type)
+        if opdef.view == "gather":
+            return self._gather(op, index)
+        if opdef.view is not None:
+            source, mapped = view_index(lw, op, position, index)
+            return self.of(source, mapped)
+        raise ValueError(f"{op.type} has no element rule")
+
+    def broadcast(self, x, out, index: tuple) -> tuple:
+        """``x``'s index for element ``index`` of ``out`` (numpy broadcasting: right-aligned dims)."""
+        xd, od = self.lw.dims[id(x)], self.lw.dims[id(out)]
+        shift = len(od) - len(xd)
+        mapped = []
+        for e, dim in enumerate(xd):
+            d = e + shift
+            if dim == 1:
+                mapped.append(Poly.of(0))
+            elif dim == od[d] or dim.const is not None:
+                mapped.append(index[d])
+            elif self.general:
+                mapped.append(index[d] * self.flag(dim))
+            else:
+                if (dim, od[d]) not in self.assumptions:
+                    self.assumptions.append((dim, od[d]))
+                mapped.append(index[d])
+        return tuple(mapped)
+
+    def flag(self, dim: Poly) -> Poly:
+        """A symbol that is 0 when ``dim`` is 1 at run time (a broadcast), else 1."""
+        if dim not in self.flags:
+            self.flags[dim] = self.lw.fresh("nb")
+        return Poly.sym(self.flags[dim])
+
+    def _gather(self, op, index: tuple) -> Expr:
+        params, indices = op.inputs
+        axis = op.attrs["axis"] % len(self.lw.dims[id(params)])
+        ri = len(self.lw.dims[id(indices)])
+        value = self.lw.values.get(id(params))
+        if not isinstance(value, Array):
+            raise ValueError("gather from a tensor that is not in memory")
+        which = self.of(indices, index[axis:axis + ri])
+        rest = index[:axis] + (Poly.of(0),) + index[axis + ri:]
+        load = value.load(rest)
+        return Load(load.ptr, load.index, load.ctype, ((which, value.strides[axis]),))
+
+
+def view_index(lw, op, position: int, index: tuple) -> tuple:
+    """(input tensor, its index) that element ``index`` of a view op's output reads."""
+    family = op.opdef.view
+    x = op.inputs[0]
+    if family == "transpose":
+        rank = len(index)
+        perm = op.attrs["perm"] or tuple(reversed(range(rank)))
+        mapped = [None] * rank
+        for d, p in enumerate(perm):
+            mapped[p] = index[d]
+        return x, tuple(mapped)
+    if family == "expand_dims":
+        axis = op.attrs["axis"] % len(index)
+        return x, index[:axis] + index[axis + 1:]
+    if family == "squeeze":
+        mapped = list(index)
+        for a in sorted(lw.squeezed[id(op)]):
+            mapped.insert(a, Poly.of(0))
+        return x, tuple(mapped)
+    if family == "unpack":
+        axis = op.attrs["axis"] % (len(index) + 1)
+        return x, index[:axis] + (Poly.of(position),) + index[axis:]
+    if family == "reshape":
+        # a reshape of a tensor not in memory: the planner stores its input, so this is an alias
+        raise ValueError("reshape is an alias of its stored input")
+    if family == "strided_slice":
+        mapped, j = [], 0
+        for item in lw.slices[id(op)]:
+            if item[0] == "new":
+                j += 1
+            elif item[0] == "fixed":
+                mapped.append(item[1])
+            else:
+                _, begin, step = item
+                mapped.append(begin + step * index[j])
+                j += 1
+        return x, tuple(mapped)
+    raise ValueError(f"unknown view family {family!r}")
+
+
+def view_array(lw, op, position: int, base: Array) -> Array:
+    """A view op's output over its stored input's memory: the index map folded into the strides."""
+    dims = lw.dims[id(op.outputs[position])]
+    names = [lw.fresh("v") for _ in dims]
+    source, mapped = view_index(lw, op, position, tuple(Poly.sym(n) for n in names))
+    offset = base.load(mapped).index
+    strides = tuple(offset.coefficient(n) for n in names)
+    return Array(base.ptr, base.dtype, dims, strides, offset.without(names), base.storage)
+
+
+def loads(exprs) -> list[Load]:
+    return [n for e in exprs for n in walk_expr(e) if isinstance(n, Load)]
+
+
+# ---------------------------------------------------------------------------
+# Loop nests.
+
+
+def _body_polys(body: list) -> list[Poly]:
+    found = []
+    for s in walk_stmts(body):
+        exprs = []
+        if isinstance(s, Store):
+            found.append(s.index)
+            exprs.append(s.value)
+        elif isinstance(s, (Assign, Declare)) and isinstance(s.init if isinstance(s, Declare) else s.value, Expr):
+            exprs.append(s.init if isinstance(s, Declare) else s.value)
+        elif isinstance(s, (Assign, Declare)):
+            v = s.init if isinstance(s, Declare) else s.value
+            if isinstance(v, Poly):
+                found.append(v)
+        elif isinstance(s, If) and isinstance(s.cond, Expr):
+            exprs.append(s.cond)
+        elif isinstance(s, For):
+            found += [s.start, s.stop]
+        for e in exprs:
+            for node in walk_expr(e):
+                found.extend(node.polys())
+    return found
+
+
+def substitute(body: list, mapping: dict) -> list:
+    """``body`` with index symbols replaced (``{name: Poly}``), in place of the statements' polys."""
+    def poly(p):
+        return p.substitute(mapping)
+
+    def expr(e):
+        return map_expr(e, poly) if isinstance(e, Expr) else (poly(e) if isinstance(e, Poly) else e)
+    for s in walk_stmts(body):
+        if isinstance(s, Store):
+            s.index, s.value = poly(s.index), expr(s.value)
+        elif isinstance(s, Declare):
+            s.init = expr(s.init)
+        elif isinstance(s, Assign):
+            s.value = expr(s.value)
+        elif isinstance(s, If):
+            s.cond = expr(s.cond)
+        elif isinstance(s, For):
+            s.start, s.stop = poly(s.start), poly(s.stop)
+    return body
+
+
+def merge_plan(dims: list, names: list, body: list, kinds: list | None = None) -> list[list[int]]:
+    """Groups of adjacent dims (of the same kind) that every index in ``body`` walks contiguously."""
+    polys = _body_polys(body)
+    groups: list[list[int]] = []
+    for d in range(len(dims)):
+        if groups and (kinds is None or kinds[groups[-1][-1]] == kinds[d]):
+            a = groups[-1][-1]
+            if all(p.coefficient(names[a]) == p.coefficient(names[d]) * dims[d] for p in polys):
+                groups[-1].append(d)
+                continue
+        groups.append([d])
+    return groups
+
+
+def merged_loops(lw, dims: list, names: list, body: list, kinds: list | None = None):
+    """Merge dims (see ``merge_plan``) and substitute: -> (loops as (var, extent, kind), body)."""
+    groups = merge_plan(dims, names, body, kinds)
+    mapping, loops = {}, []
+    for g in groups:
+        extent = product(dims[d] for d in g)
+        kind = kinds[g[0]] if kinds is not None else None
+        if extent == 1:
+            for d in g:
+                mapping[names[d]] = Poly.of(0)
+            continue
+        if len(g) == 1:
+            loops.append((names[g[0]], extent, kind))
+            continue
+        var = lw.fresh("i")
+        for d in g[:-1]:
+            mapping[names[d]] = Poly.of(0)
+        mapping[names[g[-1]]] = Poly.sym(var)
+        loops.append((var, extent, kind))
+    return loops, substitute(body, mapping)
+
+
+def parallel_condition(total: Poly) -> str | None:
+    """When a loop nest over ``total`` elements should run on several threads (None: never)."""
+    value = total.const
+    if value is not None:
+        return "ctx->num_threads > 1" if value >= PARALLEL_MIN_ELEMENTS else None
+    return f"({total}) >= RT_PARALLEL_MIN && ctx->num_threads > 1"
+
+
+def wrap_loops(loops: list, body: list, parallel=None, simd: bool = True, reductions=None,
+               parallel_at: int | None = None) -> list:
+    """``loops`` (outermost first) around ``body``: the innermost vectorised, loop ``parallel_at``
+    (default: the outermost with more than 3 iterations) parallel under condition ``parallel``."""
+    if not loops:
+        return body
+    if parallel is not None and parallel_at is None:
+        parallel_at = 0
+        for k, (_, extent, _) in enumerate(loops[:-1]):
+            if extent.const is None or extent.const > 3:
+                break
+            parallel_at = k + 1
+    for k in reversed(range(len(loops))):
+        var, extent, _ = loops[k]
+        inner = k == len(loops) - 1
+        body = [For(var, Poly.of(0), extent, body, parallel=parallel if k == parallel_at else None,
+                    simd=simd and inner, reductions=list(reductions or []) if inner else [])]
+    return body
+
+
+def nest(lw, dims: list, names: list, body: list, parallel: bool = True) -> list:
+    """Loops over ``dims`` (index variables ``names``) around ``body``, merged, vectorised, parallel."""
+    loops, body = merged_loops(lw, dims, names, body)
+    cond = parallel_condition(product(dims)) if parallel else None
+    return wrap_loops(loops, body, cond)
+
+
+# ---------------------------------------------------------------------------
+# Kernels over an output domain.
+
+
+def versions(lw, build) -> list:
+    """``build(elements) -> statements`` for the fast version (run-time dims that may broadcast taken
+    as equal) and, when it assumed anything, a guarded general version (0/1 stride flags, one thread)."""
+    fast = Elements(lw)
+    stmts = build(fast)
+    if not fast.assumptions:
+        return stmts
+    general = Elements(lw, general=True)
+    other = build(general)
+    for s in walk_stmts(other):
+        if isinstance(s, For):
+            s.parallel = None          # the rare path: one copy of the loops, on one thread
+    prelude = [Declare(name, "int64_t", f"({dim}) != 1") for dim, name in general.flags.items()]
+    cond = " && ".join(f"({a}) == ({b})" for a, b in fast.assumptions)
+    return [If(cond, stmts, prelude + other)]
+
+
+def elementwise(lw, targets: list, dims: tuple, make) -> list:
+    """A loop nest over ``dims`` storing ``make(elements, index)`` (one expression per target Array)."""
+    names = [lw.fresh("i") for _ in dims]
+    index = tuple(Poly.sym(n) for n in names)
+
+    def build(el):
+        exprs = make(el, index)
+        body = [Store(a.ptr, a.load(index).index, e) for a, e in zip(targets, exprs)]
+        return nest(lw, list(dims), names, body)
+    return versions(lw, build)
+
+
+def scalar_assign(lw, name: str, make) -> list:
+    """``name = make(elements)`` for a one-element result (no loop)."""
+    return versions(lw, lambda el: [Assign(name, make(el))])
+
+
+# ---------------------------------------------------------------------------
+# Reductions.
+
+
+def acc_ctype(op, dtype) -> str:
+    """The accumulator's C type: sums of floats in double, of integers in int64_t."""
+    red = op.opdef.reduction
+    if red.omp == "+" and dtype.is_floating:
+        return "double"
+    if red.omp == "+" and dtype.is_integer:
+        return "int64_t"
+    return dtype.c_type
+
+
+_LOWEST = {"int8": "INT8_MIN", "int16": "INT16_MIN", "int32": "INT32_MIN", "int64": "INT64_MIN", "uint8": "0",
+           "float32": "-INFINITY", "float64": "-INFINITY"}
+_HIGHEST = {"int8": "INT8_MAX", "int16": "INT16_MAX", "int32": "INT32_MAX", "int64": "INT64_MAX", "uint8": "255",
+            "float32": "INFINITY", "float64": "INFINITY"}
+
+
+@dataclass
+class Accumulator:
+    """How one reduction accumulates: its register, start value, update and final value."""
+    op: object
+    name: str
+    ctype: str
+    dtype: object
+    count: Poly
+
+    @property
+    def red(self):
+        return self.op.opdef.reduction
+
+    @property
+    def nan_flag(self) -> bool:
+        return self.red.omp in ("max", "min") and self.dtype.is_floating
+
+    def init(self) -> str:
+        red = self.red
+        if red.identity is not None:
+            return red.identity
+        return (_LOWEST if red.omp == "max" else _HIGHEST)[self.dtype.name]
+
+    def declare(self) -> list:
+        out = [Declare(self.name, self.ctype, self.init())]
+        if self.nan_flag:
+            out.append(Declare(self.name + "_nan", "int", "0"))
+        return out
+
+    def clauses(self) -> list:
+        out = [(self.red.omp, self.name)]
+        if self.nan_flag:
+            out.append(("|", self.name + "_nan"))
+        return out
+
+    def update(self, lw, value: Expr) -> list:
+        """Statements folding ``value`` into the accumulator (vectorisable with ``clauses``)."""
+        acc = Var(self.name, self.ctype)
+        if self.red.omp in ("max", "min"):
+            v = lw.fresh("v")
+            cmp = ">" if self.red.omp == "max" else "<"
+            out = [Declare(v, self.ctype, value),
+                   Assign(self.name, CExpr(f"({{0}} {cmp} {{1}} ? {{0}} : {{1}})", (Var(v, self.ctype), acc),
+                                           self.ctype))]
+            if self.nan_flag:
+                out.append(Assign(self.name + "_nan", f"{self.name}_nan | ({v} != {v})"))
+            return out
+        cast = CExpr(f"(({self.ctype}){{0}})", (value,), self.ctype)
+        return [Assign(self.name, CExpr(self.red.combine, (acc, cast), self.ctype))]
+
+    def combine_with(self, other: str) -> list:
+        """Fold another accumulator of the same kind (a chunk's partial result) into this one."""
+        if self.red.omp in ("max", "min"):
+            cmp = ">" if self.red.omp == "max" else "<"
+            out = [Assign(self.name, f"({other} {cmp} {self.name} ? {other} : {self.name})")]
+            if self.nan_flag:
+                out.append(Assign(self.name + "_nan", f"{self.name}_nan | {other}_nan"))
+            return out
+        return [Assign(self.name, CExpr(self.red.combine, (Var(self.name, self.ctype), Var(other, self.ctype)),
+                                        self.ctype))]
+
+    def final(self, acc: Expr | None = None) -> Expr:
+        """The reduction's value, in the output dtype (from ``acc``, default the register with its NaN flag)."""
+        ctype = self.dtype.c_type
+        if acc is None and self.nan_flag:
+            acc = Var(self.name, self.ctype)
+            return CExpr(f"({self.name}_nan ? ({ctype})NAN : {{0}})", (acc,), ctype)
+        if acc is None:
+            acc = Var(self.name, self.ctype)
+        if self.red.mean:
+            if self.dtype.is_floating:
+                return CExpr(f"(({ctype})({{0}} / (double)({self.count})))", (acc,), ctype)
+            n = f"((int64_t)({self.count}))"
+            return CExpr(f"(({ctype})({n} ? ({{0}} >= 0 ? {{0}} / {n} : -((-{{0}}) / {n})) : 0))", (acc,), ctype)
+        return CExpr(f"(({ctype}){{0}})", (acc,), ctype)
+
+
+def reduce_axes(lw, op) -> list[int]:
+    rank = len(lw.dims[id(op.inputs[0])])
+    axes = op.attrs["axis"]
+    return list(range(rank)) if axes is None else sorted({a % rank for a in axes}) if rank else []
+
+
+def reduce(lw, op, target) -> list:
+    """The loops of one reduction (its input's producers fused in) into ``target`` (Array or C local).
+
+    Reduced dims that are innermost accumulate in a register (a row schedule, rows in parallel, or
+    a full reduction in deterministic chunks); otherwise the output is accumulated in place while
+    walking the input in memory order (a column schedule, parallel over a kept dim).
+    """
+    x = op.inputs[0]
+    dims = list(lw.dims[id(x)])
+    axes = reduce_axes(lw, op)
+    names = [lw.fresh("r" if d in axes else "k") for d in range(len(dims))]
+    kinds = ["r" if d in axes else "k" for d in range(len(dims))]
+    index = tuple(Poly.sym(n) for n in names)
+    count = product(dims[d] for d in axes)
+    out_dtype = op.outputs[0].dtype
+    kept = [d for d in range(len(dims)) if d not in axes]
+    out_index = Poly.of(0)
+    if isinstance(target, Array):
+        out_index = target.load([index[d] for d in kept] if len(target.dims) == len(kept) else
+                                [index[d] if d in kept else 0 for d in range(len(dims))]).index
+
+    def build(el):
+        value = el.of(x, index)
+        probe = [Store("probe", out_index, value)]
+        loops, body = merged_loops(lw, dims, names, probe, kinds)
+        value, out_at = body[0].value, body[0].index
+        tail = []
+        while loops and len(tail) < len(loops) and loops[len(loops) - 1 - len(tail)][2] == "r":
+            tail.insert(0, loops[len(loops) - 1 - len(tail)])
+        head = loops[:len(loops) - len(tail)]
+        acc = Accumulator(op, lw.fresh("acc"), acc_ctype(op, x.dtype), out_dtype, count)
+        if all(kind == "k" for _, _, kind in head):
+            return _row_schedule(lw, acc, head, tail, value, out_at, target)
+        return _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims)
+    return versions(lw, build)
+
+
+def _store(target, index: Poly, value: Expr) -> list:
+    if isinstance(target, Array):
+        return [Store(target.ptr, index, value)]
+    return [Assign(target, value)]
+
+
+def _row_schedule(lw, acc, head, tail, value, out_at, target) -> list:
+    inner = acc.update(lw, value)
+    if not head:
+        return _full_reduction(lw, acc, tail, inner) + _store(target, Poly.of(0), acc.final())
+    count = product([e for _, e, _ in tail]).const
+    short = count is not None and count <= UNROLL_MAX
+    if short:       # e.g. the 3 coordinates of a distance: unrolled, and the loop over rows vectorised
+        reduced = unroll(lw, tail, inner)
+    else:
+        reduced = wrap_loops(tail, inner, reductions=acc.clauses())
+    body = acc.declare() + reduced + _store(target, out_at, acc.final())
+    total = product([e for _, e, _ in head + tail])
+    rows = product([e for _, e, _ in head])
+    cond = parallel_condition(total)
+    if cond is not None and rows.const is not None and rows.const < 2:
+        cond = None
+    return wrap_loops(head, body, cond, simd=short)
+
+
+def unroll(lw, loops: list, body: list) -> list:
+    """``body`` once per iteration of the static ``loops``, index variables replaced by constants and the
+    locals it declares renamed."""
+    out = []
+    for values in itertools.product(*[range(extent.const) for _, extent, _ in loops]):
+        copy = substitute(deepcopy(body), {var: Poly.of(v) for (var, _, _), v in zip(loops, values)})
+        names = {s.name: lw.fresh(s.name.rstrip("0123456789") or "u") for s in walk_stmts(copy)
+                 if isinstance(s, Declare)}
+        out += _renamed(copy, names)
+    return out
+
+
+def _renamed(stmts: list, names: dict) -> list:
+    if not names:
+        return stmts
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+
+    def text(value):
+        return pattern.sub(lambda m: names[m.group(1)], value)
+
+    def node(e):
+        return Var(names[e.name], e.ctype) if isinstance(e, Var) and e.name in names else None
+    for s in walk_stmts(stmts):
+        if isinstance(s, Declare):
+            s.name = names.get(s.name, s.name)
+            s.init = map_expr(s.init, on_node=node) if isinstance(s.init, Expr) else \
+                text(s.init) if isinstance(s.init, str) else s.init
+        elif isinstance(s, Assign):
+            s.name = names.get(s.name, s.name)
+            s.value = map_expr(s.value, on_node=node) if isinstance(s.value, Expr) else \
+                text(s.value) if isinstance(s.value, str) else s.value
+        elif isinstance(s, Store):
+            s.value = map_expr(s.value, on_node=node)
+    return stmts
+
+
+def _full_reduction(lw, acc, tail, inner) -> list:
+    """All dims reduced: one register, or chunks of the outermost loop reduced in parallel and combined
+    in chunk order (the same result on any number of threads)."""
+    total = product([e for _, e, _ in tail])
+    cond = parallel_condition(total)
+    if cond is None or not tail:
+        return acc.declare() + wrap_loops(tail, inner, reductions=acc.clauses())
+    chunks = lw.fresh("nch")
+    part = Accumulator(acc.op, lw.fresh("part"), acc.ctype, acc.dtype, acc.count)
+    c, lo, hi = lw.fresh("c"), lw.fresh("lo"), lw.fresh("hi")
+    var, extent, _ = tail[0]
+    partial = lw.fresh("partial")
+    chunk_loops = [(var, extent, "r")] + list(tail[1:])
+    inner = wrap_loops(chunk_loops, list(inner), reductions=part.clauses())
+    inner[0].start, inner[0].stop = Poly.sym(lo), Poly.sym(hi)     # this chunk of the outermost loop
+    _rename(inner, acc.name, part.name)
+    decl = [Declare(partial, acc.ctype, size=CHUNKS)]
+    if acc.nan_flag:
+        decl.append(Declare(partial + "_nan", "int", size=CHUNKS))
+    chunk_body = [Declare(lo, "int64_t", f"({extent}) * {c} / {chunks}"),
+                  Declare(hi, "int64_t", f"({extent}) * ({c} + 1) / {chunks}")] + part.declare() + inner
+    chunk_body.append(Store(partial, Poly.sym(c), Var(part.name, acc.ctype)))
+    if acc.nan_flag:
+        chunk_body.append(Store(partial + "_nan", Poly.sym(c), Var(part.name + "_nan", "int")))
+    n = f"(({total}) >= RT_PARALLEL_MIN ? {CHUNKS} : 1)" if total.const is None else str(CHUNKS)
+    out = decl + [Declare(chunks, "int64_t", n),
+                  For(c, Poly.of(0), Poly.sym(chunks), chunk_body, parallel=cond)]
+    out += acc.declare()
+    k = lw.fresh("c")
+    combine = [Declare(acc.name + "_p", acc.ctype, Load(partial, Poly.sym(k), acc.ctype))]
+    if acc.nan_flag:
+        combine.append(Declare(acc.name + "_p_nan", "int", Load(partial + "_nan", Poly.sym(k), "int")))
+    combine += acc.combine_with(acc.name + "_p")
+    out.append(For(k, Poly.of(0), Poly.sym(chunks), combine))
+    return out
+
+
+def _rename(stmts: list, old: str, new: str) -> None:
+    """Rename a scalar local in accumulator statements (the chunk's partial accumulator)."""
+    def fix(e):
+        if isinstance(e, Var) and e.name in (old, old + "_nan"):
+            return Var(new + e.name[len(old):], e.ctype)
+        return None
+    for s in walk_stmts(stmts):
+        if isinstance(s, Assign):
+            if s.name in (old, old + "_nan"):
+                s.name = new + s.name[len(old):]
+            if isinstance(s.value, Expr):
+                s.value = map_expr(s.value, on_node=fix)
+            elif isinstance(s.value, str):
+                s.value = s.value.replace(old, new)
+        elif isinstance(s, For):
+            s.reductions = [(o, new + v[len(old):] if v in (old, old + "_nan") else v) for o, v in s.reductions]
+
+
+def _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims) -> list:
+    """Accumulate into an output-shaped buffer while walking the input in memory order. Max/min fold
+    with the NaN-propagating helpers (``rt_max_float32``), elementwise over the kept dims."""
+    out = []
+    out_count = product(dims[d] for d in kept)
+    if isinstance(target, Array) and acc.ctype == target.ctype and not acc.red.mean:
+        buf = target.ptr
+    else:
+        buf, alloc = lw.temporary(acc.ctype, out_count)
+        out.append(alloc)
+    j = lw.fresh("j")
+    out.append(For(j, Poly.of(0), out_count, [Store(buf, Poly.sym(j), Lit(acc.init(), acc.ctype))], simd=True))
+    if tail:
+        inner = Accumulator(acc.op, lw.fresh("acc"), acc.ctype, acc.dtype, acc.count)
+        step = inner.declare() + wrap_loops(tail, inner.update(lw, value), reductions=inner.clauses())
+        value = Var(inner.name, acc.ctype)
+        if inner.nan_flag:
+            step.append(Assign(inner.name, f"{inner.name}_nan ? NAN : {inner.name}"))
+    else:
+        step = []
+        value = CExpr(f"(({acc.ctype}){{0}})", (value,), acc.ctype)
+    cur = Load(buf, out_at, acc.ctype)
+    if acc.red.omp in ("max", "min"):
+        combined = CExpr(f"rt_{acc.red.omp}_{acc.dtype.name}({{0}}, {{1}})", (cur, value), acc.ctype)
+    else:
+        combined = CExpr(acc.red.combine, (cur, value), acc.ctype)
+    step.append(Store(buf, out_at, combined))
+    total = product([e for _, e, _ in head + tail])
+    cond = parallel_condition(total)
+    if cond is not None and head[0][2] != "k":
+        if head[-1][2] == "k" and len(head) > 1:
+            # parallel over chunks of the innermost kept loop: each thread owns its outputs
+            return out + _chunked_columns(lw, head, step, cond) + _column_final(lw, acc, buf, target, out_count)
+        cond = None
+    out += wrap_loops(head, step, cond, simd=not tail, parallel_at=0 if cond is not None else None)
+    return out + _column_final(lw, acc, buf, target, out_count)
+
+
+def _chunked_columns(lw, head, step, cond) -> list:
+    var, extent, _ = head[-1]
+    c, lo, hi = lw.fresh("c"), lw.fresh("lo"), lw.fresh("hi")
+    loops = wrap_loops(head, step, None, simd=True)
+    innermost = loops[0]
+    while innermost.var != var:
+        innermost = innermost.body[0]
+    innermost.start, innermost.stop = Poly.sym(lo), Poly.sym(hi)
+    body = [Declare(lo, "int64_t", f"({extent}) * {c} / {CHUNKS}"),
+            Declare(hi, "int64_t", f"({extent}) * ({c} + 1) / {CHUNKS}")] + loops
+    return [For(c, Poly.of(0), Poly.of(CHUNKS), body, parallel=cond)]
+
+
+def _column_final(lw, acc, buf, target, out_count) -> list:
+    """The accumulated buffer -> the output (mean, cast), unless the output was the buffer."""
+    if isinstance(target, Array) and buf == target.ptr:
+        return []
+    j = lw.fresh("j")
+    if isinstance(target, Array):
+        value = acc.final(Load(buf, Poly.sym(j), acc.ctype))
+        return [For(j, Poly.of(0), out_count, [Store(target.ptr, Poly.sym(j), value)], simd=True)]
+    return [Assign(target, acc.final(Load(buf, Poly.of(0), acc.ctype)))]

@@ -1,0 +1,321 @@
+"""Emitters of the opaque ops: what is not one element at a time.
+
+``MatMul`` calls the kernel library's GEMM (its operands stored row-major first: a transposed or
+fused operand is copied by an elementwise kernel); ``ConcatV2``/``Pack`` write each input into its
+slice of the output (the inputs' producers fused into those copies); variables read and update the
+storage that follows the function's inputs; ``If``/``While`` are in ``control``; every other op runs
+its numpy kernel through a callback into Python, which takes the GIL (the build report lists them).
+"""
+from __future__ import annotations
+
+import math
+
+from runtime import dtypes
+from transpiler.lowering import control, lists
+from runtime.ops.registry import all_opdefs, get_opdef
+from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Lit, Poly, Raw, Var, product
+from transpiler.lowering.kernels import elementwise
+from transpiler.lowering.plan import QUERIES
+from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
+
+
+def literal(value, dtype) -> Lit:
+    """A C constant of ``dtype`` for a Python/numpy scalar."""
+    ctype = dtype.c_type
+    if dtype.is_floating:
+        value = float(value)
+        if math.isnan(value):
+            text = "NAN"
+        elif math.isinf(value):
+            text = "INFINITY" if value > 0 else "-INFINITY"
+        else:
+            text = repr(value) + ("f" if ctype == "float" else "")
+        return Lit(f"(({ctype}){text})" if text[0] in "-IN" else text, ctype)
+    if dtype is dtypes.bool_:
+        return Lit("1" if value else "0", ctype)
+    value = int(value)
+    if dtype is dtypes.int64:
+        return Lit("INT64_MIN" if value == -2 ** 63 else f"{value}LL", ctype)
+    return Lit(f"(({ctype}){value})" if value < 0 else str(value), ctype)
+
+
+def emit(lw, op) -> None:
+    emitter = EMITTERS.get(op.type)
+    if emitter is None and lw.native_lists:
+        emitter = lists.EMITTERS.get(op.type)
+    if emitter is None or not emitter(lw, op):
+        callback(lw, op)
+
+
+# ---------------------------------------------------------------------------
+# Matmul.
+
+
+def _operand(lw, t, transpose: bool, rows: Poly, cols: Poly, batch: tuple) -> tuple[Array, tuple]:
+    """``t`` as a row-major [*batch, rows, cols] array (copied when transposed or not in memory),
+    and its batch strides (0 where it broadcasts)."""
+    value = lw.values.get(id(t))
+    dims = lw.dims[id(t)]
+    own_batch = dims[:-2]
+    if isinstance(value, Array) and value.contiguous and not transpose:
+        array = value
+    else:
+        out_dims = tuple(own_batch) + (rows, cols)
+        ptr, alloc = lw.temporary(t.dtype.c_type, product(out_dims))
+        lw.emit(alloc)
+        array = Array.dense(ptr, t.dtype, out_dims, "arena")
+
+        def make(el, index):
+            if transpose:
+                index = index[:-2] + (index[-1], index[-2])
+            return [value.expr if isinstance(value, Scalar) else el.of(t, index)]
+        lw.emit(*elementwise(lw, [array], out_dims, make))
+    strides = contiguous_strides(array.dims)
+    pad = len(batch) - len(own_batch)
+    batch_strides = [Poly.of(0)] * pad
+    for d, b, s in zip(own_batch, batch[pad:], strides[:-2]):
+        if d == b or d.const is not None:
+            batch_strides.append(Poly.of(0) if d == 1 and b != 1 else s)
+        else:      # broadcast when the run-time size is 1
+            flag = lw.local("int64_t", "nb")
+            lw.emit(Assign(flag, f"({d}) != 1"))
+            batch_strides.append(s * Poly.sym(flag))
+    return array, tuple(batch_strides)
+
+
+def emit_matmul(lw, op) -> bool:
+    a, b = op.inputs
+    out = op.outputs[0]
+    if a.dtype.c_type is None or a.dtype is dtypes.float16 or id(out) not in lw.dims or a.shape.rank is None:
+        return False
+    dims = lw.dims[id(out)]
+    m, n = dims[-2], dims[-1]
+    ad = lw.dims[id(a)]
+    k = ad[-2] if op.attrs.get("transpose_a") else ad[-1]
+    batch = dims[:-2]
+    left, left_strides = _operand(lw, a, bool(op.attrs.get("transpose_a")), m, k, batch)
+    right, right_strides = _operand(lw, b, bool(op.attrs.get("transpose_b")), k, n, batch)
+    target = lw.storage(out)
+    lw.values[id(out)] = target
+    if isinstance(target, Scalar):
+        c = lw.local(out.dtype.c_type, "mm")
+        c_ptr = f"&{c}"
+    else:
+        c_ptr = target.ptr
+    name = f"rt_matmul_{a.dtype.name}"
+    if not batch:
+        lw.emit(Call(name, [left.ptr, right.ptr, c_ptr, str(m), str(k), str(n)]))
+    else:
+        index = [lw.fresh("b") for _ in batch]
+        a_off = sum((Poly.sym(i) * s for i, s in zip(index, left_strides)), Poly.of(0))
+        b_off = sum((Poly.sym(i) * s for i, s in zip(index, right_strides)), Poly.of(0))
+        c_off = sum((Poly.sym(i) * s for i, s in zip(index, contiguous_strides(dims)[:-2])), Poly.of(0))
+        body = [Call(name, [f"{left.ptr} + ({a_off})", f"{right.ptr} + ({b_off})", f"{c_ptr} + ({c_off})",
+                            str(m), str(k), str(n)])]
+        for i, extent in reversed(list(zip(index, batch))):
+            body = [For(i, Poly.of(0), extent, body)]
+        lw.emit(*body)
+    if isinstance(target, Scalar):
+        lw.emit(Assign(target.expr.name, Var(c, out.dtype.c_type)))
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Concatenation.
+
+
+def emit_concat(lw, op) -> bool:
+    out = op.outputs[0]
+    if id(out) not in lw.dims:
+        return False
+    dims = lw.dims[id(out)]
+    axis = op.attrs["axis"] % len(dims)
+    target = lw.storage(out)
+    lw.values[id(out)] = target
+    if isinstance(target, Scalar):
+        x = op.inputs[0]
+        value = lw.values.get(id(x))
+        lw.emit(Assign(target.expr.name, value.expr if isinstance(value, Scalar) else
+                       value.load((0,) * len(lw.dims[id(x)]))))
+        return True
+    strides = contiguous_strides(dims)
+    offset = Poly.of(0)
+    for x in op.inputs:
+        xd = lw.dims[id(x)]
+        if op.type == "Pack":
+            part_dims = tuple(xd[:axis]) + (Poly.of(1),) + tuple(xd[axis:])
+            size = Poly.of(1)
+        else:
+            part_dims = tuple(xd)
+            size = xd[axis]
+        view = Array(target.ptr, out.dtype, part_dims, strides, offset, target.storage)
+
+        def make(el, index, x=x):
+            if op.type == "Pack":
+                index = index[:axis] + index[axis + 1:]
+            return [el.of(x, index)]
+        lw.emit(*elementwise(lw, [view], part_dims, make))
+        offset = offset + size * strides[axis]
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Variables: their storage follows the function's inputs (in[num_inputs + k]).
+
+
+def _variable(lw, op, tensor):
+    k = _var_index(lw, op.attrs["variable"])
+    name = f"in[{len(lw.graph.inputs)} + {k}]"
+    value = lw.input_value(tensor, name)
+    return name, value
+
+
+def _var_index(lw, handle) -> int:
+    for i, h in enumerate(lw.variables):
+        if h is handle:
+            return i
+    lw.variables.append(handle)
+    return len(lw.variables) - 1
+
+
+def emit_read_variable(lw, op) -> bool:
+    out = op.outputs[0]
+    if out.dtype.c_type is None or out.shape.rank is None:
+        return False
+    _, storage = _variable(lw, op, out)
+    dims = lw.dims[id(out)]
+    target = lw.storage(out)
+    lw.values[id(out)] = target
+    if isinstance(target, Scalar):
+        lw.emit(Assign(target.expr.name, storage.load((0,) * len(dims))))
+    else:
+        lw.emit(*elementwise(lw, [target], dims, lambda el, index: [storage.load(index)]))
+    return True
+
+
+_ASSIGN = {"AssignVariableOp": None, "AssignAddVariableOp": "AddV2", "AssignSubVariableOp": "Sub"}
+
+
+def emit_assign(lw, op) -> bool:
+    value, out = op.inputs[0], op.outputs[0]
+    if out.dtype.c_type is None or out.shape.rank is None or value.shape.rank is None:
+        return False
+    _, storage = _variable(lw, op, out)
+    dims = lw.dims[id(out)]
+    vd = lw.dims[id(value)]
+    scalar = product(vd).const == 1
+    if not scalar:
+        if len(vd) != len(dims):
+            lw.emit(Check("1", lw.message(op, "the value's shape does not match the variable's")))
+        else:
+            bad = " || ".join(f"({a}) != ({b})" for a, b in zip(vd, dims) if a != b)
+            if bad:
+                lw.emit(Check(bad, lw.message(op, "the value's shape does not match the variable's")))
+    combine = _ASSIGN[op.type]
+
+    def make(el, index):
+        v = el.of(value, (0,) * len(vd) if scalar else index)
+        if combine is None:
+            return [v]
+        return [Apply(get_opdef(combine), (storage.load(index), v), (out.dtype, out.dtype), out.dtype)]
+    lw.emit(*elementwise(lw, [storage], dims, make))
+    lw.values[id(out)] = storage
+    if lw.plan.readers.get(id(out)) or id(out) in lw.escaping:
+        lw.copy_into_storage(out)      # a snapshot: later assignments change the storage
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Python callbacks.
+
+
+def callback(lw, op) -> None:
+    """Run the op's numpy kernel through Python (the GIL is taken only here)."""
+    lw.report.callbacks[op.type] = lw.report.callbacks.get(op.type, 0) + 1
+    lw.report.callback_ops.append(op)
+    n_in, n_out = len(op.inputs), len(op.outputs)
+    ins, outs = lw.fresh("cb_in"), lw.fresh("cb_out")
+    lw.emit(Raw(f"rt_tensor {ins}[{max(n_in, 1)}], {outs}[{max(n_out, 1)}];"))
+    for i, t in enumerate(op.inputs):
+        describe(lw, t, f"{ins}[{i}]")
+    lw.emit(Call("ctx->callback", ["ctx", str(lw.op_index[id(op)]), ins, str(n_in), outs, str(n_out)],
+                 checked=True))
+    for i, t in enumerate(op.outputs):
+        result = f"{outs}[{i}]"
+        if t.dtype.c_type is None or t.shape.rank is None:
+            name = lw.local("rt_tensor", "obj")
+            lw.emit(Assign(name, result))
+            lw.values[id(t)] = Obj(name, t.dtype)
+            continue
+        dims = lw.dims.get(id(t))
+        rank = len(dims)
+        bad = [f"{result}.ndim != {rank}"]
+        for d, n in enumerate(dims):
+            if n.const is not None:
+                bad.append(f"{result}.shape[{d}] != {n}")
+        lw.emit(Check(" || ".join(bad), lw.message(op, "the Python kernel returned a tensor of another shape")))
+        for d, n in enumerate(dims):
+            if n.const is None:
+                lw.emit(Assign(str(n), f"{result}.shape[{d}]"))
+        ptr = lw.local(f"{t.dtype.c_type} *", "p", "NULL")
+        lw.emit(Assign(ptr, f"({t.dtype.c_type} *){result}.data"))
+        if lw.drops is not None:
+            lw.drops.append(ptr)
+        array = Array.dense(ptr, t.dtype, dims, "callback")
+        lw.values[id(t)] = array
+        if product(dims).const == 1:
+            lw.values[id(t)] = array
+            lw.copy_into_storage(t)
+
+
+def describe(lw, t, target: str) -> None:
+    """Fill the ``rt_tensor`` ``target`` with tensor ``t`` (stored contiguously first if needed)."""
+    value = lw.values.get(id(t))
+    if isinstance(value, Obj):
+        lw.emit(Assign(target, value.name))
+        return
+    dims = lw.dims[id(t)]
+    if isinstance(value, Scalar):
+        spill = lw.local(t.dtype.c_type, "spill")
+        lw.emit(Assign(spill, value.expr))
+        lw.emit(Describe(target, f"&{spill}", list(dims), t.dtype.code))
+        return
+    if value is None or not value.contiguous:
+        ptr, alloc = lw.temporary(t.dtype.c_type, product(dims))
+        lw.emit(alloc)
+        array = Array.dense(ptr, t.dtype, dims, "arena")
+        lw.emit(*elementwise(lw, [array], dims, lambda el, index: [el.of(t, index)]))
+        value = array
+    lw.emit(Describe(target, value.ptr, list(dims), t.dtype.code))
+
+
+def emit_identity(lw, op) -> bool:
+    """A value native code only passes along (a string, a TensorArray list) stays the same value."""
+    value = lw.values.get(id(op.inputs[0]))
+    if not isinstance(value, Obj):
+        return False
+    lw.values[id(op.outputs[0])] = value
+    return True
+
+
+EMITTERS = {
+    "Identity": emit_identity,
+    "MatMul": emit_matmul,
+    "ConcatV2": emit_concat,
+    "Pack": emit_concat,
+    "ReadVariableOp": emit_read_variable,
+    "AssignVariableOp": emit_assign,
+    "AssignAddVariableOp": emit_assign,
+    "AssignSubVariableOp": emit_assign,
+    "If": control.emit_if,
+    "While": control.emit_while,
+}
+
+
+def native_op_types() -> set[str]:
+    """The op types native code computes without Python (when their dtypes and ranks are native)."""
+    found = {"Const", *QUERIES, *EMITTERS, *lists.EMITTERS}
+    for op_type, opdef in all_opdefs().items():
+        if opdef.elementwise or opdef.generator or opdef.reduction is not None or opdef.view is not None:
+            found.add(op_type)
+    return found

@@ -1,0 +1,219 @@
+"""Row groups: reductions over trailing axes fused with the ops that read their results.
+
+A group over a domain ``[*rows, *cols]`` becomes one loop over rows (in parallel), and in each row
+one pass per reduction over the columns, accumulating in a register, then a last pass storing the
+group's results. For a softmax: pass 1 finds the row's max, pass 2 sums ``exp(x - max)`` (keeping
+each exponential in a per-thread row buffer when several passes need it), pass 3 writes
+``e / sum``; a layer norm is two reduction passes and a store pass. Values of one row (a mean, a
+``1 / sqrt(var + eps)``) are computed once per row, in registers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from transpiler.lowering.ir import Assign, Declare, Load, Poly, Store, Var, expensive, product
+from transpiler.lowering.kernels import (
+    SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, merged_loops, parallel_condition, versions, wrap_loops,
+)
+from transpiler.lowering.plan import Region
+from transpiler.lowering.values import Scalar
+
+
+@dataclass
+class RowState:
+    """What one build of the group's loops knows: which group values exist in this row, and where."""
+    lw: object
+    region: Region
+    knames: list
+    rnames: list
+    members: dict                        # id(tensor) -> its op, for the group's tensors
+    row_stmts: list = field(default_factory=list)     # statements of the row body being built
+    pass_stmts: list | None = None                    # statements of the current pass's loop body
+    row_values: dict = field(default_factory=dict)    # id(tensor) -> Var of a row value
+    scratch: dict = field(default_factory=dict)       # id(tensor) -> scratch buffer name
+    computed: dict = field(default_factory=dict)      # id(tensor) -> Var computed in the current pass
+    saved: set = field(default_factory=set)           # ids of scratch values stored by an earlier pass
+    computing: set = field(default_factory=set)       # full values being computed now (no self-reads)
+
+    def _row_index(self, t, index) -> bool:
+        dims = self.lw.dims[id(t)]
+        k = len(self.knames)
+        domain = self.region.domain
+        for d in range(k):
+            if not (index[d] == Poly.sym(self.knames[d]) or domain[d] == 1 and index[d] == 0):
+                return False
+        return all(i == 0 for i in index[k:]) and len(dims) in (k, len(domain))
+
+    def _full_index(self, index) -> bool:
+        names = self.knames + self.rnames
+        if len(index) != len(names):
+            return False
+        return all(i == Poly.sym(n) or self.region.domain[d] == 1 and i == 0
+                   for d, (i, n) in enumerate(zip(index, names)))
+
+    def read(self, el, t, index):
+        """Region hook of ``Elements.of``: group values at this row; None for everything else."""
+        if id(t) not in self.members:
+            return None
+        dims = self.lw.dims[id(t)]
+        if dims != self.region.domain:
+            if not self._row_index(t, index):
+                raise NotInRow(t.name)
+            return self.row_value(el, t)
+        if not self._full_index(index):
+            raise NotInRow(t.name)
+        if id(t) in self.computed:
+            return self.computed[id(t)]
+        if id(t) in self.saved:
+            return Load(self.scratch[id(t)], self._col_offset(), t.dtype.c_type)
+        if id(t) in self.scratch and self.pass_stmts is not None:
+            value = el.compute(t.op, t.index, index)
+            tmp = self.lw.fresh("e")
+            self.pass_stmts.append(Declare(tmp, t.dtype.c_type, value))
+            self.pass_stmts.append(Store(self.scratch[id(t)], self._col_offset(), Var(tmp, t.dtype.c_type)))
+            self.computed[id(t)] = Var(tmp, t.dtype.c_type)
+            return self.computed[id(t)]
+        return None
+
+    def _col_offset(self) -> Poly:
+        dims = self.region.domain[len(self.knames):]
+        offset, step = Poly.of(0), Poly.of(1)
+        for name, d in reversed(list(zip(self.rnames, dims))):
+            offset = offset + Poly.sym(name) * step
+            step = step * d
+        return offset
+
+    def row_value(self, el, t):
+        if id(t) in self.row_values:
+            return self.row_values[id(t)]
+        op = self.members[id(t)]
+        if op.opdef.reduction is not None:
+            raise NotInRow(f"{t.name} is read before its pass")
+        index = tuple(Poly.sym(n) for n in self.knames)
+        index = index + (Poly.of(0),) * (len(self.lw.dims[id(t)]) - len(index))
+        saved = self.pass_stmts
+        self.pass_stmts = None
+        value = el.compute(op, t.index, index)
+        self.pass_stmts = saved
+        tmp = self.lw.fresh("row")
+        self.row_stmts.append(Declare(tmp, t.dtype.c_type, value))
+        self.row_values[id(t)] = Var(tmp, t.dtype.c_type)
+        return self.row_values[id(t)]
+
+
+def emit_region(lw, region: Region) -> None:
+    try:
+        stmts = _build(lw, region)
+    except NotInRow:
+        _unfused(lw, region)
+        return
+    lw.emit(*stmts)
+
+
+def _unfused(lw, region: Region) -> None:
+    """The group's ops one by one, each result stored (when a read does not follow the rows)."""
+    for op in region.members:
+        for t in op.outputs:
+            lw.plan.stored.add(id(t))
+        lw.lower_op(op)
+
+
+def _build(lw, region: Region) -> list:
+    plan = lw.plan
+    members = {id(t): op for op in region.members for t in op.outputs}
+    member_ids = {id(op) for op in region.members}
+    domain = region.domain
+    k = len(domain) - region.reduced
+    stored = [t for op in region.members for t in op.outputs if id(t) in plan.stored]
+    targets = {}
+    prelude = []
+    with lw.block(prelude):
+        for t in stored:
+            target = lw.storage(t)
+            lw.values[id(t)] = None
+            targets[id(t)] = target
+    shared = _shared(lw, region, members, member_ids)
+    cols = product(domain[k:])
+    if cols.const is None or cols.const > SCRATCH_MAX:
+        shared = []
+
+    def build(el):
+        knames = [lw.fresh("k") for _ in range(k)]
+        rnames = [lw.fresh("r") for _ in range(region.reduced)]
+        state = RowState(lw, region, knames, rnames, members)
+        el.region = state
+        for t in shared:
+            state.scratch[id(t)] = lw.fresh("scratch")
+            state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=cols.const))
+        index = tuple(Poly.sym(n) for n in knames + rnames)
+        reductions = [op for op in region.members if op.opdef.reduction is not None]
+        for op in reductions:
+            state.pass_stmts = []
+            state.computed = {}
+            value = el.of(op.inputs[0], index)
+            out = op.outputs[0]
+            acc = Accumulator(op, lw.fresh("acc"), acc_ctype(op, op.inputs[0].dtype), out.dtype,
+                              product(domain[k:]))
+            body = state.pass_stmts + acc.update(lw, value)
+            state.saved |= set(state.computed)
+            loops, body = merged_loops(lw, list(domain[k:]), rnames, body)
+            state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
+            final = lw.fresh("row")
+            state.row_stmts.append(Declare(final, out.dtype.c_type, acc.final()))
+            state.row_values[id(out)] = Var(final, out.dtype.c_type)
+        state.pass_stmts = []
+        state.computed = {}
+        stores = []
+        for t in stored:
+            target = targets[id(t)]
+            if lw.dims[id(t)] == domain and members[id(t)].opdef.reduction is None:
+                value = el.compute(members[id(t)], t.index, index)
+                stores.append(_store(target, index, value))
+        if stores:
+            loops, body = merged_loops(lw, list(domain[k:]), rnames, state.pass_stmts + stores)
+            state.row_stmts += wrap_loops(loops, body)
+        for t in stored:
+            target = targets[id(t)]
+            if lw.dims[id(t)] != domain or members[id(t)].opdef.reduction is not None:
+                value = state.row_value(el, t)
+                row_index = tuple(Poly.sym(n) for n in knames) + (Poly.of(0),) * (len(lw.dims[id(t)]) - k)
+                state.row_stmts.append(_store(target, row_index, value))
+        loops, body = merged_loops(lw, list(domain[:k]), knames, state.row_stmts)
+        rows = product(domain[:k])
+        cond = parallel_condition(product(domain))
+        if cond is not None and rows.const is not None and rows.const < 2:
+            cond = None
+        return wrap_loops(loops, body, cond, simd=False)
+    return prelude + versions(lw, build) + _values(lw, stored, targets)
+
+
+def _values(lw, stored, targets) -> list:
+    for t in stored:
+        lw.values[id(t)] = targets[id(t)]
+    return []
+
+
+def _store(target, index, value):
+    if isinstance(target, Scalar):
+        return Assign(target.expr.name, value)
+    return Store(target.ptr, target.load(index).index, value)
+
+
+def _shared(lw, region, members, member_ids) -> list:
+    """Full-domain group values that several group members read and that cost more than a few ops."""
+    readers: dict[int, int] = {}
+    for op in region.members:
+        for t in op.inputs:
+            if id(t) in members:
+                readers[id(t)] = readers.get(id(t), 0) + 1
+    out = []
+    for op in region.members:
+        for t in op.outputs:
+            if lw.dims[id(t)] == region.domain and op.opdef.reduction is None and readers.get(id(t), 0) > 1 \
+                    and _expensive(op):
+                out.append(t)
+    return out
+
+
+def _expensive(op) -> bool:
+    return expensive(op.opdef.c_expr)

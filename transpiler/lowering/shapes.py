@@ -1,0 +1,527 @@
+"""Symbolic shapes: each tensor's dims as index polynomials, and the run-time checks that keep them true.
+
+``infer(lw, op)`` sets the dims of ``op``'s outputs: constants where the graph knows them, the
+inputs' symbols where they carry through (an elementwise op of two ``[n]`` tensors is ``[n]``), and
+fresh symbols for sizes only known at run time (a broadcast of two different unknown dims, a
+reshape to computed dims, a slice with tensor bounds). It also records the code that, at the op's
+place in the program, assigns those symbols and checks the run-time sizes exactly as the generic
+executor would (incompatible broadcasts, reshape element counts, out-of-range indices, element
+counts that overflow): every error names the op and the user's line.
+"""
+from __future__ import annotations
+
+from transpiler.lowering.ir import Assign, Check, Declare, Fail, For, Load, Poly, product, render_expr
+from transpiler.lowering.kernels import Elements, reduce_axes
+from transpiler.lowering.values import Array, Scalar
+
+
+def static_dims(tensor) -> tuple:
+    return tuple(None if d is None else Poly.of(d) for d in tensor.shape.dims)
+
+
+def infer(lw, op) -> None:
+    """Set ``lw.dims`` for ``op``'s outputs and ``lw.shape_code[id(op)]`` (emitted at the op's place)."""
+    rule = _RULES.get(op.type)
+    if rule is None:
+        if op.opdef.elementwise:
+            rule = _elementwise
+        elif op.opdef.reduction is not None:
+            rule = _reduction
+        else:
+            rule = _opaque
+    outs = rule(lw, op)
+    for t, dims in zip(op.outputs, outs):
+        if dims is not None:
+            lw.dims[id(t)] = tuple(Poly.of(d) for d in dims)
+
+
+def _code(lw, op, fn) -> None:
+    lw.shape_code.setdefault(id(op), []).append(fn)
+
+
+def _value(lw, tensor, *index):
+    """C text of an element of ``tensor`` (an int64 value), read where the shape code runs."""
+    return f"((int64_t){render_expr(Elements(lw).of(tensor, index))})"
+
+
+def _fresh_dims(lw, op, tensor):
+    """Static dims of ``tensor`` from the graph, fresh symbols for the unknown ones."""
+    if tensor.shape.dims is None:
+        return None
+    return tuple(Poly.of(d) if d is not None else lw.new_dim() for d in tensor.shape.dims)
+
+
+def _opaque(lw, op):
+    return [_fresh_dims(lw, op, t) for t in op.outputs]
+
+
+def check_count(lw, op, dims) -> None:
+    """Emit a check that the element count of run-time ``dims`` neither overflows nor is negative."""
+    symbolic = [d for d in dims if d.const is None]
+    if not symbolic:
+        return
+    args = ", ".join(str(d) for d in dims)
+    lw.emit(Check(f"rt_count_overflows({len(dims)}, (const int64_t[]){{{args}}}, {_itemsize(op)})",
+                  lw.message(op, "the result would have more elements than memory can hold (or a negative "
+                                 "dimension)")))
+
+
+def _itemsize(op) -> int:
+    return max(op.outputs[0].dtype.size, 1)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise broadcasting.
+
+
+def _elementwise(lw, op):
+    out = op.outputs[0]
+    if out.shape.rank is None or any(id(t) not in lw.dims for t in op.inputs):
+        return _opaque(lw, op)
+    rank = out.shape.rank
+    in_dims = [lw.dims[id(t)] for t in op.inputs]
+    dims, pending = [], []
+    for d in range(rank):
+        aligned = [ds[d - rank + len(ds)] for ds in in_dims if d - rank + len(ds) >= 0]
+        static = [p for p in aligned if p.const is not None and p.const != 1]
+        symbolic = []
+        for p in aligned:
+            if p.const is None and p not in symbolic:
+                symbolic.append(p)
+        if static:
+            size = static[0]
+            for p in symbolic:
+                pending.append((d, p, size))
+        elif len(symbolic) == 1:
+            size = symbolic[0]
+        elif symbolic:
+            size = lw.new_dim()
+            pending.append((d, symbolic, size))
+        else:
+            size = Poly.of(1)
+        dims.append(size)
+    if pending:
+        _code(lw, op, lambda: _broadcast_checks(lw, op, pending))
+    return [tuple(dims)]
+
+
+def _broadcast_checks(lw, op, pending) -> None:
+    for d, p, size in pending:
+        if isinstance(p, list):
+            name = next(iter(size.symbols()))
+            text = "1"
+            for q in reversed(p):
+                text = f"(({q}) != 1 ? ({q}) : {text})"
+            lw.emit(Assign(name, text))
+            for q in p:
+                lw.emit(Check(f"({q}) != {name} && ({q}) != 1",
+                              lw.message(op, f"incompatible shapes for broadcasting: dimension {d} is %lld in "
+                                             f"one operand and %lld in another"), [str(q), name]))
+        else:
+            lw.emit(Check(f"({p}) != ({size}) && ({p}) != 1",
+                          lw.message(op, f"incompatible shapes for broadcasting: dimension {d} is %lld in one "
+                                         f"operand and {size} in another"), [str(p)]))
+
+
+def guard_divisor(lw, op) -> None:
+    """Integer FloorDiv/FloorMod by zero and Pow to negative powers are errors (as in eager)."""
+    if op.type not in ("FloorDiv", "FloorMod", "Pow") or not op.inputs[0].dtype.is_integer:
+        return
+    bad = "< 0" if op.type == "Pow" else "== 0"
+    message = ("Integers to negative integer powers are not allowed" if op.type == "Pow"
+               else "Integer division by zero")
+    divisor = op.inputs[1]
+    value = lw.values.get(id(divisor))
+    const = lw.const_value(divisor)
+    if const is not None:
+        if (const < 0).any() if op.type == "Pow" else (const == 0).any():
+            lw.emit(Fail(lw.message(op, message)))
+        return
+    if isinstance(value, Scalar):
+        lw.emit(Check(f"({render_expr(value.expr)}) {bad}", lw.message(op, message)))
+        return
+    k = lw.fresh("k")
+    index = Poly.sym(k)
+    count = product(lw.dims[id(divisor)])
+    if isinstance(value, Array) and value.contiguous:
+        element = render_expr(Load(value.ptr, index, value.ctype))
+    else:
+        raise ValueError(f"{op.name}: the divisor must be stored before the check")
+    lw.emit(For(k, Poly.of(0), count, [Check(f"{element} {bad}", lw.message(op, message))]))
+
+
+# ---------------------------------------------------------------------------
+# Reductions and views.
+
+
+def _reduction(lw, op):
+    x = op.inputs[0]
+    if x.shape.rank is None or id(x) not in lw.dims:
+        return _opaque(lw, op)
+    dims = lw.dims[id(x)]
+    axes = reduce_axes(lw, op)
+    if op.attrs["keepdims"]:
+        out = tuple(Poly.of(1) if d in axes else dims[d] for d in range(len(dims)))
+    else:
+        out = tuple(dims[d] for d in range(len(dims)) if d not in axes)
+    if op.opdef.reduction.identity is None:
+        count = product(dims)
+        if count.const == 0:
+            _code(lw, op, lambda: lw.emit(Fail(lw.message(op, "reduction over an empty dimension has no identity"))))
+        elif count.const is None:
+            _code(lw, op, lambda: lw.emit(Check(f"({count}) == 0", lw.message(
+                op, "reduction over an empty dimension has no identity"))))
+    return [out]
+
+
+def _transpose(lw, op):
+    dims = lw.dims[id(op.inputs[0])]
+    perm = op.attrs["perm"] or tuple(reversed(range(len(dims))))
+    return [tuple(dims[p] for p in perm)]
+
+
+def _expand_dims(lw, op):
+    dims = list(lw.dims[id(op.inputs[0])])
+    dims.insert(op.attrs["axis"] % (len(dims) + 1), Poly.of(1))
+    return [tuple(dims)]
+
+
+def _squeeze(lw, op):
+    dims = lw.dims[id(op.inputs[0])]
+    axes = op.attrs["axis"]
+    if axes is None:
+        axes = [d for d, n in enumerate(dims) if n == 1]
+    axes = {a % len(dims) for a in axes}
+    lw.squeezed[id(op)] = axes
+    symbolic = [a for a in sorted(axes) if dims[a].const is None]
+    if symbolic:
+        def code():
+            for a in symbolic:
+                lw.emit(Check(f"({dims[a]}) != 1", lw.message(op, f"dimension {a} is %lld, not 1"), [str(dims[a])]))
+        _code(lw, op, code)
+    return [tuple(d for i, d in enumerate(dims) if i not in axes)]
+
+
+def _unpack(lw, op):
+    dims = list(lw.dims[id(op.inputs[0])])
+    axis = op.attrs["axis"] % len(dims)
+    size = dims.pop(axis)
+    if size.const is None:
+        _code(lw, op, lambda: lw.emit(Check(f"({size}) != {op.attrs['num']}", lw.message(
+            op, f"dimension {axis} is %lld, not {op.attrs['num']}"), [str(size)])))
+    return [tuple(dims)] * len(op.outputs)
+
+
+def _reshape(lw, op):
+    x, target = op.inputs
+    out = op.outputs[0]
+    if out.shape.rank is None or x.shape.rank is None:
+        return _opaque(lw, op)
+    count = product(lw.dims[id(x)])
+    const = lw.const_value(target)
+    if const is not None:
+        wanted = [int(v) for v in const.reshape(-1)]
+        known = 1
+        for v in wanted:
+            if v != -1:
+                known *= v
+        if -1 in wanted:
+            if count.const is not None:
+                dims = [count.const // known if v == -1 and known else v for v in wanted]
+                return [tuple(dims)]
+            unknown = lw.new_dim()
+            dims = [unknown if v == -1 else Poly.of(v) for v in wanted]
+
+            def code():
+                lw.emit(Check(f"{known} == 0 || ({count}) % {known} != 0", lw.message(
+                    op, f"cannot reshape a tensor of %lld elements into {wanted}"), [str(count)]))
+                lw.emit(Assign(str(unknown), f"({count}) / {known}"))
+            _code(lw, op, code)
+            return [tuple(dims)]
+        if count.const is None:
+            _code(lw, op, lambda: lw.emit(Check(f"({count}) != {known}", lw.message(
+                op, f"cannot reshape a tensor of %lld elements into {wanted}"), [str(count)])))
+        return [tuple(wanted)]
+    rank = out.shape.rank
+    dims = [Poly.of(d) if d is not None else lw.new_dim() for d in out.shape.dims]
+
+    def code():
+        values = [_value(lw, target, d) for d in range(rank)]
+        known = lw.fresh("known")
+        unknown = lw.fresh("unknown")
+        lw.emit(Declare(known, "int64_t", "1"))
+        lw.emit(Declare(unknown, "int", "-1"))
+        for d in range(rank):
+            v = values[d]
+            lw.emit(Check(f"{v} < -1 || ({v} == -1 && {unknown} >= 0)", lw.message(
+                op, f"bad target shape: dimension {d} is %lld"), [v]))
+            lw.emit(Assign(unknown, f"{v} == -1 ? {d} : {unknown}"))
+            lw.emit(Assign(known, f"{v} == -1 ? {known} : {known} * {v}"))
+        lw.emit(Check(f"{unknown} >= 0 && ({known} == 0 || ({count}) % {known} != 0)", lw.message(
+            op, "cannot reshape a tensor of %lld elements into a shape of %lld elements and one -1"),
+            [str(count), known]))
+        lw.emit(Check(f"{unknown} < 0 && ({count}) != {known}", lw.message(
+            op, "cannot reshape a tensor of %lld elements into a shape of %lld elements"), [str(count), known]))
+        for d in range(rank):
+            if dims[d].const is None:
+                lw.emit(Assign(str(dims[d]), f"{unknown} == {d} ? ({count}) / {known} : {values[d]}"))
+            else:
+                lw.emit(Check(f"{unknown} == {d} ? ({count}) / {known} != {dims[d]} : {values[d]} != {dims[d]}",
+                              lw.message(op, f"dimension {d} is not {dims[d]}")))
+    _code(lw, op, code)
+    return [tuple(dims)]
+
+
+def _strided_slice(lw, op):
+    x = op.inputs[0]
+    if x.shape.rank is None or op.outputs[0].shape.rank is None:
+        return _opaque(lw, op)
+    dims = lw.dims[id(x)]
+    rank = len(dims)
+    spec = op.attrs["spec"]
+    dynamic = op.inputs[1:]
+    consumed = sum(1 for item in spec if item[0] in ("i", "s"))
+    items = []
+    for item in spec:
+        if item[0] == "e":
+            items.extend([("s", None, None, None)] * (rank - consumed))
+        else:
+            items.append(item)
+    items.extend([("s", None, None, None)] * (rank - sum(1 for i in items if i[0] != "n")))
+    plan, out, code = [], [], []
+    d = 0
+    for item in items:
+        if item[0] == "n":
+            plan.append(("new",))
+            out.append(Poly.of(1))
+            continue
+        n = dims[d]
+        if item[0] == "i":
+            plan.append(("fixed",) + _slice_index(lw, op, item[1], n, d, dynamic, code))
+        else:
+            begin, step, count = _slice_range(lw, op, item, n, d, dynamic, code)
+            plan.append(("range", begin, step))
+            out.append(count)
+        d += 1
+    lw.slices[id(op)] = plan
+    if code:
+        _code(lw, op, lambda: [fn() for fn in code])
+    return [tuple(out)]
+
+
+def _slice_index(lw, op, k, n: Poly, d: int, dynamic, code) -> tuple:
+    if isinstance(k, int) and n.const is not None:
+        return (Poly.of(k + n.const if k < 0 else k),)
+    sym = lw.new_dim()
+
+    def emit():
+        value = _value(lw, dynamic[k[1]]) if isinstance(k, tuple) else str(k)
+        lw.emit(Assign(str(sym), value))
+        lw.emit(Assign(str(sym), f"{sym} < 0 ? {sym} + ({n}) : {sym}"))
+        lw.emit(Check(f"{sym} < 0 || {sym} >= ({n})", lw.message(
+            op, f"index %lld is out of bounds for dimension {d} of size %lld"), [value, str(n)]))
+    code.append(emit)
+    return (sym,)
+
+
+def _slice_range(lw, op, item, n: Poly, d: int, dynamic, code) -> tuple:
+    _, start, stop, step = item
+    if start in (None, 0) and stop is None and step in (None, 1):
+        return Poly.of(0), Poly.of(1), n                    # the whole dim
+    if all(not isinstance(v, tuple) for v in (start, stop, step)) and n.const is not None:
+        r = range(n.const)[slice(start, stop, step)]
+        return Poly.of(r.start if len(r) else 0), Poly.of(r.step), Poly.of(len(r))
+    begin, count = lw.new_dim(), lw.new_dim()
+    step_poly = Poly.of(step) if isinstance(step, int) else (Poly.of(1) if step is None else lw.new_dim())
+
+    def value(v, default):
+        if v is None:
+            return default
+        if isinstance(v, tuple):
+            return _value(lw, dynamic[v[1]])
+        return str(v)
+
+    def emit():
+        st = value(step, "1")
+        if step_poly.const is None:
+            lw.emit(Assign(str(step_poly), st))
+        lw.emit(Check(f"({step_poly}) == 0", lw.message(op, "slice step cannot be zero")))
+        lo, hi = lw.fresh("lo"), lw.fresh("hi")
+        lw.emit(Declare(lo, "int64_t", f"({step_poly}) > 0 ? {value(start, '0')} : {value(start, f'({n}) - 1')}"))
+        lw.emit(Declare(hi, "int64_t", f"({step_poly}) > 0 ? {value(stop, f'({n})')} : "
+                                       f"{value(stop, f'-({n}) - 1')}"))
+        lw.emit(Assign(lo, f"{lo} < 0 ? {lo} + ({n}) : {lo}"))
+        lw.emit(Assign(hi, f"{hi} < 0 ? {hi} + ({n}) : {hi}"))
+        lw.emit(Assign(str(count), f"rt_slice_count({lo}, {hi}, {step_poly}, {n}, &{begin})"))
+    code.append(emit)
+    return begin, step_poly, count
+
+
+def _gather(lw, op):
+    params, indices = op.inputs
+    if params.shape.rank is None or indices.shape.rank is None:
+        return _opaque(lw, op)
+    pd, idx = lw.dims[id(params)], lw.dims[id(indices)]
+    axis = op.attrs["axis"] % len(pd)
+    _code(lw, op, lambda: _gather_check(lw, op, axis))
+    return [tuple(pd[:axis]) + tuple(idx) + tuple(pd[axis + 1:])]
+
+
+def _gather_check(lw, op, axis: int) -> None:
+    params, indices = op.inputs
+    n = lw.dims[id(params)][axis]
+    value = lw.values.get(id(indices))
+    message = lw.message(op, "indices[%lld] = %lld is not in [0, %lld)")
+    if isinstance(value, Scalar):
+        v = f"((int64_t){render_expr(value.expr)})"
+        lw.emit(Check(f"{v} < 0 || {v} >= ({n})", message, ["0", v, str(n)]))
+        return
+    k = lw.fresh("k")
+    v = f"((int64_t){render_expr(Load(value.ptr, Poly.sym(k), value.ctype))})"
+    lw.emit(For(k, Poly.of(0), product(lw.dims[id(indices)]),
+                [Check(f"{v} < 0 || {v} >= ({n})", message, [k, v, str(n)])]))
+
+
+# ---------------------------------------------------------------------------
+# Generators, shape queries, data movement.
+
+
+def _fill(lw, op):
+    dims_t = op.inputs[0]
+    out = op.outputs[0]
+    if out.shape.rank is None:
+        return _opaque(lw, op)
+    const = lw.const_value(dims_t)
+    if const is not None:
+        return [tuple(int(v) for v in const.reshape(-1))]
+    dims = [Poly.of(d) if d is not None else lw.new_dim() for d in out.shape.dims]
+
+    def code():
+        for d in range(len(dims)):
+            v = _value(lw, dims_t, d)
+            lw.emit(Check(f"{v} < 0", lw.message(op, f"dimensions must be non-negative, dimension {d} is %lld"), [v]))
+            if dims[d].const is None:
+                lw.emit(Assign(str(dims[d]), v))
+            else:
+                lw.emit(Check(f"{v} != {dims[d]}", lw.message(op, f"dimension {d} is %lld, not {dims[d]}"), [v]))
+        check_count(lw, op, dims)
+    _code(lw, op, code)
+    return [tuple(dims)]
+
+
+def _range(lw, op):
+    out = op.outputs[0]
+    if out.shape.dims[0] is not None:
+        count = Poly.of(out.shape.dims[0])
+    else:
+        count = lw.new_dim()
+
+    def code():
+        start, limit, delta = (render_expr(Elements(lw).of(t, ())) for t in op.inputs)
+        lw.emit(Check(f"({delta}) == 0", lw.message(op, "delta must not be zero")))
+        if out.dtype.is_integer:
+            n = (f"(({delta}) > 0 ? (({limit}) > ({start}) ? (((int64_t)({limit}) - ({start}) + ({delta}) - 1) / "
+                 f"({delta})) : 0) : (({limit}) < ({start}) ? (((int64_t)({start}) - ({limit}) - ({delta}) - 1) / "
+                 f"-({delta})) : 0))")
+        else:
+            n = f"(int64_t)fmax(0.0, ceil(((double)({limit}) - (double)({start})) / (double)({delta})))"
+        if count.const is None:
+            lw.emit(Assign(str(count), n))
+            check_count(lw, op, [count])
+        else:
+            lw.emit(Check(f"{n} != {count}", lw.message(op, f"the range does not have {count} elements")))
+    _code(lw, op, code)
+    return [(count,)]
+
+
+def _concat(lw, op):
+    out = op.outputs[0]
+    if out.shape.rank is None or any(id(t) not in lw.dims or t.shape.rank is None for t in op.inputs):
+        return _opaque(lw, op)
+    rank = out.shape.rank
+    axis = op.attrs["axis"] % rank
+    parts = [lw.dims[id(t)] for t in op.inputs]
+    if op.type == "Pack":
+        first = parts[0]
+        dims = list(first)
+        dims.insert(axis, Poly.of(len(parts)))
+        pairs = [(d, p[d], first[d]) for p in parts[1:] for d in range(len(first)) if p[d] != first[d]]
+    else:
+        dims = [sum((p[axis] for p in parts), Poly.of(0)) if d == axis else parts[0][d] for d in range(rank)]
+        pairs = [(d, p[d], parts[0][d]) for p in parts[1:] for d in range(rank) if d != axis and p[d] != parts[0][d]]
+    if pairs:
+        def code():
+            for d, a, b in pairs:
+                lw.emit(Check(f"({a}) != ({b})", lw.message(op, f"input shapes differ at dimension {d}: %lld vs %lld"),
+                              [str(a), str(b)]))
+        _code(lw, op, code)
+    return [tuple(dims)]
+
+
+def _matmul(lw, op):
+    a, b = op.inputs
+    if a.shape.rank is None or b.shape.rank is None or op.outputs[0].shape.rank is None:
+        return _opaque(lw, op)
+    ad, bd = list(lw.dims[id(a)]), list(lw.dims[id(b)])
+    if op.attrs.get("transpose_a"):
+        ad[-1], ad[-2] = ad[-2], ad[-1]
+    if op.attrs.get("transpose_b"):
+        bd[-1], bd[-2] = bd[-2], bd[-1]
+    batch = []
+    ab, bb = ad[:-2], bd[:-2]
+    rank = max(len(ab), len(bb))
+    ab = [Poly.of(1)] * (rank - len(ab)) + ab
+    bb = [Poly.of(1)] * (rank - len(bb)) + bb
+    checks = []
+    for x, y in zip(ab, bb):
+        if x == y or y == 1:
+            batch.append(x)
+        elif x == 1:
+            batch.append(y)
+        elif x.const is not None and y.const is not None:
+            batch.append(x)
+        else:
+            size = lw.new_dim()
+            checks.append((x, y, size))
+            batch.append(size)
+    k1, k2 = ad[-1], bd[-2]
+
+    def code():
+        if k1 != k2:
+            lw.emit(Check(f"({k1}) != ({k2})", lw.message(
+                op, "inner dimensions differ: %lld vs %lld"), [str(k1), str(k2)]))
+        for x, y, size in checks:
+            lw.emit(Assign(str(size), f"({x}) != 1 ? ({x}) : ({y})"))
+            lw.emit(Check(f"({x}) != ({y}) && ({x}) != 1 && ({y}) != 1", lw.message(
+                op, "batch dimensions differ: %lld vs %lld"), [str(x), str(y)]))
+    _code(lw, op, code)
+    return [tuple(batch) + (ad[-2], bd[-1])]
+
+
+def _shape(lw, op):
+    return [(Poly.of(len(lw.dims[id(op.inputs[0])])),)] if id(op.inputs[0]) in lw.dims else _opaque(lw, op)
+
+
+def _const(lw, op):
+    return [op.attrs["value"].array.shape]
+
+
+_RULES = {
+    "Const": _const,
+    "Transpose": _transpose,
+    "ExpandDims": _expand_dims,
+    "Squeeze": _squeeze,
+    "Unpack": _unpack,
+    "Reshape": _reshape,
+    "StridedSlice": _strided_slice,
+    "GatherV2": _gather,
+    "Fill": _fill,
+    "Range": _range,
+    "Eye": lambda lw, op: [(op.attrs["num_rows"], op.attrs["num_columns"])],
+    "ConcatV2": _concat,
+    "Pack": _concat,
+    "MatMul": _matmul,
+    "Shape": _shape,
+    "Size": lambda lw, op: [()],
+    "Rank": lambda lw, op: [()],
+}
