@@ -371,7 +371,7 @@ class Graph:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for transient in ("_plan", "_const_map", "_capture_map", "_last_stateful", "variables"):
+        for transient in ("_plan", "_generic_plan", "_const_map", "_capture_map", "_last_stateful", "variables"):
             state.pop(transient, None)
         return state
 
