@@ -82,7 +82,9 @@ def source_map(code: str) -> dict[int, int]:
                     else:
                         mapping.setdefault(pos.start.line, line)
                         # the header of a compound statement may span lines (e.g. a long condition)
-                        hdr_end = positions[node.body].start.line if hasattr(node, "body") else pos.start.line
+                        body = getattr(node, "body", None)
+                        hdr_end = positions[body.header].start.line if isinstance(body, cst.IndentedBlock) \
+                            else pos.start.line
                         for i in range(pos.start.line, hdr_end + 1):
                             mapping.setdefault(i, line)
             return True

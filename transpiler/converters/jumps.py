@@ -70,7 +70,7 @@ class Jump:
         if isinstance(suite, cst.If):
             return self.statement(suite)[0]
         new_body = self.block(body_of(suite))
-        if isinstance(suite, cst.Else):
+        if isinstance(suite, (cst.Else, cst.Finally)):
             return suite.with_changes(body=_indented(suite.body, new_body))
         return _indented(suite, new_body)
 

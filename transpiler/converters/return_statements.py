@@ -56,6 +56,9 @@ def _orelse(node: cst.If) -> list[cst.BaseStatement]:
 
 
 def _set_block(node, stmts):
+    """``node`` with a new body (the old block's header keeps its source-line marker)."""
+    if isinstance(node.body, cst.IndentedBlock):
+        return node.with_changes(body=node.body.with_changes(body=list(stmts)))
     return node.with_changes(body=cst.IndentedBlock(body=list(stmts)))
 
 
@@ -100,9 +103,11 @@ class ReturnTransformer(Converter):
         retval = self.ctx.namer.new("retval")
 
         def replace(ret: cst.Return):
+            # The value first: if computing it raises (and a handler catches it), the function has not
+            # returned, and the code after the handler must still run.
             value = ret.value if ret.value is not None else cst.Name("None")
-            return [stmt("{d} = True\n", d=cst.Name(do_return)),
-                    stmt("{r} = {v}\n", r=cst.Name(retval), v=value)]
+            return [stmt("{r} = {v}\n", r=cst.Name(retval), v=value),
+                    stmt("{d} = True\n", d=cst.Name(do_return))]
 
         jump = Jump(cst.Return, do_return, replace, into_loops=True,
                     on_loop=lambda loop: add_loop_test(loop, cst.parse_expression(f"not {do_return}")))
