@@ -6,11 +6,11 @@ Each module is named after the converter that emits its calls
 """
 from runtime.operators.call_trees import converted_call
 from runtime.operators.conditional_expressions import if_exp
-from runtime.operators.control_flow import for_stmt, if_stmt, while_stmt
+from runtime.operators.control_flow import for_stmt, if_stmt, retval, while_stmt
 from runtime.operators.exceptions import assert_stmt
 from runtime.operators.logical import and_, not_, or_
 from runtime.operators.py_builtins import len_, range_
-from runtime.operators.variables import Undefined, UndefinedReturnValue, ld, retval
+from runtime.operators.variables import Undefined, UndefinedReturnValue, ld
 
 __all__ = ["converted_call", "if_exp", "for_stmt", "if_stmt", "while_stmt", "assert_stmt", "and_", "not_", "or_",
            "len_", "range_", "Undefined", "UndefinedReturnValue", "ld", "retval"]

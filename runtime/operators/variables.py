@@ -42,10 +42,5 @@ def ld(value):
     return value
 
 
-def retval(value):
-    """The function's result: ``None`` when no ``return`` ran."""
-    return None if isinstance(value, UndefinedReturnValue) else value
-
-
 def is_undefined(value) -> bool:
     return isinstance(value, (Undefined, UndefinedReturnValue))

@@ -190,3 +190,83 @@ def test_return_inside_try_finally_under_a_tensor_condition():
         return x
     check(f, rt.constant(2))
     check(f, rt.constant(-2))
+
+
+def test_if_returning_on_one_path_only_is_a_trace_time_error_not_a_zero():
+    def f(x):
+        if x > 0:
+            return x
+    assert f(rt.constant(-1)) is None                 # Python: None, which a graph cannot return next to x
+    with pytest.raises(ValueError, match=r"returns a value on some paths.*line \d+"):
+        rt.function(f)(rt.constant(-1))
+
+
+def test_returns_of_none_on_every_path_follow_python():
+    log = []
+
+    def f(x):
+        if x > 0:
+            log.append("positive")
+            return
+        log.append("other")
+    same(f(rt.constant(1)), rt.function(f)(rt.constant(1)))
+
+    def g(x):
+        if x > 0:
+            return None
+        x = x + 1
+    same(g(rt.constant(-1)), rt.function(g)(rt.constant(-1)))
+
+
+def test_return_later_on_every_path_is_fine():
+    def f(x):
+        if x > 10:
+            return x * 2
+        if x < 0:
+            return -x
+        y = x + 1
+        return y
+    for v in (20, -3, 4):
+        check(f, rt.constant(v))
+
+
+def test_loop_that_may_end_without_return_is_an_error():
+    def f(n):
+        for i in rt.range(n):
+            if i > 3:
+                return i
+    with pytest.raises(ValueError, match=r"returns a value on some paths.*line \d+"):
+        rt.function(f)(rt.constant(10))
+
+
+def test_return_of_a_tuple_inside_a_tensor_loop():
+    def f(x):
+        for i in rt.range(10):
+            if i > x:
+                return i, i * 2
+        return x, x
+    check(f, rt.constant(3))
+    check(f, rt.constant(30))
+
+
+def test_return_of_a_tensor_with_a_none_dim_inside_a_tensor_loop():
+    @rt.function(input_signature=[rt.TensorSpec([None], rt.float32)])
+    def f(x):
+        for i in rt.range(10):
+            if rt.reduce_sum(x) < rt.cast(i, rt.float32):
+                return x * rt.cast(i, rt.float32)
+        return x * 2.0
+    np.testing.assert_array_equal(f(np.ones(3, np.float32)).numpy(), np.full(3, 4.0))
+    np.testing.assert_array_equal(f(np.full(2, 9.0, np.float32)).numpy(), np.full(2, 18.0))
+
+
+def test_return_inside_a_while_loop_of_a_dict():
+    def f(x):
+        i = rt.constant(0)
+        while i < 5:
+            if i == x:
+                return {"at": i, "twice": x * 2}
+            i += 1
+        return {"at": i, "twice": x}
+    same(tuple(f(rt.constant(2)).values()), tuple(rt.function(f)(rt.constant(2)).values()))
+    same(tuple(f(rt.constant(9)).values()), tuple(rt.function(f)(rt.constant(9)).values()))

@@ -145,7 +145,7 @@ def test_return_moves_rest_into_else():
             else:
                 rt__retval = -x
                 rt__do_return = True
-            return rt__.retval(rt__retval)
+            return rt__.retval(rt__retval, rt__do_return)
         """)
 
 
@@ -170,7 +170,9 @@ def test_return_in_loop():
             if not rt__do_return:
                 rt__retval = 0
                 rt__do_return = True
-            return rt__.retval(rt__retval)
+            else:
+                rt__do_return = True
+            return rt__.retval(rt__retval, rt__do_return)
         """)
 
 
