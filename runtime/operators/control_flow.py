@@ -14,7 +14,7 @@ import sys
 import threading
 import weakref
 
-from runtime.operators.variables import Undefined, UndefinedReturnValue, is_undefined
+from runtime.operators.variables import Undefined, UndefinedReturnValue, Untracked, is_undefined
 from runtime.tensor import is_symbolic, is_tensor
 
 
@@ -174,10 +174,24 @@ class _IfTrace:
         return fixed
 
 
+def _check_trackable(values, statement: str, where_: str) -> None:
+    """Items assigned with a computed key cannot be carried through a graph conditional or loop."""
+    for v in values:
+        if isinstance(v, Untracked):
+            name = v.symbol_name
+            hint = ("write rt.TensorArray elements instead (ta = ta.write(i, value)), or "
+                    if statement == "loop" else "")
+            raise ValueError(f"'{name}' is assigned inside this tensor {statement}, whose body is traced once for "
+                             f"every path, but its key is computed (or changes inside the {statement}), so its value "
+                             f"cannot be carried through the graph {statement}: {hint}assign the value to a variable "
+                             f"and store it in '{name}' after the {statement}{where_}")
+
+
 def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
     init = tuple(get_state())
     names = symbol_names[:nouts]
     where_ = where()
+    _check_trackable(init, "`if`", where_)
     trace = _IfTrace(init, names, nouts, set_state, get_state, where_)
     rt = _rt()
     with _located(where_):
@@ -393,6 +407,7 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
     rt = _rt()
     names = list(symbol_names)
     init = list(get_state())
+    _check_trackable(init, "loop", where_)
     _check_loop_vars(names, init, where_)
     n_extra = len(extra_vars)
     undefined = [i for i, v in enumerate(init) if is_undefined(v)]
