@@ -26,6 +26,7 @@ from transpiler.converters.asserts import AssertTransformer
 from transpiler.converters.base import Context
 from transpiler.converters.break_statements import BreakTransformer
 from transpiler.converters.call_trees import CallTreeTransformer
+from transpiler.converters.comparisons import ComparisonTransformer
 from transpiler.converters.conditional_expressions import ConditionalExpressionTransformer
 from transpiler.converters.continue_statements import ContinueTransformer
 from transpiler.converters.control_flow import ControlFlowTransformer
@@ -57,6 +58,8 @@ def transform(module: cst.Module, ctx: Context) -> cst.Module:
     node = ControlFlowTransformer.transform(node, ctx)
     # Expression-level rewrites after control flow: the tests it moved keep their `and`/`not`.
     node = ConditionalExpressionTransformer.transform(node, ctx)
+    # Comparison chains before `and`/`or`: the chains they become are calls, not boolean operations.
+    node = ComparisonTransformer.transform(node, ctx)
     node = LogicalTransformer.transform(node, ctx)
     # Last: wrap reads of maybe-undefined names, which control flow introduced.
     node = VariableTransformer.transform(node, ctx)

@@ -1,6 +1,6 @@
 """The public op functions (``rt.add``, ``rt.reshape`` ...), gathered from the op modules."""
 from runtime.ops.array_ops import (concat, constant, convert_to_tensor, expand_dims, eye, fill, gather, identity,
-                                   linspace, ones, ones_like, range, rank, reshape, shape, size, squeeze, stack,
+                                   linspace, ones, ones_like, pad, range, rank, reshape, shape, size, squeeze, stack,
                                    strided_slice, tile, transpose, unstack, zeros, zeros_like)
 from runtime.ops.control_flow_ops import cond, while_loop
 from runtime.ops.logging_ops import Assert, check_numerics, print
@@ -11,5 +11,7 @@ from runtime.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value,
                                   reduce_min, reduce_prod, reduce_sum, relu, sigmoid, sign, sin, softmax, sqrt,
                                   square, subtract, tanh, truediv, where)
 from runtime.ops import random_ops  # noqa: F401  (registers the random ops)
+
+newaxis = None      # ``x[:, rt.newaxis]``, as ``tf.newaxis``
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -31,6 +31,7 @@ class Activity:
     appended_lists: frozenset[str] = frozenset()   # names `x` with `x.append(...)` calls
     composites: frozenset[str] = frozenset()       # items/attributes assigned: "d['b']", "self.x"
     untracked: frozenset[str] = frozenset()        # items/attributes assigned with a computed key: "d[k + 1]"
+    deleted: frozenset[str] = frozenset()          # names removed by `del`
 
 
 def _key_code(node: cst.BaseExpression) -> str | None:
@@ -78,6 +79,7 @@ class _ActivityVisitor(cst.CSTVisitor):
         self.appended: set[str] = set()
         self.composites: set[str] = set()
         self.untracked: set[str] = set()
+        self.deleted: set[str] = set()
 
     # -- bindings --------------------------------------------------------
     def bind(self, target: cst.BaseExpression) -> None:
@@ -143,6 +145,14 @@ class _ActivityVisitor(cst.CSTVisitor):
 
     def visit_Del(self, node: cst.Del) -> bool:
         self.bind(node.target)
+
+        def names(target):
+            if isinstance(target, cst.Name):
+                self.deleted.add(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    names(element.value)
+        names(node.target)
         return False
 
     def visit_Import(self, node: cst.Import) -> bool:
@@ -250,7 +260,7 @@ def activity_of(nodes: cst.CSTNode | Sequence[cst.CSTNode] | None) -> Activity:
     for n in nodes:
         n.visit(visitor)
     return Activity(frozenset(visitor.read), frozenset(visitor.modified), frozenset(visitor.appended),
-                    frozenset(visitor.composites), frozenset(visitor.untracked))
+                    frozenset(visitor.composites), frozenset(visitor.untracked), frozenset(visitor.deleted))
 
 
 def declared_names(body: Iterable[cst.CSTNode]) -> tuple[frozenset[str], frozenset[str]]:
@@ -306,7 +316,8 @@ class ActivityProvider(BatchableMetadataProvider[Activity]):
         t = _ActivityVisitor()
         t.bind(node.target)
         self.set_metadata(node, Activity(a.read | t.read, a.modified | t.modified, a.appended_lists,
-                                         a.composites | frozenset(t.composites), a.untracked | frozenset(t.untracked)))
+                                         a.composites | frozenset(t.composites), a.untracked | frozenset(t.untracked),
+                                         a.deleted))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.set_metadata(node, activity_of(list(node.body.body)))

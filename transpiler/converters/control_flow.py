@@ -15,7 +15,8 @@ Items and attributes the statement assigns (``d['b'] = 1``, ``self.x += 1``) are
 too when their object comes from outside the statement (AutoGraph's composite symbols):
 ``get_state`` reads them with ``rt__.ldu(lambda: d['b'], "d['b']")`` (undefined when the
 key or attribute is missing) and ``set_state`` writes them back with ``rt__.store_item`` /
-``rt__.store_attr`` (which delete an undefined one). An item whose key is computed, or
+``rt__.store_attr`` (which delete an undefined one); a name the statement deletes is read
+with ``rt__.ldu`` too. An item whose key is computed, or
 changes inside the statement (``l[i] = ...`` in a loop over ``i``), cannot be state: its
 slot is ``rt__.Untracked("l[i]")``, and the runtime raises naming it if the statement
 becomes a graph conditional or loop.
@@ -115,10 +116,11 @@ def _composite_state(act, live) -> tuple[list[str], list[str]]:
     return tracked, untracked
 
 
-def _read_state(name: str, composite: bool, untracked: bool) -> cst.BaseExpression:
+def _read_state(name: str, maybe_missing: bool, untracked: bool) -> cst.BaseExpression:
+    """How get_state reads one state entry (an item, attribute or deleted name may not exist)."""
     if untracked:
         return expr("rt__.Untracked({s})", s=cst.SimpleString(repr(name)))
-    if composite:
+    if maybe_missing:
         return expr("rt__.ldu(lambda: {v}, {s})", v=cst.parse_expression(name), s=cst.SimpleString(repr(name)))
     return cst.Name(name)
 
@@ -170,7 +172,9 @@ class ControlFlowTransformer(Converter):
         live = self.get_metadata(LivenessProvider, node)
         defined = self.get_metadata(DefinednessProvider, node)
         modified = act.modified - frame.globals - frame.nonlocals
-        state = modified & (live.live_in | live.live_out)
+        # A deleted name is state even when dead: the body's `del` must reach the function's own binding.
+        deleted = act.deleted - frame.globals - frame.nonlocals
+        state = (modified & (live.live_in | live.live_out)) | deleted
         composites, untracked = _composite_state(act, live)
         extra = composites + untracked
         if outputs_first:
@@ -182,18 +186,20 @@ class ControlFlowTransformer(Converter):
             nouts = len(names)
         plain = [n for n in names if n in state]
         for n in plain:
-            if (n not in defined or n not in frame.bound) and n not in frame.undefined and not is_generated(n):
+            if (n not in defined or n not in frame.bound or n in deleted) and n not in frame.undefined \
+                    and not is_generated(n):
                 frame.undefined.append(n)
         nonlocal_names = plain + sorted(act.modified & frame.nonlocals)
         global_names = sorted(act.modified & frame.globals)
-        return names, nouts, _declarations(plain, global_names, nonlocal_names), (set(composites), set(untracked))
+        kinds = (set(composites), set(untracked), set(deleted))
+        return names, nouts, _declarations(plain, global_names, nonlocal_names), kinds
 
-    def _state_functions(self, names, marker, kinds=(set(), set())):
+    def _state_functions(self, names, marker, kinds=(set(), set(), set())):
         if not names:
             return [], cst.Name("None"), cst.Name("None")
-        composites, untracked = kinds
+        composites, untracked, deleted = kinds
         get, set_ = self.ctx.namer.new("get_state"), self.ctx.namer.new("set_state")
-        reads = [cst.Element(_read_state(n, n in composites, n in untracked)) for n in names]
+        reads = [cst.Element(_read_state(n, n in composites or n in deleted, n in untracked)) for n in names]
         get_fn = _function(get, "", [], [stmt("return {t}\n", t=cst.Tuple(reads))], marker)
         plain = [n for n in names if n not in composites and n not in untracked]
         writes = []
