@@ -133,10 +133,9 @@ class NativeConcreteFunction(ConcreteFunction):
         return self._native
 
     def _call_flat(self, tensors):
-        from runtime.tensor import EagerTensor
-        import numpy as np
+        from runtime.polymorphic_function import input_arrays
         native = self._native or self._native_function()
-        results = native.call([t._value if isinstance(t, EagerTensor) else np.asarray(t) for t in tensors])
+        results = native.call(input_arrays(tensors))
         return self._pack(results)
 
 
