@@ -61,8 +61,9 @@ def transform(module: cst.Module, ctx: Context) -> cst.Module:
     # Comparison chains before `and`/`or`: the chains they become are calls, not boolean operations.
     node = ComparisonTransformer.transform(node, ctx)
     node = LogicalTransformer.transform(node, ctx)
-    # Last: wrap reads of maybe-undefined names, which control flow introduced.
-    node = VariableTransformer.transform(node, ctx)
+    # Last: wrap reads of maybe-undefined names, which control flow introduced (if it did).
+    if ctx.undefined_inits:
+        node = VariableTransformer.transform(node, ctx)
     return node
 
 
@@ -118,8 +119,8 @@ def convert_source(source: str, filename: str = "<string>", first_line: int = 1,
     outer = outer.with_changes(body=outer.body.with_changes(body=inits + [inner, outer.body.body[2]]))
     marked_code = cst.Module(body=[outer]).code
     line_map = origin_info.source_map(marked_code)
-    module_code = origin_info.strip_markers(cst.parse_module(marked_code)).code
-    readable = cst.Module(body=[origin_info.strip_markers(fn_node)]).code
+    module_code = origin_info.strip_marker_comments(marked_code)
+    readable = origin_info.strip_marker_comments(cst.Module(body=[fn_node]).code)
     code_obj = _compile_mapped(module_code, line_map, filename, source, first_line)
     result = Converted(readable, code_obj, line_map, filename, fn_node.name.value)
     with _lock:

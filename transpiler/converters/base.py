@@ -21,6 +21,7 @@ class Context:
 
     namer: Namer
     options: dict = field(default_factory=dict)
+    undefined_inits: bool = False      # control flow initialized some name with rt__.Undefined
 
 
 class Converter(cst.CSTTransformer):

@@ -154,6 +154,7 @@ class ControlFlowTransformer(Converter):
         frame = self.frames.pop()
         if not frame.undefined:
             return updated_node
+        self.ctx.undefined_inits = True
         body = body_of(updated_node.body)
         doc = [body.pop(0)] if body and is_docstring(body[0]) else []
         inits = [stmt("{n} = rt__.Undefined({s})\n", n=cst.Name(n), s=cst.SimpleString(repr(n)))

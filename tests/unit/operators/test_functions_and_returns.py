@@ -270,3 +270,13 @@ def test_return_inside_a_while_loop_of_a_dict():
         return {"at": i, "twice": x}
     same(tuple(f(rt.constant(2)).values()), tuple(rt.function(f)(rt.constant(2)).values()))
     same(tuple(f(rt.constant(9)).values()), tuple(rt.function(f)(rt.constant(9)).values()))
+
+
+def test_generator_expression_as_the_only_argument():
+    def f(x):
+        parts = tuple(x * i for i in range(3))
+        if x > 0:
+            return sum(p for p in parts)
+        return -x
+    check(f, rt.constant(2))
+    check(f, rt.constant(-2))
