@@ -86,11 +86,11 @@ def _assignment(draw, index):
 
 
 @st.composite
-def _block(draw, names, depth, loop_index, in_loop, jumps=True, max_depth=2):
+def _block(draw, names, depth, loop_index, in_loop, jumps=True, max_depth=2, width=3):
     """Statements at nesting ``depth``; ``jumps=False`` inside a Python loop, which unrolls and so cannot
     stop on a tensor condition (a `break`/`return` there is an error, as in TensorFlow)."""
     lines = []
-    for _ in range(draw(st.integers(1, 3))):
+    for _ in range(draw(st.integers(1, width))):
         kinds = ["assign", "assign", "ta"]
         if depth < max_depth:
             kinds += ["if", "for", "while", "pyfor"]
@@ -105,25 +105,25 @@ def _block(draw, names, depth, loop_index, in_loop, jumps=True, max_depth=2):
             lines.append(f"ta = ta.write(ta.size(), s + rt.cast({loop_index}, rt.float32))")
         elif kind == "if":
             lines.append(f"if {draw(st.sampled_from(CONDITIONS)).format(i=loop_index)}:")
-            lines += ["    " + s for s in draw(_block(names, depth + 1, loop_index, in_loop, jumps, max_depth))]
+            lines += ["    " + s for s in draw(_block(names, depth + 1, loop_index, in_loop, jumps, max_depth, width))]
             if draw(st.booleans()):
                 lines.append("else:")
-                lines += ["    " + s for s in draw(_block(names, depth + 1, loop_index, in_loop, jumps, max_depth))]
+                lines += ["    " + s for s in draw(_block(names, depth + 1, loop_index, in_loop, jumps, max_depth, width))]
         elif kind == "for":
             i = names.new("i")
             lines.append(f"for {i} in rt.range({draw(st.sampled_from(BOUNDS))}):")
-            lines += ["    " + s for s in draw(_block(names, depth + 1, i, True, jumps, max_depth))]
+            lines += ["    " + s for s in draw(_block(names, depth + 1, i, True, jumps, max_depth, width))]
         elif kind == "pyfor":
             j = names.new("j")
             lines.append(f"for {j} in range(2):")
             lines.append(f"    a = rt.clip_by_value(a + {j}, -{INT_LIMIT}, {INT_LIMIT})")
-            lines += ["    " + s for s in draw(_block(names, depth + 1, loop_index, in_loop, False, max_depth))]
+            lines += ["    " + s for s in draw(_block(names, depth + 1, loop_index, in_loop, False, max_depth, width))]
         elif kind == "while":
             w = names.new("w")
             lines.append(f"{w} = 0")
             lines.append(f"while {w} < rt.minimum(k, {draw(st.integers(1, 4))}):")
             lines.append(f"    {w} += 1")
-            lines += ["    " + s for s in draw(_block(names, depth + 1, w, True, jumps, max_depth))]
+            lines += ["    " + s for s in draw(_block(names, depth + 1, w, True, jumps, max_depth, width))]
         elif kind in ("break", "continue"):
             lines.append(f"if {draw(st.sampled_from(CONDITIONS)).format(i=loop_index)}:")
             lines.append(f"    {kind}")
@@ -134,10 +134,10 @@ def _block(draw, names, depth, loop_index, in_loop, jumps=True, max_depth=2):
 
 
 @st.composite
-def programs(draw, max_depth: int = 2) -> str:
-    """The body of one program (statements, one per line, not indented), control flow nested up to
-    ``max_depth`` deep (conversion time grows quickly with it)."""
-    body = draw(_block(_Names(), 0, "a", False, True, max_depth))
+def programs(draw, max_depth: int = 2, width: int = 3) -> str:
+    """The body of one program (statements, one per line, not indented): blocks of 1 to ``width``
+    statements, control flow nested up to ``max_depth`` deep (code size grows quickly with both)."""
+    body = draw(_block(_Names(), 0, "a", False, True, max_depth, width))
     return "\n".join(PROLOGUE + body + [f"return {RESULT}"]) + "\n"
 
 
@@ -172,3 +172,13 @@ def same_results(expected, actual, where: str) -> None:
             np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6, err_msg=f"{where}: output {i}")
         else:
             np.testing.assert_array_equal(a, e, err_msg=f"{where}: output {i}")
+
+
+def render_for_tests(module, source_path, module_name):
+    """The real code generator, compiled with ``-O1`` unless the module's name ends with ``_o3``: the C
+    compiler's optimizer dominates a build of many programs (a build renderer, ``--renderer FILE:NAME``)."""
+    from transpiler.codegen import render_module
+    rendered = render_module(module, source_path=source_path, module_name=module_name)
+    if not module_name.endswith("_o3"):
+        rendered.extra_compile_args = ["-O1" if a == "-O3" else a for a in rendered.extra_compile_args]
+    return rendered

@@ -1,6 +1,7 @@
 """Arguments reach built native code by the same conversion rule as every other path: a big-endian
 float32 array is float32 (never read as little-endian garbage), an out-of-range uint32 array is
-rejected for an int32 signature, and a numpy scalar is a 0-d tensor that runs the built code."""
+rejected for an int32 signature, and a numpy scalar is a 0-d tensor that runs the built code.
+Native code also gives numpy's NaN/inf results (relu, sign, floor division and remainder)."""
 from __future__ import annotations
 
 import importlib
@@ -33,6 +34,10 @@ def half(x):
     return x / 2.0
 
 half.get_concrete_function(rt.TensorSpec([], rt.float32))
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.float32), rt.TensorSpec([None], rt.float32)])
+def special(x, y):
+    return rt.stack([rt.nn.relu(x), rt.sign(x), x // y, x % y, rt.maximum(x, y), rt.minimum(x, y)])
 '''
 
 
@@ -78,3 +83,15 @@ def test_numpy_scalar_runs_the_built_code_like_a_0d_array(built):
     assert float(built.half(np.float32(7.0))) == 3.5
     assert built.half.experimental_get_tracing_count() == 0        # no retrace: the built signature ran
     assert built.half.get_concrete_function(rt.TensorSpec([], rt.float32)).native
+
+
+def test_nan_and_inf_in_native_code_match_numpy(built):
+    values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 5.0, -5.0, 0.5, -7.25, 1e30], np.float32)
+    x, y = (a.ravel() for a in np.meshgrid(values, values))
+    concrete = built.special.get_concrete_function()
+    assert concrete.native
+    got = built.special(x, y).numpy()
+    with np.errstate(all="ignore"):
+        want = np.stack([np.maximum(x, np.float32(0)), np.sign(x), np.floor_divide(x, y), np.mod(x, y),
+                         np.maximum(x, y), np.minimum(x, y)])
+    np.testing.assert_array_equal(got, want)

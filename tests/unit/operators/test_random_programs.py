@@ -33,9 +33,9 @@ def _as_tuple(result):
     return tuple(np.asarray(r.numpy() if hasattr(r, "numpy") else r) for r in result)
 
 
-@settings(max_examples=400, deadline=None, derandomize=True, database=None,
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate, Phase.shrink])
-@given(programs())
+@given(programs(max_depth=2, width=2))
 def test_eager_equals_traced(tmp_path_factory, body):
     prog = _load(tmp_path_factory.getbasetemp(), body)
     concrete = prog.get_concrete_function()
