@@ -49,16 +49,19 @@ VECTOR_F = ["x + y", "x - y * 2.0", "rt.maximum(x, y)", "rt.minimum(x, -y)", "rt
             "rt.floormod(x, 7.0)", "rt.floordiv(y, 3.0)", "rt.cast(v, rt.float32) + x",
             "rt.gather(x, rt.floormod(v + {i}, rt.size(x)))", "rt.reduce_sum(m, axis=1)", "rt.where(v > {i}, x, y)",
             "rt.cumsum(x)", "x[::-1] + 1.0", "rt.square(rt.sign(x)) * y", "rt.nn.relu(x - s)",
-            "rt.reduce_max(m, axis=1) - rt.reduce_min(m, axis=1)", "(x + y) % 5.0 - x // 4.0", "-x + rt.cast({i}, rt.float32)"]
-SCALAR_F = ["rt.reduce_sum(x)", "rt.reduce_max(y) - s", "s + rt.reduce_min(m)", "rt.reduce_sum(rt.matmul(rt.transpose(m), m))",
-            "s * 2.0 - rt.cast({i}, rt.float32)", "rt.cast(rt.reduce_sum(v), rt.float32)", "x[0] + s", "s - y[-1]",
-            "rt.reduce_prod(rt.sign(x)) * s", "rt.reduce_sum(rt.gather(y, [0, 0]))"]
+            "rt.reduce_max(m, axis=1) - rt.reduce_min(m, axis=1)", "(x + y) % 5.0 - x // 4.0",
+            "-x + rt.cast({i}, rt.float32)"]
+SCALAR_F = ["rt.reduce_sum(x)", "rt.reduce_max(y) - s", "s + rt.reduce_min(m)",
+            "rt.reduce_sum(rt.matmul(rt.transpose(m), m))", "s * 2.0 - rt.cast({i}, rt.float32)",
+            "rt.cast(rt.reduce_sum(v), rt.float32)", "x[0] + s", "s - y[-1]", "rt.reduce_prod(rt.sign(x)) * s",
+            "rt.reduce_sum(rt.gather(y, [0, 0]))"]
 SCALAR_I = ["a + b", "a - 1", "rt.reduce_sum(v) % 5", "rt.cast(rt.argmax(x), rt.int32)", "rt.size(x) + {i}",
             "rt.cast(s, rt.int32) % 11", "a * 2 % 7", "rt.maximum(a, b)", "k - {i}", "v[0] + {i}", "b // 2 - a % 3"]
 VECTOR_I = ["v + {i}", "v * 2 - 1", "rt.floormod(v, 4)", "rt.floordiv(v, 3)", "rt.cast(x, rt.int32)",
             "rt.gather(v, rt.floormod(v, rt.size(v)))", "rt.where(x > y, v, -v)", "rt.abs(v) - {i}"]
-MATRIX_F = ["m + rt.expand_dims(x, 1)", "m * ROW", "rt.matmul(m, W)", "m - s", "m[:, ::-1]", "rt.maximum(m, 0.0) - 1.0",
-            "m + x[:, rt.newaxis] * 0.0 + rt.cast(rt.expand_dims(v, 1), rt.float32)", "rt.transpose(rt.transpose(m)) * 2.0"]
+MATRIX_F = ["m + rt.expand_dims(x, 1)", "m * ROW", "rt.matmul(m, W)", "m - s", "m[:, ::-1]",
+            "rt.maximum(m, 0.0) - 1.0", "m + x[:, rt.newaxis] * 0.0 + rt.cast(rt.expand_dims(v, 1), rt.float32)",
+            "rt.transpose(rt.transpose(m)) * 2.0"]
 
 TYPES = {"x": VECTOR_F, "y": VECTOR_F, "s": SCALAR_F, "a": SCALAR_I, "b": SCALAR_I, "v": VECTOR_I, "m": MATRIX_F}
 FLOATS = {"x", "y", "s", "m"}
@@ -90,6 +93,9 @@ def _block(draw, names, depth, loop_index, in_loop, jumps=True, max_depth=2, wid
     """Statements at nesting ``depth``; ``jumps=False`` inside a Python loop, which unrolls and so cannot
     stop on a tensor condition (a `break`/`return` there is an error, as in TensorFlow)."""
     lines = []
+
+    def inner(index, loop, may_jump):
+        return ["    " + s for s in draw(_block(names, depth + 1, index, loop, may_jump, max_depth, width))]
     for _ in range(draw(st.integers(1, width))):
         kinds = ["assign", "assign", "ta"]
         if depth < max_depth:
@@ -105,25 +111,25 @@ def _block(draw, names, depth, loop_index, in_loop, jumps=True, max_depth=2, wid
             lines.append(f"ta = ta.write(ta.size(), s + rt.cast({loop_index}, rt.float32))")
         elif kind == "if":
             lines.append(f"if {draw(st.sampled_from(CONDITIONS)).format(i=loop_index)}:")
-            lines += ["    " + s for s in draw(_block(names, depth + 1, loop_index, in_loop, jumps, max_depth, width))]
+            lines += inner(loop_index, in_loop, jumps)
             if draw(st.booleans()):
                 lines.append("else:")
-                lines += ["    " + s for s in draw(_block(names, depth + 1, loop_index, in_loop, jumps, max_depth, width))]
+                lines += inner(loop_index, in_loop, jumps)
         elif kind == "for":
             i = names.new("i")
             lines.append(f"for {i} in rt.range({draw(st.sampled_from(BOUNDS))}):")
-            lines += ["    " + s for s in draw(_block(names, depth + 1, i, True, jumps, max_depth, width))]
+            lines += inner(i, True, jumps)
         elif kind == "pyfor":
             j = names.new("j")
             lines.append(f"for {j} in range(2):")
             lines.append(f"    a = rt.clip_by_value(a + {j}, -{INT_LIMIT}, {INT_LIMIT})")
-            lines += ["    " + s for s in draw(_block(names, depth + 1, loop_index, in_loop, False, max_depth, width))]
+            lines += inner(loop_index, in_loop, False)
         elif kind == "while":
             w = names.new("w")
             lines.append(f"{w} = 0")
             lines.append(f"while {w} < rt.minimum(k, {draw(st.integers(1, 4))}):")
             lines.append(f"    {w} += 1")
-            lines += ["    " + s for s in draw(_block(names, depth + 1, w, True, jumps, max_depth, width))]
+            lines += inner(w, True, jumps)
         elif kind in ("break", "continue"):
             lines.append(f"if {draw(st.sampled_from(CONDITIONS)).format(i=loop_index)}:")
             lines.append(f"    {kind}")
