@@ -241,6 +241,10 @@ def _check_pair(name, mine, other, this_label, other_label, where_):
     by_branch = {this_label: mine, other_label: other}
     a, b = by_branch["main"], by_branch["else"]
     rt = _rt()
+    if (a is None) != (b is None) and _is_return_value(name):
+        raise ValueError(f"this function returns None on some paths and a value on others (the paths meet at this "
+                         f"tensor `if`; a `return None` or bare `return` inside a tensor loop also counts); a traced "
+                         f"function returns one structure on every path{where_}")
     if (a is None) != (b is None):
         missing = "main" if a is None else "else"
         raise ValueError(f"{_label(name)} is None in the {missing} branch of a tensor `if` but a value in the "
@@ -308,7 +312,7 @@ def _outer_lists_of(fn) -> dict[int, str]:
 def _check_loop_vars(names, values, where_):
     rt = _rt()
     for name, v in zip(names, values):
-        if isinstance(v, list):
+        if isinstance(v, list) and not _is_return_value(name):     # (a returned list is a structure)
             raise TypeError(f"'{name}' is a Python list modified in a tensor loop; a tensor loop runs its body "
                             f"once while tracing, so the list cannot grow per iteration. Use rt.TensorArray "
                             f"instead (e.g. {name} = rt.TensorArray(rt.float32, size=0, dynamic_size=True) "
@@ -316,8 +320,8 @@ def _check_loop_vars(names, values, where_):
         if v is None and not name.startswith("rt__"):
             raise ValueError(f"'{name}' is None before a tensor loop that modifies it; a loop variable of a "
                              f"tensor loop must be a tensor (or a Python number) before the loop{where_}")
-        if not (is_undefined(v) or is_tensor(v) or _is_python_number(v) or isinstance(v, (rt.TensorArray, tuple, dict))
-                or v is None):
+        if not (is_undefined(v) or is_tensor(v) or _is_python_number(v)
+                or isinstance(v, (rt.TensorArray, tuple, dict, list)) or v is None):
             raise TypeError(f"'{name}' holds a {type(v).__name__} and is modified in a tensor loop; loop variables "
                             f"must be tensors, Python numbers or rt.TensorArray{where_}")
 
@@ -384,6 +388,10 @@ def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
             values.append(v)        # defined before the loop, or the body does not define it either
             invariants.append(None)
             continue
+        if p is None and _is_return_value(name):
+            values.append(None)     # `return None` in the loop: kept out of it (see _run_tensor_loop)
+            invariants.append(None)
+            continue
         leaves = []
         shapes = []
         for leaf in nest.flatten(p):
@@ -414,12 +422,17 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
     guard_names = []
     inferred = [None] * len(init)         # per variable: shape invariants of a value first set in the loop
     returns_here = False                  # the return value is first set in this loop
+    returns_none = []                     # return values the loop sets to None: None after it
     if undefined:
         placeholders, inferred = _infer_undefined(lambda: body(list(extra_vars)), get_state, set_state, init,
                                                   names, where_)
         still = [names[i] for i, v in enumerate(placeholders) if is_undefined(v)]
         for i in undefined:
             if is_undefined(placeholders[i]):
+                continue
+            if placeholders[i] is None:
+                returns_none.append(i)
+                placeholders[i] = init[i]
                 continue
             if isinstance(init[i], UndefinedReturnValue):
                 returns_here = True
@@ -490,6 +503,8 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
         rt.Assert(final[n_extra], [f"loop must iterate at least once to initialize "
                                    f"{', '.join(repr(n) for n in guard_names)}{where_}"])
     state = full_state(final[n_extra + n_guard:])
+    for i in returns_none:
+        state[i] = None
     for i, name in enumerate(names):
         if _is_return_flag(name):    # the loop may end without returning: see `retval`
             _mark_partial(state[i], where_ if returns_here else _partial_site(init[i]))

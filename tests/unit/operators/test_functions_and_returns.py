@@ -280,3 +280,30 @@ def test_generator_expression_as_the_only_argument():
         return -x
     check(f, rt.constant(2))
     check(f, rt.constant(-2))
+
+
+def test_return_of_a_list_inside_a_tensor_loop():
+    def f(n):
+        for i in rt.range(n):
+            if i > 2:
+                return [i, i * 2]
+        return [n, n]
+    python, traced = f(rt.constant(5)), rt.function(f)(rt.constant(5))
+    assert isinstance(traced, list) and [int(v) for v in traced] == [int(v) for v in python] == [3, 6]
+
+
+def test_return_none_inside_a_tensor_loop():
+    def f(n):
+        for i in rt.range(n):
+            if i > 2:
+                return
+        n = n + 1
+    same(f(rt.constant(5)), rt.function(f)(rt.constant(5)))
+
+    def g(n):
+        for i in rt.range(n):
+            if i > 2:
+                return None
+        return n
+    with pytest.raises(ValueError, match="returns None on some paths and a value on others"):
+        rt.function(g)(rt.constant(5))
