@@ -145,7 +145,7 @@ class _IfTrace:
         self.swapped = False
         self.partial_site = None         # set when one branch returns a value and the other does not
 
-    def run_first(self, fn, label):
+    def run_first(self, fn):
         self.set_state(self.init)
         fn()
         out = list(self.get_state()[:self.nouts])
@@ -196,12 +196,12 @@ def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
     rt = _rt()
     with _located(where_):
         try:
-            result = rt.cond(cond, lambda: trace.run_first(body, "main"),
+            result = rt.cond(cond, lambda: trace.run_first(body),
                              lambda: trace.run_second(orelse, "else", "main"), output_names=list(names))
             main_out, else_out = trace.first, trace.second
         except _SwapBranches:
             trace.swapped = True
-            result = rt.cond(rt.logical_not(cond), lambda: trace.run_first(orelse, "else"),
+            result = rt.cond(rt.logical_not(cond), lambda: trace.run_first(orelse),
                              lambda: trace.run_second(body, "main", "else"), output_names=list(names))
             main_out, else_out = trace.second, trace.first
     final = list(result)
@@ -210,8 +210,8 @@ def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
             final[i] = a
         elif _same_python_constant(a, b):
             final[i] = a                 # e.g. `rt__do_return = True` on both paths stays True
-        elif (a is None or isinstance(a, UndefinedReturnValue)) and (b is None or isinstance(b, UndefinedReturnValue)):
-            final[i] = None
+        elif all(v is None or isinstance(v, UndefinedReturnValue) for v in (a, b)):
+            final[i] = None              # no return value on either path: None
         if _is_return_flag(name):
             _mark_partial(final[i], trace.partial_site or _partial_site(a) or _partial_site(b))
     set_state(tuple(final) + init[nouts:])
