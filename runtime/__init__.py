@@ -17,7 +17,7 @@ from types import SimpleNamespace as _Namespace
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from runtime import config, dtypes, errors
-from runtime.context import executing_eagerly, init_scope, inside_function
+from runtime.context import executing_eagerly, init_scope, inside_function, name_scope
 from runtime.dtypes import (DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int16, int32, int64,
                             string, uint8, variant)
 from runtime.polymorphic_function import ConcreteFunction, Function, function

@@ -358,6 +358,9 @@ cdef class NativeFunction:
                 self.fast_ok = False
                 continue
             self.in_typenums[i] = cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, t.dtype.np))
+            if t.shape.rank is None:
+                self.fast_ok = False
+                continue
             self.in_ndims[i] = t.shape.rank
             for d in range(t.shape.rank):
                 self.in_dims[i][d] = -1 if t.shape.dims[d] is None else t.shape.dims[d]
@@ -445,11 +448,18 @@ cdef class NativeFunction:
         try:
             for i in range(self.n_in):
                 a = <object>arrays[i]
-                if not _is_object(self.in_codes[i]) and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a):
-                    a = np.ascontiguousarray(a)
-                    if keep is None:
-                        keep = []
-                    keep.append(a)
+                if not _is_object(self.in_codes[i]):
+                    if cnp.PyArray_TYPE(<cnp.ndarray>a) != self.in_typenums[i]:
+                        raise errors.InvalidArgumentError(
+                            f"{self.name}: input {i} must be an array of type number {self.in_typenums[i]}, "
+                            f"got {a.dtype}")
+                    if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a) or \
+                            not cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>a):
+                        # the C code reads native-order, C-contiguous data ('>f4' is float32 too)
+                        a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("="))
+                        if keep is None:
+                            keep = []
+                        keep.append(a)
                 _pack(&ctx, &ins[i], a, self.in_codes[i], state)
             for i in range(self.n_vars):
                 variable = (<object>self.variables[i]).get()
@@ -479,6 +489,7 @@ cdef class NativeFunction:
         cdef int i, d, k, n = len(args)
         cdef cnp.ndarray a
         cdef PyObject *values[64]
+        cdef list scalars = None
         if not self.fast_ok or self.single_dtype is None or n != self.n_args:
             return None
         for i in range(n):
@@ -493,10 +504,16 @@ cdef class NativeFunction:
                 a = <cnp.ndarray>_slot(x, _VALUE_OFFSET)
             elif type(x) is _NDARRAY:          # numpy arrays are tensors of their dtype (tracing rules)
                 a = <cnp.ndarray>x
+            elif cnp.PyArray_CheckScalar(x):      # numpy scalars (not Python numbers)
+                a = np.asarray(x)              # a numpy scalar is a 0-d tensor, like a 0-d array
+                if scalars is None:
+                    scalars = []
+                scalars.append(a)              # (keeps it alive: values[] are borrowed)
             else:
                 return None
-            if cnp.PyArray_TYPE(a) != self.in_typenums[k] or cnp.PyArray_NDIM(a) != self.in_ndims[k]:
-                return None
+            if cnp.PyArray_TYPE(a) != self.in_typenums[k] or cnp.PyArray_NDIM(a) != self.in_ndims[k] \
+                    or not cnp.PyArray_ISNOTSWAPPED(a):
+                return None                    # (the Python path converts other dtypes and byte orders)
             for d in range(self.in_ndims[k]):
                 if self.in_dims[k][d] != -1 and self.in_dims[k][d] != cnp.PyArray_DIMS(a)[d]:
                     return None

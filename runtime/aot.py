@@ -192,13 +192,12 @@ class NativeConcreteFunction(ConcreteFunction):
         return self._native
 
     def _call_flat(self, tensors):
-        from runtime.tensor import EagerTensor
-        import numpy as np
+        from runtime.polymorphic_function import input_arrays
         native = self._native or self._native_function()
         if context.tapes_active():       # recorded as one op (run by the generic executor) for its gradient
             for handle in self._entry["variables"]:
                 if handle.ref is None:
                     handle.bind(resolve_variable(self._entry["module_globals"], handle))
             return ConcreteFunction._call_flat(self, tensors)
-        results = native.call([t._value if isinstance(t, EagerTensor) else np.asarray(t) for t in tensors])
+        results = native.call(input_arrays(tensors))
         return self._pack(results)

@@ -18,6 +18,7 @@ class _State(threading.local):
         self.graphs: list = []          # graphs being built, innermost last
         self.tracing_functions: list = []  # (Function, key) pairs being traced, for recursion checks
         self.tapes: list = []           # active gradient tapes, innermost last
+        self.name_scopes: list[str] = []   # rt.name_scope names, outermost first
 
 
 _state = _State()
@@ -67,6 +68,24 @@ def init_scope():
         yield
     finally:
         _state.graphs = saved
+
+
+@contextlib.contextmanager
+def name_scope(name: str):
+    """``with rt.name_scope("layer1") as scope:``: ops created in the block are named ``layer1/<op>``
+    (in graphs; eagerly the scope only names itself). ``scope`` is ``"layer1/"``; scopes nest."""
+    if not isinstance(name, str) or not name or "/" in name.strip("/"):
+        raise ValueError(f"rt.name_scope: the name must be a non-empty string without '/', got {name!r}")
+    _state.name_scopes.append(name.strip("/"))
+    try:
+        yield current_name_scope()
+    finally:
+        _state.name_scopes.pop()
+
+
+def current_name_scope() -> str:
+    """The prefix of op names in the current ``rt.name_scope`` (``"a/b/"``, or ``""`` outside any)."""
+    return "".join(f"{s}/" for s in _state.name_scopes)
 
 
 def tracing_stack() -> list:

@@ -81,6 +81,8 @@ def as_dtype(value) -> DType:
         raise TypeError(f"Cannot convert {value!r} to an rt.DType") from None
     if np_dtype.kind in "SUO":
         return string
+    if not np_dtype.isnative:       # '>f4' is float32 too (values convert to native order)
+        np_dtype = np_dtype.newbyteorder("=")
     try:
         return _BY_NP[np_dtype]
     except KeyError:

@@ -32,6 +32,14 @@ class InternalError(OpError):
     """An invariant of the runtime was broken: a bug, please report it."""
 
 
+class ConversionError(Exception):
+    """A function cannot be converted by rt.autograph (a generator, or a construct the converter rejects)."""
+
+
+class SourceUnavailableError(ConversionError):
+    """A function has no Python source to convert (a builtin, or code made by ``exec``): it runs unconverted."""
+
+
 # What a kernel may raise for bad input; the executors turn these into InvalidArgumentError.
 KERNEL_ERRORS = (ValueError, IndexError, TypeError, ZeroDivisionError, FloatingPointError, OverflowError)
 

@@ -254,8 +254,8 @@ class Graph:
         if opdef.stateful or any(isinstance(v, Graph) and v.has_side_effects() for v in attrs.values()):
             if self._last_stateful is not None:
                 control = (self._last_stateful,)
-        op = Operation(self, opdef, self.unique_name(name or opdef.default_name), inputs, attrs, control,
-                       user_location())
+        op = Operation(self, opdef, self.unique_name(context.current_name_scope() + (name or opdef.default_name)),
+                       inputs, attrs, control, user_location())
         op.outputs = tuple(SymbolicTensor(op, i, dtype, TensorShape(shape))
                            for i, (dtype, shape) in enumerate(output_specs))
         if control or opdef.stateful or op.stateful:

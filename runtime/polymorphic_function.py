@@ -21,7 +21,7 @@ from runtime.composite import CompositeValue, composite_key, is_composite, spec_
 from runtime.graph import Graph, SymbolicTensor, copy_graph
 from runtime.ops.functional_ops import call_graph
 from runtime.shapes import TensorSpec
-from runtime.tensor import EagerTensor, Tensor
+from runtime.tensor import EagerTensor, Tensor, native_order
 from runtime.variables import Variable
 
 _PRIMITIVES = (int, float, bool, str, bytes, type(None), complex)
@@ -88,6 +88,8 @@ def _leaf_key(value):
         return (value.dtype, value.shape.dims)
     if isinstance(value, np.ndarray):
         return (_np_dtype(value.dtype), value.shape)
+    if isinstance(value, np.generic):          # a numpy scalar is a 0-d tensor, like a 0-d array
+        return (_np_dtype(value.dtype), ())
     if isinstance(value, _PRIMITIVES):
         return ("py", type(value), value)
     if isinstance(value, Variable):
@@ -106,7 +108,7 @@ def _structure_key(value):
 
 
 def _is_tensor_leaf(value) -> bool:
-    return isinstance(value, (Tensor, TensorSpec, np.ndarray))
+    return isinstance(value, (Tensor, TensorSpec, np.ndarray, np.generic))
 
 
 def _flat_tensors(values) -> list:
@@ -123,8 +125,8 @@ def _flat_tensors(values) -> list:
 def _spec_of(value, name=None) -> TensorSpec:
     if isinstance(value, TensorSpec):
         return TensorSpec(value.shape, value.dtype, name)
-    if isinstance(value, np.ndarray):
-        return TensorSpec(value.shape, value.dtype, name)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return TensorSpec(np.shape(value), _np_dtype(value.dtype), name)
     return TensorSpec(value.shape, value.dtype, name)
 
 
@@ -237,7 +239,7 @@ class Function(_FunctionBase):
             key = None
             if all(type(a) is EagerTensor for a in args):
                 key = tuple([(a.dtype, a._value.shape) for a in args])
-            elif all(type(a) is EagerTensor or type(a) is np.ndarray for a in args):
+            elif all(type(a) is EagerTensor or (type(a) is np.ndarray and a.dtype.isnative) for a in args):
                 key = tuple([(a.dtype, a._value.shape) if type(a) is EagerTensor else (_np_dtype(a.dtype), a.shape)
                              for a in args])
             if key is not None:
@@ -297,6 +299,7 @@ class Function(_FunctionBase):
         values = self._argument_values(bound)
         structure = self._signature_structure(bound)
         converted = []
+        reason = ""
         ok = len(values) == len(structure)
         try:
             pairs = [(v, w) for value, want in zip(values, structure)
@@ -312,8 +315,8 @@ class Function(_FunctionBase):
                     continue
                 try:
                     t = value if isinstance(value, Tensor) else _to_tensor(value, want.dtype)
-                except (TypeError, ValueError):
-                    ok = False
+                except (TypeError, ValueError) as e:
+                    ok, reason = False, f"\n  ({e})"
                     break
                 if t.dtype is not want.dtype or not want.shape.is_compatible_with(t.shape):
                     ok = False
@@ -323,7 +326,7 @@ class Function(_FunctionBase):
             inputs = ",\n    ".join(repr(v) for v in values)
             signature = ",\n    ".join(repr(s) for s in self.input_signature)
             raise ValueError(f"Python inputs incompatible with input_signature:\n  inputs: (\n    {inputs})\n"
-                             f"  input_signature: (\n    {signature}).")
+                             f"  input_signature: (\n    {signature}).{reason}")
         if not self._concrete:
             self._trace(bound, structure)
         return self._concrete[0], converted
@@ -534,6 +537,12 @@ def _to_tensor(value, dtype=None):
     return convert(value, dtype)
 
 
+def input_arrays(tensors) -> list:
+    """The arrays of a call's flat tensor arguments (eager tensors, or numpy values whose rt dtype the
+    signature already matched), in native byte order."""
+    return [t._value if type(t) is EagerTensor else native_order(np.asarray(t)) for t in tensors]
+
+
 def _outputs_of(graph, result, name):
     """The traced return value as graph tensors passed through Identity (Python values become constants)."""
     from runtime.ops.registry import apply, convert
@@ -678,7 +687,12 @@ class ConcreteFunction:
                 raise TypeError(f"ConcreteFunction {self.name}: argument '{param.name}': {e}") from None
             for got, want in zip(got_leaves, nest.flatten(fixed)):
                 if isinstance(want, TensorSpec):
-                    tensor = _to_tensor(got)
+                    try:      # a Python or numpy value converts by the one rule (runtime.tensor.to_array)
+                        tensor = _to_tensor(got, None if isinstance(got, Tensor) else want.dtype)
+                    except (TypeError, ValueError) as e:
+                        raise errors.InvalidArgumentError(
+                            f"ConcreteFunction {self.name}: argument '{param.name}' must be a {want.dtype} tensor "
+                            f"of shape {want.shape}: {e}") from None
                     if tensor.dtype is not want.dtype or not want.shape.is_compatible_with(tensor.shape):
                         raise errors.InvalidArgumentError(
                             f"ConcreteFunction {self.name}: argument '{param.name}' must be a {want.dtype} tensor "
@@ -697,8 +711,7 @@ class ConcreteFunction:
         if context.tapes_active():
             return self._pack(_call_recorded(self, tensors))
         from runtime.executor import execute
-        arrays = [t._value if isinstance(t, EagerTensor) else np.asarray(t) for t in tensors]
-        results = execute(self.graph, arrays)
+        results = execute(self.graph, input_arrays(tensors))
         return self._pack(results)
 
     def _pack(self, results):

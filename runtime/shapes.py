@@ -60,6 +60,18 @@ class TensorShape:
             return False
         return all(a is None or b is None or a == b for a, b in zip(self.dims, other.dims))
 
+    def is_subshape_of(self, other) -> bool:
+        """True when every tensor of this shape also has shape ``other`` (this one is at least as specific).
+
+        ``(3,)`` is a subshape of ``(None,)`` but not the reverse; anything is a subshape of ``<unknown>``.
+        """
+        other = as_shape(other)
+        if other.dims is None:
+            return True
+        if self.dims is None or len(self.dims) != len(other.dims):
+            return False
+        return all(b is None or a == b for a, b in zip(self.dims, other.dims))
+
     def most_specific_compatible_shape(self, other) -> "TensorShape":
         """The most specific shape that both shapes are compatible with (differences -> None)."""
         other = as_shape(other)

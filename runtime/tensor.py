@@ -2,7 +2,17 @@
 
 Symbolic (graph) tensors subclass ``Tensor`` in ``runtime.graph``. Python values
 convert like ``tf.constant``: float -> float32, int -> int32, bool -> bool,
-str/bytes -> string; numpy arrays keep their dtype.
+str/bytes -> string; numpy arrays and numpy scalars keep their dtype (in either byte order).
+
+Conversion to a requested dtype (``rt.constant(v, dtype)``, an ``input_signature``, a
+ConcreteFunction's argument, a Python value next to a tensor) follows one rule, ``to_array``:
+
+- a tensor must already have that dtype (there is no implicit conversion between tensors);
+- a numpy array or numpy scalar converts only when every value survives exactly (an integer
+  in range, a float to an integer only when integral, an int64 to float32 only when
+  representable, a float64 to float32 only when exact); its byte order does not matter;
+- a Python number converts by ``tf.constant``'s rules: to an integer dtype only when it is an
+  integer in range, to a float dtype always (rounded to the nearest representable value).
 """
 from __future__ import annotations
 
@@ -225,13 +235,20 @@ def is_symbolic(value) -> bool:
 _DEFAULT_BY_KIND = {"f": dtypes.float32, "i": dtypes.int32, "u": dtypes.int32, "b": dtypes.bool_}
 
 
+def native_order(array: np.ndarray) -> np.ndarray:
+    """``array`` in the machine's byte order (a big-endian ``'>f4'`` array is still float32)."""
+    if array.dtype.isnative:
+        return array
+    return array.astype(array.dtype.newbyteorder("="))
+
+
 def _python_to_array(value) -> np.ndarray:
     """Convert a Python scalar / nested list by tf.constant's rules (no target dtype)."""
     if isinstance(value, (np.ndarray, np.generic)):      # before float: np.float64 subclasses float
         array = np.asarray(value)
         if array.dtype.kind in "SUO":
             return _string_array(array)
-        return array
+        return native_order(array)
     if isinstance(value, bool):
         return np.array(value, dtype=np.bool_)
     if isinstance(value, int):
@@ -240,11 +257,6 @@ def _python_to_array(value) -> np.ndarray:
         return np.array(value, dtype=np.float32)
     if isinstance(value, (str, bytes)):
         return _string_array(value)
-    if isinstance(value, (np.ndarray, np.generic)):
-        array = np.asarray(value)
-        if array.dtype.kind in "SUO":
-            return _string_array(array)
-        return array
     if isinstance(value, (list, tuple)):
         if any(isinstance(v, Tensor) for v in value):
             return np.stack([_python_to_array(v) if not isinstance(v, EagerTensor) else v._value
@@ -277,11 +289,19 @@ def _string_array(value) -> np.ndarray:
     return out
 
 
-def to_array(value, dtype: dtypes.DType | None = None) -> np.ndarray:
-    """A numpy array for a Python/numpy value, of ``dtype`` when given.
+def _same_values(converted: np.ndarray, source: np.ndarray) -> bool:
+    """Every value of ``source`` survived the conversion to ``converted`` (compared as numbers both ways)."""
+    with np.errstate(all="ignore"):
+        back = converted.astype(source.dtype)
+    nan = converted.dtype.kind == "f" and source.dtype.kind == "f"
+    return bool(np.array_equal(converted, source, equal_nan=nan) and np.array_equal(back, source, equal_nan=nan))
 
-    Converting a float with a fractional part to an integer dtype (or any lossy
-    conversion of a Python value) raises ``TypeError`` as ``tf.constant`` does.
+
+def to_array(value, dtype: dtypes.DType | None = None) -> np.ndarray:
+    """A numpy array for a Python/numpy value, of ``dtype`` when given (the rule is in the module docstring).
+
+    A value that would change raises ``TypeError`` saying why (``uint32 4000000000`` is out of range for
+    int32; a float64 ``0.1`` is not exact in float32; a Python ``1.5`` is not an integer).
     """
     if isinstance(value, EagerTensor):
         array = value._value
@@ -292,18 +312,25 @@ def to_array(value, dtype: dtypes.DType | None = None) -> np.ndarray:
         return _python_to_array(value)
     if dtype is dtypes.string:
         return _string_array(value)
-    if isinstance(value, (np.ndarray, np.generic)) and np.asarray(value).dtype == dtype.np:
-        return np.asarray(value)
+    is_numpy = isinstance(value, (np.ndarray, np.generic))
     source = _python_to_array(value)
+    if source.dtype == dtype.np:
+        return source
     if source.dtype.kind in "SUO" or dtype is dtypes.variant:
         raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype}")
     with np.errstate(all="ignore"):
         array = source.astype(dtype.np)
-    if source.dtype.kind == "f" and dtype.is_integer and not np.array_equal(array, source):
-        raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype}: it is not an integer")
-    if source.dtype.kind in "iu" and dtype.is_integer and not np.array_equal(array.astype(source.dtype), source):
-        raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype}: out of range")
-    if isinstance(value, (np.ndarray, np.generic)) and source.dtype != dtype.np and not (
-            source.dtype.kind in "iub" and dtype.is_numeric):
-        raise TypeError(f"Cannot convert a numpy array of dtype {source.dtype} to a tensor of dtype {dtype}")
-    return array
+    if _same_values(array, source):
+        return array
+    if not is_numpy and dtype.is_floating and source.dtype.kind in "iuf":
+        return array                     # Python numbers round to the nearest float, as tf.constant
+    what = f"a numpy value of dtype {source.dtype}" if is_numpy else repr(value)
+    if source.dtype.kind == "f" and dtype.is_integer:
+        with np.errstate(all="ignore"):
+            integral = bool(np.all(source == np.round(source)))
+        reason = "it is out of range" if integral else "it is not an integer"
+    elif dtype.is_integer or dtype.is_bool:
+        reason = "it is out of range"
+    else:
+        reason = f"it is not exactly representable in {dtype} (use rt.cast or numpy's astype to round)"
+    raise TypeError(f"Cannot convert {what} to a tensor of dtype {dtype}: {reason}")

@@ -8,6 +8,7 @@ sub-parser and sets ``func``; ``COMMANDS`` lists them. To add a command (``build
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import importlib.util
 import os
@@ -91,6 +92,20 @@ def find_functions(source: str, name: str | None) -> list[tuple[str, int, int]]:
     return [(q, a, b) for q, a, b, dec in found if dec or q in wrapped]
 
 
+def syntax_error(source: str, path: str) -> str | None:
+    """A one-paragraph message (file, line, the offending line) if ``source`` does not parse, else None."""
+    try:
+        ast.parse(source, path)
+        cst.parse_module(source)
+    except SyntaxError as e:
+        text = (e.text or "").rstrip("\n")
+        caret = f"\n    {text}\n    {' ' * max((e.offset or 1) - 1, 0)}^" if text else ""
+        return f"error: {path}:{e.lineno}: syntax error: {e.msg}{caret}"
+    except cst.ParserSyntaxError as e:
+        return f"error: {path}:{e.raw_line}: syntax error: {e.message}"
+    return None
+
+
 def to_code_command(args: argparse.Namespace) -> int:
     from transpiler.conversion import ConversionError, convert_source
     status = 0
@@ -98,6 +113,11 @@ def to_code_command(args: argparse.Namespace) -> int:
         path, name = _locate(target)
         with open(path, encoding="utf-8") as f:
             source = f.read()
+        error = syntax_error(source, path)
+        if error is not None:
+            print(error, file=sys.stderr)
+            status = 1
+            continue
         lines = source.splitlines(keepends=True)
         functions = find_functions(source, name)
         if not functions:

@@ -21,11 +21,13 @@ import libcst as cst
 from libcst.helpers import parse_template_module
 
 from runtime.autograph import FACTORY, instantiate, is_converted_code, user_function_name  # noqa: F401
+from runtime.errors import ConversionError, SourceUnavailableError
 from transpiler import origin_info
 from transpiler.converters.asserts import AssertTransformer
 from transpiler.converters.base import Context
 from transpiler.converters.break_statements import BreakTransformer
 from transpiler.converters.call_trees import CallTreeTransformer
+from transpiler.converters.comparisons import ComparisonTransformer
 from transpiler.converters.conditional_expressions import ConditionalExpressionTransformer
 from transpiler.converters.continue_statements import ContinueTransformer
 from transpiler.converters.control_flow import ControlFlowTransformer
@@ -36,9 +38,7 @@ from transpiler.converters.variables import VariableTransformer
 from transpiler.naming import Namer
 
 
-
-class ConversionError(Exception):
-    """The function cannot be converted (e.g. a generator function)."""
+__all__ = ["ConversionError", "SourceUnavailableError", "convert_function", "convert_source", "to_code", "transform"]
 
 
 def transform(module: cst.Module, ctx: Context) -> cst.Module:
@@ -59,9 +59,12 @@ def transform(module: cst.Module, ctx: Context) -> cst.Module:
     node = ControlFlowTransformer.transform(node, ctx)
     # Expression-level rewrites after control flow: the tests it moved keep their `and`/`not`.
     node = ConditionalExpressionTransformer.transform(node, ctx)
+    # Comparison chains before `and`/`or`: the chains they become are calls, not boolean operations.
+    node = ComparisonTransformer.transform(node, ctx)
     node = LogicalTransformer.transform(node, ctx)
-    # Last: wrap reads of maybe-undefined names, which control flow introduced.
-    node = VariableTransformer.transform(node, ctx)
+    # Last: wrap reads of maybe-undefined names, which control flow introduced (if it did).
+    if ctx.undefined_inits:
+        node = VariableTransformer.transform(node, ctx)
     return node
 
 
@@ -117,8 +120,8 @@ def convert_source(source: str, filename: str = "<string>", first_line: int = 1,
     outer = outer.with_changes(body=outer.body.with_changes(body=inits + [inner, outer.body.body[2]]))
     marked_code = cst.Module(body=[outer]).code
     line_map = origin_info.source_map(marked_code)
-    module_code = origin_info.strip_markers(cst.parse_module(marked_code)).code
-    readable = cst.Module(body=[origin_info.strip_markers(fn_node)]).code
+    module_code = origin_info.strip_marker_comments(marked_code)
+    readable = origin_info.strip_marker_comments(cst.Module(body=[fn_node]).code)
     code_obj = _compile_mapped(module_code, line_map, filename, source, first_line)
     result = Converted(readable, code_obj, line_map, filename, fn_node.name.value)
     with _lock:
@@ -170,12 +173,66 @@ def _compile_mapped(code: str, line_map: dict[int, int], filename: str, source: 
 # Conversion of function objects
 
 def _source_of(fn) -> tuple[str, str, int]:
+    """(source of a ``def``, file name, its first line) for a function or a lambda."""
+    if _is_lambda(fn):
+        return _lambda_source(fn)
     try:
         lines, first_line = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
-        raise ConversionError(f"no source for {fn!r}: {e}") from None
+        raise SourceUnavailableError(f"no source for {fn!r}: {e}") from None
     filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
     return "".join(lines), filename, first_line
+
+
+_parsed_files: dict[tuple[str, str], ast.Module] = {}
+
+
+def _lambda_source(fn) -> tuple[str, str, int]:
+    """A lambda as the source of an equivalent one-line ``def``, found in its file.
+
+    The lambda is the ``ast.Lambda`` on its first line whose body holds the positions of the
+    lambda's own bytecode (so two lambdas on one line are told apart) and whose parameters match.
+    """
+    code = fn.__code__
+    filename = inspect.getsourcefile(fn) or code.co_filename
+    text = "".join(linecache.getlines(filename, fn.__globals__))
+    if not text:
+        raise SourceUnavailableError(f"no source for {fn!r}")
+    key = (filename, text)
+    tree = _parsed_files.get(key)
+    if tree is None:
+        try:
+            tree = ast.parse(text, filename)
+        except SyntaxError as e:
+            raise SourceUnavailableError(f"the file of {fn!r} does not parse: {e}") from None
+        _parsed_files.clear()      # one file at a time: lambdas of one module are usually converted together
+        _parsed_files[key] = tree
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount
+                              + bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)]
+    positions = [(line, col) for line, _, col, end_col in code.co_positions()
+                 if line is not None and col is not None and end_col != col]
+
+    def inside(node, line, col):
+        return (node.lineno, node.col_offset) <= (line, col) and (line, col) < (node.end_lineno, node.end_col_offset)
+
+    candidates = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
+            args = node.args
+            names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+            names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+            if sorted(names) != sorted(params):
+                continue
+            hits = sum(inside(node.body, line, col) for line, col in positions)
+            span = (node.end_lineno - node.lineno, node.end_col_offset - node.col_offset)
+            candidates.append((-hits, span, node))
+    if not candidates:
+        raise SourceUnavailableError(f"cannot find the source of {fn!r} in {filename}")
+    node = min(candidates, key=lambda c: c[:2])[2]
+    lam = cst.parse_expression(f"({ast.get_source_segment(text, node)})")
+    params_code = cst.Module([]).code_for_node(lam.params)
+    body_code = ast.get_source_segment(text, node.body)
+    return f"def rt__lambda({params_code}): return ({body_code})\n", filename, node.lineno
 
 
 def _check_not_generator(fn) -> None:
@@ -193,8 +250,6 @@ def _is_lambda(fn) -> bool:
 def convert_function(fn: types.FunctionType, operators_module, options: tuple = ()):
     """The converted version of ``fn``: same signature, same globals, same closure cells."""
     _check_not_generator(fn)
-    if _is_lambda(fn):
-        raise ConversionError("lambda functions are not converted")
     source, filename, first_line = _source_of(fn)
     freevars = fn.__code__.co_freevars
     converted = convert_source(source, filename, first_line, tuple(freevars), options)

@@ -9,7 +9,10 @@ statement has a place for its marker.
 """
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 
 import libcst as cst
 from libcst.metadata import PositionProvider
@@ -62,43 +65,65 @@ def mark_origins(module: cst.Module, first_line: int) -> cst.Module:
     return cst.MetadataWrapper(module).visit(_Mark(first_line - 1))
 
 
+def _marker_comments(code: str) -> dict[int, tuple[int, int, str]]:
+    """Per line of ``code`` that ends with a marker comment: (marked line, comment column, comment text).
+
+    Comments are found with ``tokenize`` (a ``#`` inside a string is not a comment)."""
+    found = {}
+    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        if token.type == tokenize.COMMENT:
+            m = _MARKER.search(token.string)
+            if m:
+                found[token.start[0]] = (int(m.group(1)), token.start[1], token.string)
+    return found
+
+
 def source_map(code: str) -> dict[int, int]:
-    """Converted line -> original line, from the markers in ``code`` (every line gets the closest marker)."""
-    module = cst.parse_module(code)
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    """Converted line -> original line, from the markers in ``code`` (every line gets the closest marker).
+
+    A statement's marker is on its last line (a simple statement) or on its header (a compound one):
+    every line the statement or header spans maps to it. Uses ``ast`` for the statements' extents."""
+    markers = _marker_comments(code)
     mapping: dict[int, int] = {}
-
-    class _Collect(cst.CSTVisitor):
-        def on_visit(self, node):
-            if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-                m = marker_of(node)
-                if m is not None:
-                    line = int(m.split("L")[1])
-                    pos = positions[node]
-                    if isinstance(node, cst.SimpleStatementLine):
-                        for i in range(pos.start.line, pos.end.line + 1):
-                            mapping[i] = line
-                    else:
-                        mapping.setdefault(pos.start.line, line)
-                        # the header of a compound statement may span lines (e.g. a long condition)
-                        hdr_end = positions[node.body].start.line if hasattr(node, "body") else pos.start.line
-                        for i in range(pos.start.line, hdr_end + 1):
-                            mapping.setdefault(i, line)
-            return True
-
-    wrapper.module.visit(_Collect())
+    for node in ast.walk(ast.parse(code)):
+        if not isinstance(node, ast.stmt):
+            continue
+        body = getattr(node, "body", None)
+        last = body[0].lineno - 1 if isinstance(body, list) and body and isinstance(body[0], ast.stmt) \
+            else node.end_lineno
+        last = max(last, node.lineno)
+        hits = [markers[i][0] for i in range(last, node.lineno - 1, -1) if i in markers]
+        if hits:
+            for i in range(node.lineno, last + 1):
+                mapping.setdefault(i, hits[0])
+    for line, (marked, _, _) in markers.items():
+        mapping.setdefault(line, marked)
     n_lines = code.count("\n") + 1
-    last = None
+    last_seen = None
     for i in range(1, n_lines + 1):
         if i in mapping:
-            last = mapping[i]
-        elif last is not None:
-            mapping[i] = last
+            last_seen = mapping[i]
+        elif last_seen is not None:
+            mapping[i] = last_seen
     first = min(mapping.values()) if mapping else 1
     for i in range(1, n_lines + 1):
         mapping.setdefault(i, first)
     return mapping
+
+
+def strip_marker_comments(code: str) -> str:
+    """``code`` without its marker comments (a comment of the user's before a marker stays)."""
+    markers = _marker_comments(code)
+    if not markers:
+        return code
+    lines = code.split("\n")
+    for line, (_, column, comment) in markers.items():
+        m = _MARKER.search(comment)
+        rest = comment[:m.start()].rstrip()
+        text = lines[line - 1]
+        keep = text[:column] + rest if rest and rest != "#" else text[:column]
+        lines[line - 1] = keep.rstrip()
+    return "\n".join(lines)
 
 
 class _Strip(cst.CSTTransformer):

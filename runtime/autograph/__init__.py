@@ -19,9 +19,10 @@ import inspect
 import os
 import sys
 import types
-import warnings
 import weakref
 from types import SimpleNamespace
+
+from runtime.errors import ConversionError, SourceUnavailableError
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -101,22 +102,23 @@ def convert(fn):
     if new is not None:
         _cache[fn] = new
         return new
-    from transpiler.conversion import ConversionError, convert_function
+    from transpiler.conversion import convert_function
     from runtime.operators.call_trees import is_library_code
+    code = fn.__code__
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-        code = fn.__code__
         raise TypeError(f"generator functions are not supported in rt.function: {fn.__qualname__} "
                         f"({code.co_filename}, line {code.co_firstlineno}) uses yield; return a tensor or a list")
-    if fn.__name__ == "<lambda>" or is_library_code(fn):
+    if is_library_code(fn) or is_converted_code(code):     # nested in converted code: converted with it
         return fn
     try:
         new = convert_function(fn, _operators())
-    except ConversionError:
-        new = fn
-    except (SyntaxError, OSError, TypeError, ValueError) as e:
-        warnings.warn(f"rt.autograph could not convert {fn.__qualname__}: {type(e).__name__}: {e}; "
-                      "it runs unconverted (Python control flow only)", stacklevel=2)
-        new = fn
+    except SourceUnavailableError:
+        new = fn                 # nothing to convert (e.g. made by exec): it runs as plain Python
+    except Exception as e:
+        # Never run a function unconverted because the converter failed: its tensor control flow would
+        # silently take one path.
+        raise ConversionError(f"rt.autograph could not convert {fn.__qualname__} ({code.co_filename}, line "
+                              f"{code.co_firstlineno}): {type(e).__name__}: {e}") from e
     if os.environ.get("RT_DEBUG") and new is not fn:
         print(f"# rt.autograph: converted {fn.__qualname__}\n{to_code(fn)}", file=sys.stderr)
     _cache[fn] = new

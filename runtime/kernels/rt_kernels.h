@@ -389,15 +389,29 @@ static inline int rt_list_fill(rt_ctx *ctx, rt_list *l, const char *op, const ch
     static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; } \
     static inline T rt_square_##S(T a) { return (T)(a * a); }
 
+/* Floats follow numpy exactly, NaN and inf included (the eager kernels are numpy's): floor division
+   and remainder are numpy's npy_divmod (so (-inf) // 1 is nan and -5 // inf is -1, as in Python),
+   and sign, relu, max and min propagate NaN. */
 #define RT_DEFINE_FLOAT_HELPERS(T, S, F) \
-    static inline T rt_floordiv_##S(T a, T b) { return floor##F(a / b); } \
-    static inline T rt_floormod_##S(T a, T b) { T r = fmod##F(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; } \
+    static inline T rt_divmod_##S(T a, T b, T *modulus) { \
+        T mod = fmod##F(a, b), div, floordiv; \
+        if (!b) { *modulus = mod; return a / b; } \
+        div = (a - mod) / b; \
+        if (mod) { if (isless(b, 0) != isless(mod, 0)) { mod += b; div -= 1; } } \
+        else mod = copysign##F(0, b); \
+        if (div) { floordiv = floor##F(div); if (isgreater(div - floordiv, (T)0.5)) floordiv += 1; } \
+        else floordiv = copysign##F(0, a / b); \
+        *modulus = mod; \
+        return floordiv; } \
+    static inline T rt_floordiv_##S(T a, T b) { T mod; return b ? rt_divmod_##S(a, b, &mod) : a / b; } \
+    static inline T rt_floormod_##S(T a, T b) { T mod; if (!b) return fmod##F(a, b); rt_divmod_##S(a, b, &mod); \
+        return mod; } \
     static inline T rt_pow_##S(T a, T b) { return b == (T)2 ? a * a : pow##F(a, b); } /* x**2 is x*x (numpy) */ \
     static inline T rt_max_##S(T a, T b) { return (a > b || a != a) ? a : b; } \
     static inline T rt_min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \
     static inline T rt_abs_##S(T a) { return fabs##F(a); } \
-    static inline T rt_sign_##S(T a) { return (T)((a > 0) - (a < 0)); } \
-    static inline T rt_relu_##S(T a) { return a > 0 ? a : 0; } \
+    static inline T rt_sign_##S(T a) { return a != a ? a : (T)((a > 0) - (a < 0)); } \
+    static inline T rt_relu_##S(T a) { return (a > 0 || a != a) ? a : 0; } \
     static inline T rt_square_##S(T a) { return a * a; } \
     static inline T rt_sqrt_##S(T a) { return sqrt##F(a); } \
     static inline T rt_exp_##S(T a) { return exp##F(a); } \

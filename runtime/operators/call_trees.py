@@ -9,6 +9,7 @@ import sysconfig
 import types
 import weakref
 
+from runtime.autograph import is_converted_code
 from runtime.operators.control_flow import outer_list_name, where
 from runtime.operators.py_builtins import OVERRIDES
 
@@ -36,21 +37,24 @@ def is_library_code(fn) -> bool:
 
 
 def _should_convert(fn) -> bool:
+    """User functions not converted yet; a function defined inside converted code was converted with it."""
     return (isinstance(fn, types.FunctionType) and not getattr(fn, "__rt_converted__", False)
-            and fn.__name__ != "<lambda>" and not inspect.isgeneratorfunction(fn) and not is_library_code(fn))
+            and not is_converted_code(fn.__code__) and not inspect.isgeneratorfunction(fn)
+            and not is_library_code(fn))
 
 
 def converted(fn):
-    """The converted version of a plain function (cached); ``fn`` itself when it cannot be converted."""
+    """The converted version of a plain function (cached); ``fn`` itself when it has no source.
+
+    A function the converter fails on raises ``rt.errors.ConversionError`` (running it unconverted
+    would silently take one path of its tensor control flow).
+    """
     try:
         return _converted[fn]
     except KeyError:
         pass
     from runtime.autograph import convert
-    try:
-        new = convert(fn)
-    except Exception:  # noqa: BLE001 - conversion problems must not break a call that works unconverted
-        new = fn
+    new = convert(fn)
     _converted[fn] = new
     return new
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import sys
 import threading
+import weakref
 
-from runtime.operators.variables import Undefined, UndefinedReturnValue, is_undefined
+from runtime.operators.variables import Undefined, UndefinedReturnValue, Untracked, is_undefined
 from runtime.tensor import is_symbolic, is_tensor
 
 
@@ -60,6 +62,61 @@ def _dtype_of(v):
 
 
 # ---------------------------------------------------------------------------
+# Return values that only some paths set
+#
+# ``rt__retval`` holds the function's return value once ``rt__do_return`` is true. A tensor ``if`` or
+# loop where one path returns and another does not merges the value with a placeholder of the same
+# type (never read: that path has not returned). If the paths that did not return still reach the
+# end of the function, Python would return None there, which a graph cannot represent next to a
+# tensor: ``retval`` then raises, naming the statement. The statement is remembered on the merged
+# ``rt__do_return`` flag (a symbolic tensor) and follows it through later merges.
+
+_partial_returns: dict[int, tuple] = {}      # id(flag tensor) -> (weakref to it, " (file, line N)")
+
+
+def _partial_site(flag) -> str | None:
+    entry = _partial_returns.get(id(flag)) if is_symbolic(flag) else None
+    return entry[1] if entry is not None and entry[0]() is flag else None
+
+
+def _mark_partial(flag, site: str | None) -> None:
+    if site is None or not is_symbolic(flag):
+        return
+    key = id(flag)
+    _partial_returns[key] = (weakref.ref(flag, lambda _: _partial_returns.pop(key, None)), site)
+
+
+def _is_return_value(name: str) -> bool:
+    return name.startswith("rt__retval")
+
+
+def _is_return_flag(name: str) -> bool:
+    return name.startswith("rt__do_return")
+
+
+def retval(value, do_return=True):
+    """The function's result: None when no ``return`` ran; an error when only some paths returned a value."""
+    if isinstance(value, UndefinedReturnValue):
+        return None
+    site = _partial_site(do_return)
+    if site is not None and value is not None:
+        raise ValueError(f"this function returns a value on some paths but reaches its end without a `return` on "
+                         f"others (where Python returns None), at the tensor `if` or loop{site}; a traced function "
+                         f"returns one structure on every path: add a `return` with a value of the same type on "
+                         f"the other paths, or return None everywhere")
+    return value
+
+
+def _same_python_constant(a, b) -> bool:
+    """``a`` and ``b`` are the same Python constant (then a tensor `if` keeps it as a Python value)."""
+    if a is None or b is None or type(a) is not type(b) or not isinstance(a, (bool, int, float, str, bytes)):
+        return False
+    if isinstance(a, float):
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a == b
+
+
+# ---------------------------------------------------------------------------
 # if
 
 def if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
@@ -77,57 +134,86 @@ class _SwapBranches(Exception):
     """The main branch leaves the return value unset: trace the else branch first."""
 
 
+class _IfTrace:
+    """The two branches of one tensor ``if``, traced by ``rt.cond``: their outputs, checked and paired."""
+
+    def __init__(self, init, names, nouts, set_state, get_state, where_):
+        self.init, self.names, self.nouts = init, names, nouts
+        self.set_state, self.get_state, self.where = set_state, get_state, where_
+        self.first: list = []            # outputs of the branch traced first, as it left them
+        self.second: list = []
+        self.swapped = False
+        self.partial_site = None         # set when one branch returns a value and the other does not
+
+    def run_first(self, fn):
+        self.set_state(self.init)
+        fn()
+        out = list(self.get_state()[:self.nouts])
+        if not self.swapped and any(isinstance(v, UndefinedReturnValue) for v in out):
+            raise _SwapBranches()        # trace the branch that returns first: the other copies its type
+        self.first[:] = out
+        return [False if is_undefined(v) else v for v in out]
+
+    def run_second(self, fn, label, first_label):
+        self.set_state(self.init)
+        fn()
+        out = list(self.get_state()[:self.nouts])
+        fixed = []
+        for name, mine, other in zip(self.names, out, self.first):
+            _check_pair(name, mine, other, label, first_label, self.where)
+            if isinstance(mine, UndefinedReturnValue) and other is None:
+                mine = None              # no return here, `return None` there: None either way
+            elif isinstance(other, UndefinedReturnValue) and mine is None:
+                pass
+            elif is_undefined(mine):
+                if not is_undefined(other) and _is_return_value(name):
+                    self.partial_site = self.where
+                mine = False if is_undefined(other) else _zeros_like(other)   # never read: no return here
+            fixed.append(mine)
+        self.second[:] = out
+        return fixed
+
+
+def _check_trackable(values, statement: str, where_: str) -> None:
+    """Items assigned with a computed key cannot be carried through a graph conditional or loop."""
+    for v in values:
+        if isinstance(v, Untracked):
+            name = v.symbol_name
+            hint = ("write rt.TensorArray elements instead (ta = ta.write(i, value)), or "
+                    if statement == "loop" else "")
+            raise ValueError(f"'{name}' is assigned inside this tensor {statement}, whose body is traced once for "
+                             f"every path, but its key is computed (or changes inside the {statement}), so its value "
+                             f"cannot be carried through the graph {statement}: {hint}assign the value to a variable "
+                             f"and store it in '{name}' after the {statement}{where_}")
+
+
 def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
     init = tuple(get_state())
     names = symbol_names[:nouts]
     where_ = where()
-
-    def run(fn, first_outputs, first_label, this_label):
-        set_state(init)
-        fn()
-        out = list(get_state()[:nouts])
-        if first_outputs is None:          # traced first: remember, replace undefineds by dummies
-            if not swapped and any(isinstance(v, UndefinedReturnValue) for v in out):
-                raise _SwapBranches()
-            outputs_first.extend(out)
-            return [False if is_undefined(v) else v for v in out]
-        fixed = []
-        for name, mine, other in zip(names, out, first_outputs):
-            _check_pair(name, mine, other, this_label, first_label, where_)
-            if is_undefined(mine):
-                mine = False if is_undefined(other) else _zeros_like(other)   # never read: no return here
-            fixed.append(mine)
-        outputs_second.extend(out)
-        return fixed
-
-    outputs_first, outputs_second = [], []
-    swapped = False
-
-    def swap():
-        nonlocal swapped
-        swapped = True
-    run.swap = swap
-    with _located(where_):
-        _run_if(cond, body, orelse, run, outputs_first, outputs_second, names, init, nouts, set_state)
-
-
-def _run_if(cond, body, orelse, run, outputs_first, outputs_second, names, init, nouts, set_state):
+    _check_trackable(init, "`if`", where_)
+    trace = _IfTrace(init, names, nouts, set_state, get_state, where_)
     rt = _rt()
-    try:
-        result = rt.cond(cond, lambda: run(body, None, None, "main"),
-                         lambda: run(orelse, outputs_first, "main", "else"), output_names=list(names))
-        main_out, else_out = outputs_first, outputs_second
-    except _SwapBranches:
-        run.swap()
-        outputs_first.clear()
-        outputs_second.clear()
-        result = rt.cond(rt.logical_not(cond), lambda: run(orelse, None, None, "else"),
-                         lambda: run(body, outputs_first, "else", "main"), output_names=list(names))
-        main_out, else_out = outputs_second, outputs_first
+    with _located(where_):
+        try:
+            result = rt.cond(cond, lambda: trace.run_first(body),
+                             lambda: trace.run_second(orelse, "else", "main"), output_names=list(names))
+            main_out, else_out = trace.first, trace.second
+        except _SwapBranches:
+            trace.swapped = True
+            result = rt.cond(rt.logical_not(cond), lambda: trace.run_first(orelse),
+                             lambda: trace.run_second(body, "main", "else"), output_names=list(names))
+            main_out, else_out = trace.second, trace.first
     final = list(result)
-    for i, (a, b) in enumerate(zip(main_out, else_out)):
+    for i, (name, a, b) in enumerate(zip(names, main_out, else_out)):
         if is_undefined(a) and is_undefined(b):
             final[i] = a
+        elif _same_python_constant(a, b):
+            final[i] = a                 # e.g. `rt__do_return = True` on both paths stays True
+        elif all(v is None or isinstance(v, UndefinedReturnValue) for v in (a, b)):
+            final[i] = None              # no return value on either path: None
+        if _is_return_flag(name):
+            _mark_partial(final[i], trace.partial_site or _partial_site(a) or _partial_site(b))
     set_state(tuple(final) + init[nouts:])
 
 
@@ -155,6 +241,10 @@ def _check_pair(name, mine, other, this_label, other_label, where_):
     by_branch = {this_label: mine, other_label: other}
     a, b = by_branch["main"], by_branch["else"]
     rt = _rt()
+    if (a is None) != (b is None) and _is_return_value(name):
+        raise ValueError(f"this function returns None on some paths and a value on others (the paths meet at this "
+                         f"tensor `if`; a `return None` or bare `return` inside a tensor loop also counts); a traced "
+                         f"function returns one structure on every path{where_}")
     if (a is None) != (b is None):
         missing = "main" if a is None else "else"
         raise ValueError(f"{_label(name)} is None in the {missing} branch of a tensor `if` but a value in the "
@@ -222,7 +312,7 @@ def _outer_lists_of(fn) -> dict[int, str]:
 def _check_loop_vars(names, values, where_):
     rt = _rt()
     for name, v in zip(names, values):
-        if isinstance(v, list):
+        if isinstance(v, list) and not _is_return_value(name):     # (a returned list is a structure)
             raise TypeError(f"'{name}' is a Python list modified in a tensor loop; a tensor loop runs its body "
                             f"once while tracing, so the list cannot grow per iteration. Use rt.TensorArray "
                             f"instead (e.g. {name} = rt.TensorArray(rt.float32, size=0, dynamic_size=True) "
@@ -230,8 +320,8 @@ def _check_loop_vars(names, values, where_):
         if v is None and not name.startswith("rt__"):
             raise ValueError(f"'{name}' is None before a tensor loop that modifies it; a loop variable of a "
                              f"tensor loop must be a tensor (or a Python number) before the loop{where_}")
-        if not (is_undefined(v) or is_tensor(v) or _is_python_number(v) or isinstance(v, (rt.TensorArray, tuple, dict))
-                or v is None):
+        if not (is_undefined(v) or is_tensor(v) or _is_python_number(v)
+                or isinstance(v, (rt.TensorArray, tuple, dict, list)) or v is None):
             raise TypeError(f"'{name}' holds a {type(v).__name__} and is modified in a tensor loop; loop variables "
                             f"must be tensors, Python numbers or rt.TensorArray{where_}")
 
@@ -262,11 +352,19 @@ def _shape_invariants(opts, names, values):
     return flat if found else None
 
 
+def _placeholder_name(name: str) -> str:
+    """A graph node name for a loop variable (``d['a']`` -> ``d_a``)."""
+    cleaned = "".join(c if c.isalnum() else "_" for c in name).strip("_")
+    return cleaned or "loop_var"
+
+
 def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
-    """Trace one iteration in a scratch graph to learn the type of loop variables that are undefined
-    before the loop, and return placeholders (zeros) of that type."""
+    """Trace one iteration in a scratch graph to learn the type of the loop variables that are undefined
+    before the loop. Returns, per variable, an initial value of that type (zeros: never read, the loop
+    runs at least once or the value is a return value guarded by its flag) and the shape invariant of
+    each of its leaves (the probe's shape, where a dim is not static)."""
     rt = _rt()
-    from runtime import context
+    from runtime import context, nest
     from runtime.graph import Graph
     outer = context.current_graph()
     scratch = Graph(f"{outer.name}_loop_probe" if outer is not None else "loop_probe", outer)
@@ -277,31 +375,38 @@ def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
             for name, v in zip(names, init):
                 if (is_tensor(v) or _is_python_number(v)) and not isinstance(v, rt.TensorArray):
                     t = v if is_tensor(v) else rt.convert_to_tensor(v)
-                    v = scratch.add_placeholder(f"probe_{len(probe_init)}", t.dtype, t.shape)
+                    v = scratch.add_placeholder(_placeholder_name(name), t.dtype, t.shape)
                 probe_init.append(v)
             set_state(probe_init)
             body_fn()
             probe = get_state()
     finally:
         set_state(init)
-    values = []
+    values, invariants = [], []
     for name, v, p in zip(names, init, probe):
-        if not is_undefined(v):
-            values.append(v)
+        if not is_undefined(v) or is_undefined(p):
+            values.append(v)        # defined before the loop, or the body does not define it either
+            invariants.append(None)
             continue
-        if is_undefined(p):
-            values.append(v)        # the body does not define it either: stays undefined
+        if p is None and _is_return_value(name):
+            values.append(None)     # `return None` in the loop: kept out of it (see _run_tensor_loop)
+            invariants.append(None)
             continue
-        if isinstance(p, rt.TensorArray) or not (is_tensor(p) or _is_python_number(p)):
-            raise ValueError(f"'{name}' is defined only inside a tensor loop and holds a {type(p).__name__}; "
-                             f"initialize it before the loop{where_}")
-        t = rt.convert_to_tensor(p) if not is_tensor(p) else p
-        dims = t.shape.as_list() if t.shape.rank is not None else None
-        if dims is None or any(d is None for d in dims):
-            raise ValueError(f"'{name}' is defined only inside a tensor loop and its shape {t.shape} is not "
-                             f"static; initialize it before the loop{where_}")
-        values.append(rt.zeros(dims, t.dtype))
-    return values
+        leaves = []
+        shapes = []
+        for leaf in nest.flatten(p):
+            if isinstance(leaf, rt.TensorArray) or not (is_tensor(leaf) or _is_python_number(leaf)):
+                raise ValueError(f"'{name}' is defined only inside a tensor loop and holds a "
+                                 f"{type(leaf).__name__}; initialize it before the loop{where_}")
+            t = rt.convert_to_tensor(leaf) if not is_tensor(leaf) else leaf
+            if t.shape.rank is None:
+                raise ValueError(f"'{name}' is defined only inside a tensor loop and its rank is not known; "
+                                 f"initialize it before the loop{where_}")
+            leaves.append(rt.zeros([d if d is not None else 0 for d in t.shape.as_list()], t.dtype))
+            shapes.append(None if t.shape.is_fully_defined() else t.shape)
+        values.append(nest.pack_sequence_as(p, leaves) if nest.is_sequence(p) else leaves[0])
+        invariants.append(shapes)
+    return values, invariants
 
 
 def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra_vars=(), where_=""):
@@ -310,18 +415,31 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
     rt = _rt()
     names = list(symbol_names)
     init = list(get_state())
+    _check_trackable(init, "loop", where_)
     _check_loop_vars(names, init, where_)
     n_extra = len(extra_vars)
     undefined = [i for i, v in enumerate(init) if is_undefined(v)]
     guard_names = []
+    inferred = [None] * len(init)         # per variable: shape invariants of a value first set in the loop
+    returns_here = False                  # the return value is first set in this loop
+    returns_none = []                     # return values the loop sets to None: None after it
     if undefined:
-        placeholders = _infer_undefined(lambda: body(list(extra_vars)), get_state, set_state, init, names, where_)
+        placeholders, inferred = _infer_undefined(lambda: body(list(extra_vars)), get_state, set_state, init,
+                                                  names, where_)
         still = [names[i] for i, v in enumerate(placeholders) if is_undefined(v)]
         for i in undefined:
-            if not is_undefined(placeholders[i]) and not isinstance(init[i], UndefinedReturnValue):
+            if is_undefined(placeholders[i]):
+                continue
+            if placeholders[i] is None:
+                returns_none.append(i)
+                placeholders[i] = init[i]
+                continue
+            if isinstance(init[i], UndefinedReturnValue):
+                returns_here = True
+            else:
                 guard_names.append(names[i])
         if still:
-            bad = [n for n in still if not n.startswith("rt__retval")]
+            bad = [n for n in still if not _is_return_value(n)]
             if bad:
                 raise ValueError(f"'{bad[0]}' is used in a tensor loop before it is assigned{where_}")
             # a return value no iteration sets: keep it out of the loop
@@ -363,6 +481,16 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
     aug_body.__name__ = "loop_body"
     kept_values = [init[i] for i in kept]
     invariants = _shape_invariants(opts, kept_names, kept_values)
+    if any(inferred[i] for i in kept):
+        if invariants is None:
+            invariants = [None] * len(rt_nest_flatten(kept_values))
+        position = 0
+        for i in kept:
+            shapes = inferred[i] or [None] * len(rt_nest_flatten([init[i]]))
+            for shape in shapes:
+                if invariants[position] is None:
+                    invariants[position] = shape
+                position += 1
     if invariants is not None:
         invariants = [None] * (len(rt_nest_flatten(extra_vars)) + n_guard) + invariants
     loop_names = ([f"rt__loop_var_{i}" for i in range(len(rt_nest_flatten(extra_vars)))] +
@@ -374,7 +502,13 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
     if n_guard:
         rt.Assert(final[n_extra], [f"loop must iterate at least once to initialize "
                                    f"{', '.join(repr(n) for n in guard_names)}{where_}"])
-    set_state(full_state(final[n_extra + n_guard:]))
+    state = full_state(final[n_extra + n_guard:])
+    for i in returns_none:
+        state[i] = None
+    for i, name in enumerate(names):
+        if _is_return_flag(name):    # the loop may end without returning: see `retval`
+            _mark_partial(state[i], where_ if returns_here else _partial_site(init[i]))
+    set_state(state)
     return final[:n_extra]
 
 

@@ -2,6 +2,9 @@
 
 ``rt__.Undefined('y')`` marks a name that a conditional or loop may leave unset;
 ``rt__.ld(y)`` (emitted for reads of such names) raises a clear error when it is.
+Items and attributes in the state of a conditional or loop are read with
+``rt__.ldu(lambda: d['b'], "d['b']")`` (undefined when missing) and written back with
+``rt__.store_item(d, 'b', value)`` / ``rt__.store_attr(obj, 'x', value)``.
 """
 from __future__ import annotations
 
@@ -42,9 +45,46 @@ def ld(value):
     return value
 
 
-def retval(value):
-    """The function's result: ``None`` when no ``return`` ran."""
-    return None if isinstance(value, UndefinedReturnValue) else value
+def ldu(load, name: str):
+    """``load()``, or ``Undefined(name)`` when the item or attribute it reads does not exist (yet)."""
+    try:
+        return load()
+    except (KeyError, IndexError, AttributeError, NameError):
+        return Undefined(name)
+
+
+def store_item(obj, key, value) -> None:
+    """``obj[key] = value``; an undefined value deletes the item (it did not exist before the statement)."""
+    if isinstance(value, Undefined):
+        try:
+            del obj[key]
+        except (KeyError, IndexError):
+            pass
+        return
+    obj[key] = value
+
+
+def store_attr(obj, name: str, value) -> None:
+    """``setattr(obj, name, value)``; an undefined value deletes the attribute."""
+    if isinstance(value, Undefined):
+        try:
+            delattr(obj, name)
+        except AttributeError:
+            pass
+        return
+    setattr(obj, name, value)
+
+
+class Untracked:
+    """The state slot of an item assigned with a key that cannot be tracked (``d[k + 1] = ...``)."""
+
+    __slots__ = ("symbol_name",)
+
+    def __init__(self, symbol_name: str):
+        self.symbol_name = symbol_name
+
+    def __repr__(self):
+        return f"<untracked {self.symbol_name!r}>"
 
 
 def is_undefined(value) -> bool:

@@ -1,6 +1,6 @@
 """The public op functions (``rt.add``, ``rt.reshape`` ...), gathered from the op modules."""
 from runtime.ops.array_ops import (broadcast_to, concat, constant, convert_to_tensor, expand_dims, eye, fill, gather,
-                                   identity, linspace, one_hot, ones, ones_like, range, rank, reshape, shape, size,
+                                   identity, linspace, one_hot, ones, ones_like, pad, range, rank, reshape, shape, size,
                                    squeeze, stack, stop_gradient, strided_slice, tile, transpose, unstack, zeros,
                                    zeros_like)
 from runtime.ops.control_flow_ops import cond, while_loop
@@ -12,5 +12,7 @@ from runtime.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value,
                                   reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, sigmoid, sign, sin, softmax,
                                   sqrt, square, subtract, tanh, truediv, unsorted_segment_sum, where)
 from runtime.ops import random_ops  # noqa: F401  (registers the random ops)
+
+newaxis = None      # ``x[:, rt.newaxis]``, as ``tf.newaxis``
 
 __all__ = [name for name in dir() if not name.startswith("_")]

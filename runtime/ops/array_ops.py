@@ -617,6 +617,127 @@ def _tile_grad(op, grad):
     return [math_ops.reduce_sum(apply("Reshape", [grad, split]), list(builtins_range(0, 2 * rank, 2))), None]
 
 
+_PAD_MODES = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}
+
+
+def _pad_infer(specs, attrs):
+    x, paddings = specs[0], specs[1]
+    if not paddings.dtype.is_integer:
+        raise TypeError(f"{attrs['mode'].title()}Pad: paddings must be integers, got {paddings.dtype}")
+    if len(specs) == 3 and (specs[2].dtype is not x.dtype or specs[2].shape.rank not in (0, None)):
+        raise TypeError(f"PadV2: constant_values must be a {x.dtype} scalar, got {specs[2].dtype}{specs[2].shape}")
+    rank = x.shape.rank
+    if paddings.shape.rank not in (2, None) or (paddings.shape.rank == 2 and paddings.shape[1] not in (2, None)):
+        raise ValueError(f"Pad: paddings must have shape [rank, 2], got {paddings.shape}")
+    if rank is not None and paddings.shape.rank == 2 and paddings.shape[0] not in (rank, None):
+        raise ValueError(f"Pad: paddings has {paddings.shape[0]} rows for a tensor of rank {rank}")
+    if paddings.const is None:
+        return [(x.dtype, None if rank is None else (None,) * rank)]
+    pads = np.asarray(paddings.const).reshape(-1, 2)
+    if np.any(pads < 0):
+        raise ValueError(f"Pad: paddings must be non-negative, got {pads.tolist()}")
+    dims = x.shape.dims if rank is not None else (None,) * len(pads)
+    for d, (before, after) in zip(dims, pads):
+        if attrs["mode"] != "CONSTANT" and d is not None and max(before, after) > d - (attrs["mode"] == "REFLECT"):
+            raise ValueError(f"MirrorPad: paddings {pads.tolist()} are too large for shape {x.shape} "
+                             f"in {attrs['mode']} mode")
+    return [(x.dtype, tuple(None if d is None else d + int(b) + int(a) for d, (b, a) in zip(dims, pads)))]
+
+
+def _pad_kernel(inputs, attrs):
+    x, paddings = inputs[0], np.asarray(inputs[1]).reshape(-1, 2)
+    if len(paddings) != x.ndim or np.any(paddings < 0):
+        raise errors.InvalidArgumentError(f"Pad: bad paddings {paddings.tolist()} for shape {x.shape}")
+    widths = [(int(b), int(a)) for b, a in paddings]
+    mode = attrs["mode"]
+    if mode == "CONSTANT":
+        return (np.pad(x, widths, mode="constant", constant_values=inputs[2]),)
+    if any(max(w) > n - (mode == "REFLECT") for w, n in zip(widths, x.shape)):
+        raise errors.InvalidArgumentError(f"MirrorPad: paddings {paddings.tolist()} are too large for shape "
+                                          f"{x.shape} in {mode} mode")
+    return (np.pad(x, widths, mode=_PAD_MODES[mode]),)
+
+
+register(OpDef("PadV2", "Pad", _pad_infer, _pad_kernel, 3, dynamic_infer=True))
+register(OpDef("MirrorPad", "MirrorPad", _pad_infer, _pad_kernel, 2, dynamic_infer=True))
+
+
+def _pad_source_index(n: int, before: int, after: int, mode: str) -> np.ndarray:
+    """For each position along a padded axis, the position of the input it copies (-1: a constant)."""
+    j = np.arange(-before, n + after)
+    if mode == "CONSTANT":
+        return np.where((j >= 0) & (j < n), j, -1)
+    shift = 0 if mode == "REFLECT" else 1
+    j = np.where(j < 0, -j - shift, j)
+    return np.where(j >= n, 2 * n - 2 + shift - j, j)
+
+
+def _pad_grad_infer(specs, attrs):
+    grad, paddings = specs[0], specs[1]
+    rank = grad.shape.rank
+    if rank is None or paddings.const is None:
+        return [(grad.dtype, None if rank is None else (None,) * rank)]
+    pads = np.asarray(paddings.const).reshape(-1, 2)
+    return [(grad.dtype, tuple(None if d is None else d - int(b) - int(a)
+                               for d, (b, a) in zip(grad.shape.dims, pads)))]
+
+
+def _pad_grad_kernel(inputs, attrs):
+    """The adjoint of padding: each input element gets the sum of the padded positions that copy it."""
+    out, paddings = inputs[0], np.asarray(inputs[1]).reshape(-1, 2)
+    for axis, (before, after) in enumerate(paddings):
+        n = out.shape[axis] - int(before) - int(after)
+        source = _pad_source_index(n, int(before), int(after), attrs["mode"])
+        keep = source >= 0
+        folded = np.zeros(out.shape[:axis] + (n,) + out.shape[axis + 1:], out.dtype)
+        np.add.at(folded, (slice(None),) * axis + (source[keep],), np.compress(keep, out, axis=axis))
+        out = folded
+    return (out,)
+
+
+# The gradient of a pad with respect to the padded tensor (TF's Slice for PadV2, MirrorPadGrad).
+register(OpDef("PadGrad", "PadGrad", _pad_grad_infer, _pad_grad_kernel, 2, dynamic_infer=True))
+
+
+@gradient("PadV2", "MirrorPad")
+def _pad_grad(op, grad):
+    x, paddings = op.inputs[0], op.inputs[1]
+    dx = apply("PadGrad", [grad, paddings], {"mode": op.attrs["mode"]})
+    if op.type == "MirrorPad":
+        return [dx, None]
+    # the constant fills every padded position: its gradient is what the input's positions did not take
+    return [dx, None, math_ops.subtract(math_ops.reduce_sum(grad), math_ops.reduce_sum(dx))]
+
+
+@gradient("PadGrad")
+def _pad_grad_grad(op, grad):
+    paddings = op.inputs[1]
+    if op.attrs["mode"] == "CONSTANT":
+        return [apply("PadV2", [grad, paddings, convert(0, grad.dtype)], {"mode": "CONSTANT"}), None]
+    return [apply("MirrorPad", [grad, paddings], {"mode": op.attrs["mode"]}), None]
+
+
+def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
+    """``tensor`` with ``paddings[i] = [before, after]`` values added around dimension ``i`` (``tf.pad``).
+
+    ``mode`` is ``"CONSTANT"`` (``constant_values``), ``"REFLECT"`` or ``"SYMMETRIC"``.
+
+    Example:
+        >>> import runtime as rt
+        >>> rt.pad(rt.constant([[1, 2]]), [[1, 0], [0, 1]]).numpy().tolist()
+        [[0, 0, 0], [1, 2, 0]]
+    """
+    mode = str(mode).upper()
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}")
+    tensor = convert(tensor)
+    paddings = paddings if isinstance(paddings, Tensor) else convert(paddings, dtypes.int32)
+    if mode == "CONSTANT":
+        return apply("PadV2", [tensor, paddings, convert(constant_values, tensor.dtype)], {"mode": mode},
+                     name=name)
+    return apply("MirrorPad", [tensor, paddings], {"mode": mode}, name=name)
+
+
 def _gather_infer(specs, attrs):
     params, indices = specs
     if not indices.dtype.is_integer:

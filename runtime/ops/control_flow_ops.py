@@ -219,9 +219,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
             shapes.append(t.shape)
         else:
             inv = as_shape(inv)
-            if not inv.is_compatible_with(t.shape):
-                raise ValueError(f"rt.while_loop: the shape invariant {inv} of {label} is not compatible "
-                                 f"with its initial shape {t.shape}")
+            if not t.shape.is_subshape_of(inv):
+                raise ValueError(f"{label} has shape {t.shape} before the loop, which does not conform with "
+                                 f"its shape invariant {inv}")
             shapes.append(inv)
 
     def placeholders(graph):
@@ -254,10 +254,13 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
         if new.dtype is not t.dtype:
             raise TypeError(f"{label} changed dtype from {t.dtype} to {new.dtype} in the loop body; "
                             "a loop variable must keep its dtype (use rt.cast)")
-        if not shape.is_compatible_with(new.shape):
+        if not new.shape.is_subshape_of(shape):
+            # Checked at trace time, as TensorFlow does: a loop variable whose shape grows or becomes
+            # unknown would otherwise run with a wrong static shape (or forever, under `while True`).
+            before = "before the loop" if shape == t.shape else "as its shape invariant"
             raise ValueError(
-                f"{label} changed shape from {shape} to {new.shape} in the loop body; a loop variable must "
-                "keep its shape, or declare the shapes it may take with "
+                f"{label} has shape {shape} {before}, but shape {new.shape} after one iteration; a loop "
+                "variable must keep its shape, or declare the shapes it may take with "
                 "rt.autograph.experimental.set_loop_options(shape_invariants=[(var, rt.TensorShape([None]))])")
     body_graph.outputs = body_out
     captured = _unify_captures([cond_graph, body_graph])

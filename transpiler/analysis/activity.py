@@ -4,6 +4,12 @@ Nested scopes (``def``, ``lambda``, ``class``, comprehensions) are not entered
 for bindings: a nested ``def g`` modifies only ``g``; the names its body reads
 count as reads (conservative: they may be read whenever ``g`` is called).
 
+Assignments to items and attributes are composite modifications, recorded by their
+canonical source (AutoGraph's qualified names): ``d['b'] = 1``, ``self.x += 1`` and
+``del l[0]`` modify ``d['b']``, ``self.x`` and ``l[0]``. A target whose key is not a
+constant, a name or an attribute chain (``d[k + 1]``, ``a[1:3]``) cannot be named that
+way: it is recorded as untracked.
+
 ``ActivityProvider`` attaches an ``Activity`` to every ``If``, ``While``,
 ``For`` and ``FunctionDef`` (for loops and ifs: the activity of their bodies).
 """
@@ -23,6 +29,47 @@ class Activity:
     read: frozenset[str]
     modified: frozenset[str]
     appended_lists: frozenset[str] = frozenset()   # names `x` with `x.append(...)` calls
+    composites: frozenset[str] = frozenset()       # items/attributes assigned: "d['b']", "self.x"
+    untracked: frozenset[str] = frozenset()        # items/attributes assigned with a computed key: "d[k + 1]"
+    deleted: frozenset[str] = frozenset()          # names removed by `del`
+
+
+def _key_code(node: cst.BaseExpression) -> str | None:
+    """Canonical source of a subscript key that names one slot: a constant, a name, an attribute chain."""
+    if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float)):
+        return node.value
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+            and isinstance(node.expression, (cst.Integer, cst.Float)):
+        return "-" + node.expression.value
+    return composite_name(node, allow_name=True)
+
+
+def composite_name(node: cst.BaseExpression, allow_name: bool = False) -> str | None:
+    """``d['b']``, ``self.x.y``, ``l[i]`` as canonical source; None for anything else (calls, slices, ``d[k + 1]``)."""
+    if isinstance(node, cst.Name):
+        return node.value if allow_name else None
+    if isinstance(node, cst.Attribute):
+        base = composite_name(node.value, allow_name=True)
+        return None if base is None else f"{base}.{node.attr.value}"
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        base = composite_name(node.value, allow_name=True)
+        key = _key_code(node.slice[0].slice.value)
+        return None if base is None or key is None else f"{base}[{key}]"
+    return None
+
+
+def composite_parts(code: str) -> tuple[str | None, frozenset[str]]:
+    """(root name, names used in keys) of a composite's source: ``d[k].x`` -> ('d', {'k'})."""
+    node = cst.parse_expression(code)
+    keys: set[str] = set()
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        if isinstance(node, cst.Subscript):
+            reads = _ActivityVisitor()
+            for element in node.slice:
+                element.visit(reads)
+            keys |= reads.read
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return (node.value if isinstance(node, cst.Name) else None), frozenset(keys)
 
 
 class _ActivityVisitor(cst.CSTVisitor):
@@ -30,6 +77,9 @@ class _ActivityVisitor(cst.CSTVisitor):
         self.read: set[str] = set()
         self.modified: set[str] = set()
         self.appended: set[str] = set()
+        self.composites: set[str] = set()
+        self.untracked: set[str] = set()
+        self.deleted: set[str] = set()
 
     # -- bindings --------------------------------------------------------
     def bind(self, target: cst.BaseExpression) -> None:
@@ -41,6 +91,11 @@ class _ActivityVisitor(cst.CSTVisitor):
         elif isinstance(target, cst.StarredElement):
             self.bind(target.value)
         else:  # attribute / subscript targets read their base
+            name = composite_name(target)
+            if name is not None:
+                self.composites.add(name)
+            elif isinstance(target, (cst.Attribute, cst.Subscript)):
+                self.untracked.add(cst.Module([]).code_for_node(target))
             target.visit(self)
 
     def visit_Assign(self, node: cst.Assign) -> bool:
@@ -90,6 +145,14 @@ class _ActivityVisitor(cst.CSTVisitor):
 
     def visit_Del(self, node: cst.Del) -> bool:
         self.bind(node.target)
+
+        def names(target):
+            if isinstance(target, cst.Name):
+                self.deleted.add(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    names(element.value)
+        names(node.target)
         return False
 
     def visit_Import(self, node: cst.Import) -> bool:
@@ -127,7 +190,7 @@ class _ActivityVisitor(cst.CSTVisitor):
         params = {p.name.value for p in _all_params(node.params)}
         self.read |= inner.read - inner.modified - params
         self.modified.add(node.name.value)
-        return False
+        return False      # (its item/attribute writes happen when it is called: not this block's state)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         for d in node.decorators:
@@ -196,7 +259,8 @@ def activity_of(nodes: cst.CSTNode | Sequence[cst.CSTNode] | None) -> Activity:
         nodes = (nodes,)
     for n in nodes:
         n.visit(visitor)
-    return Activity(frozenset(visitor.read), frozenset(visitor.modified), frozenset(visitor.appended))
+    return Activity(frozenset(visitor.read), frozenset(visitor.modified), frozenset(visitor.appended),
+                    frozenset(visitor.composites), frozenset(visitor.untracked), frozenset(visitor.deleted))
 
 
 def declared_names(body: Iterable[cst.CSTNode]) -> tuple[frozenset[str], frozenset[str]]:
@@ -251,7 +315,9 @@ class ActivityProvider(BatchableMetadataProvider[Activity]):
         a = activity_of(list(node.body.body))
         t = _ActivityVisitor()
         t.bind(node.target)
-        self.set_metadata(node, Activity(a.read | t.read, a.modified | t.modified, a.appended_lists))
+        self.set_metadata(node, Activity(a.read | t.read, a.modified | t.modified, a.appended_lists,
+                                         a.composites | frozenset(t.composites), a.untracked | frozenset(t.untracked),
+                                         a.deleted))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.set_metadata(node, activity_of(list(node.body.body)))

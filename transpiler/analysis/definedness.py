@@ -68,15 +68,15 @@ class _Analyzer:
                 self.suite(node.orelse, d)
             return d
         if isinstance(node, cst.Try) or type(node).__name__ == "TryStar":
-            self.block(node.body.body, d)
+            # Normal exit: through the body (and else) or through one of the handlers (which may start
+            # anywhere in the body, so from ``d``); the finally block runs after either.
+            out = self.suite(node.orelse, self.block(node.body.body, d))
             for h in node.handlers:
-                self.block(h.body.body, d)
-            if node.orelse is not None:
-                self.suite(node.orelse, d)
+                handler_d = d | activity_of(h.name.name).modified if h.name is not None else d
+                out = _meet(out, self.block(h.body.body, handler_d))
             if node.finalbody is not None:
-                fin = self.suite(node.finalbody, d)
-                return d if fin is ALL else fin
-            return d
+                out = self.suite(node.finalbody, d if out is ALL else out)
+            return out
         if isinstance(node, cst.With):
             a = _ActivityVisitor()
             for item in node.items:

@@ -42,7 +42,7 @@ class _Analyzer:
             return live
         if isinstance(suite, cst.If):
             return self.stmt(suite, live, loop)
-        return self.block(suite.body.body if isinstance(suite, cst.Else) else suite.body, live, loop)
+        return self.block(suite.body.body if isinstance(suite, (cst.Else, cst.Finally)) else suite.body, live, loop)
 
     def small(self, node: cst.CSTNode, live: frozenset[str], loop: _Loop | None) -> frozenset[str]:
         if isinstance(node, cst.Return):

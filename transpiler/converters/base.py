@@ -21,6 +21,7 @@ class Context:
 
     namer: Namer
     options: dict = field(default_factory=dict)
+    undefined_inits: bool = False      # control flow initialized some name with rt__.Undefined
 
 
 class Converter(cst.CSTTransformer):
@@ -96,10 +97,10 @@ def block(stmts: Sequence[cst.BaseStatement]) -> cst.IndentedBlock:
 
 
 def body_of(suite) -> list[cst.BaseStatement]:
-    """The statements of an ``IndentedBlock``/``Else`` (or a one-line ``SimpleStatementSuite``)."""
+    """The statements of an ``IndentedBlock``/``Else``/``Finally`` (or a one-line ``SimpleStatementSuite``)."""
     if suite is None:
         return []
-    if isinstance(suite, cst.Else):
+    if isinstance(suite, (cst.Else, cst.Finally)):
         suite = suite.body
     if isinstance(suite, cst.SimpleStatementSuite):
         return [cst.SimpleStatementLine(body=list(suite.body))]

@@ -23,6 +23,8 @@ class CallTreeTransformer(Converter):
             return updated_node
         positional, keywords = [], []
         for a in updated_node.args:
+            if isinstance(a.value, cst.GeneratorExp) and not a.value.lpar:    # f(x for x in y): parenthesize
+                a = a.with_changes(value=a.value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
             if a.keyword is not None:
                 keywords.append(cst.DictElement(cst.SimpleString(repr(a.keyword.value)), a.value))
             elif a.star == "**":

@@ -10,6 +10,16 @@ The state of a statement (what the runtime passes through a graph conditional or
 loop) is the set of names it modifies that are live on entry or exit. A state
 name that is not certainly bound is initialized with ``rt__.Undefined('y')`` at
 the top of the user's function, so the runtime can say which branch forgot it.
+
+Items and attributes the statement assigns (``d['b'] = 1``, ``self.x += 1``) are state
+too when their object comes from outside the statement (AutoGraph's composite symbols):
+``get_state`` reads them with ``rt__.ldu(lambda: d['b'], "d['b']")`` (undefined when the
+key or attribute is missing) and ``set_state`` writes them back with ``rt__.store_item`` /
+``rt__.store_attr`` (which delete an undefined one); a name the statement deletes is read
+with ``rt__.ldu`` too. An item whose key is computed, or
+changes inside the statement (``l[i] = ...`` in a loop over ``i``), cannot be state: its
+slot is ``rt__.Untracked("l[i]")``, and the runtime raises naming it if the statement
+becomes a graph conditional or loop.
 """
 from __future__ import annotations
 
@@ -18,7 +28,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from transpiler.analysis import ActivityProvider, DefinednessProvider, LivenessProvider, declared_names
-from transpiler.analysis.activity import _ActivityVisitor, param_names
+from transpiler.analysis.activity import _ActivityVisitor, composite_parts, param_names
 from transpiler.converters.base import (Converter, body_of, expr, is_docstring, marker_of, mark_all, names_tuple, stmt,
                                         strings_tuple, with_marker)
 from transpiler.converters.jumps import is_generator
@@ -92,6 +102,40 @@ def _is_call_to(s: cst.BaseStatement, name: str) -> cst.Call | None:
     return None
 
 
+def _composite_state(act, live) -> tuple[list[str], list[str]]:
+    """(tracked, untracked) items/attributes of a statement whose object comes from outside it."""
+    tracked, untracked = [], []
+    for name in sorted(act.composites | act.untracked):
+        root, keys = composite_parts(name)
+        if root is None or root not in live.live_in or root in act.modified:
+            continue       # an object the statement creates itself (or rebinds): its items are not state
+        if name in act.untracked or keys & act.modified:
+            untracked.append(name)
+        else:
+            tracked.append(name)
+    return tracked, untracked
+
+
+def _read_state(name: str, maybe_missing: bool, untracked: bool) -> cst.BaseExpression:
+    """How get_state reads one state entry (an item, attribute or deleted name may not exist)."""
+    if untracked:
+        return expr("rt__.Untracked({s})", s=cst.SimpleString(repr(name)))
+    if maybe_missing:
+        return expr("rt__.ldu(lambda: {v}, {s})", v=cst.parse_expression(name), s=cst.SimpleString(repr(name)))
+    return cst.Name(name)
+
+
+def _write_state(name: str, composite: bool, index: int) -> cst.BaseStatement:
+    value = expr("rt__vars[{i}]", i=cst.Integer(str(index)))
+    if not composite:
+        return stmt("{n} = {v}\n", n=cst.Name(name), v=value)
+    target = cst.parse_expression(name)
+    if isinstance(target, cst.Attribute):
+        return stmt("rt__.store_attr({o}, {a}, {v})\n", o=target.value, a=cst.SimpleString(repr(target.attr.value)),
+                    v=value)
+    return stmt("rt__.store_item({o}, {k}, {v})\n", o=target.value, k=target.slice[0].slice.value, v=value)
+
+
 class ControlFlowTransformer(Converter):
     METADATA_DEPENDENCIES = (ActivityProvider, LivenessProvider, DefinednessProvider)
 
@@ -110,6 +154,7 @@ class ControlFlowTransformer(Converter):
         frame = self.frames.pop()
         if not frame.undefined:
             return updated_node
+        self.ctx.undefined_inits = True
         body = body_of(updated_node.body)
         doc = [body.pop(0)] if body and is_docstring(body[0]) else []
         inits = [stmt("{n} = rt__.Undefined({s})\n", n=cst.Name(n), s=cst.SimpleString(repr(n)))
@@ -119,35 +164,57 @@ class ControlFlowTransformer(Converter):
 
     # -- shared: state of a statement ---------------------------------------
     def _state(self, node, outputs_first: bool):
+        """(state names, number of outputs, declarations for the body functions, items/attributes).
+
+        The state names are the plain names, then the composites (always outputs of an ``if``: the
+        object outlives it), then the untracked writes, then (for an ``if``) the input-only names."""
         frame = self.frames[-1]
         act = self.get_metadata(ActivityProvider, node)
         live = self.get_metadata(LivenessProvider, node)
         defined = self.get_metadata(DefinednessProvider, node)
         modified = act.modified - frame.globals - frame.nonlocals
-        state = modified & (live.live_in | live.live_out)
+        # A deleted name is state even when dead: the body's `del` must reach the function's own binding.
+        deleted = act.deleted - frame.globals - frame.nonlocals
+        state = (modified & (live.live_in | live.live_out)) | deleted
+        composites, untracked = _composite_state(act, live)
+        extra = composites + untracked
         if outputs_first:
             outs = sorted(state & live.live_out)
-            names = outs + sorted(state - live.live_out)
-            nouts = len(outs)
+            names = outs + extra + sorted(state - live.live_out)
+            nouts = len(outs) + len(extra)
         else:
-            names, nouts = sorted(state), len(state)
-        for n in names:
-            if (n not in defined or n not in frame.bound) and n not in frame.undefined and not is_generated(n):
+            names = sorted(state) + extra
+            nouts = len(names)
+        plain = [n for n in names if n in state]
+        for n in plain:
+            if (n not in defined or n not in frame.bound or n in deleted) and n not in frame.undefined \
+                    and not is_generated(n):
                 frame.undefined.append(n)
-        nonlocal_names = names + sorted(act.modified & frame.nonlocals)
+        nonlocal_names = plain + sorted(act.modified & frame.nonlocals)
         global_names = sorted(act.modified & frame.globals)
-        return names, nouts, _declarations(names, global_names, nonlocal_names)
+        kinds = (set(composites), set(untracked), set(deleted))
+        return names, nouts, _declarations(plain, global_names, nonlocal_names), kinds
 
-    def _state_functions(self, names, marker):
+    def _state_functions(self, names, marker, kinds=(set(), set(), set())):
         if not names:
             return [], cst.Name("None"), cst.Name("None")
+        composites, untracked, deleted = kinds
         get, set_ = self.ctx.namer.new("get_state"), self.ctx.namer.new("set_state")
-        get_fn = _function(get, "", [], [stmt("return {t}\n", t=names_tuple(names))], marker)
-        assign = cst.SimpleStatementLine([cst.Assign(
-            targets=[cst.AssignTarget(names_tuple(names).with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))],
-            value=cst.Name("rt__vars"))])
-        decls = _declarations(names, [], names)
-        set_fn = _function(set_, "rt__vars", decls, [assign], marker)
+        reads = [cst.Element(_read_state(n, n in composites or n in deleted, n in untracked)) for n in names]
+        get_fn = _function(get, "", [], [stmt("return {t}\n", t=cst.Tuple(reads))], marker)
+        plain = [n for n in names if n not in composites and n not in untracked]
+        writes = []
+        if plain and len(plain) == len(names):
+            writes.append(cst.SimpleStatementLine([cst.Assign(
+                targets=[cst.AssignTarget(names_tuple(plain).with_changes(lpar=[cst.LeftParen()],
+                                                                          rpar=[cst.RightParen()]))],
+                value=cst.Name("rt__vars"))]))
+        else:
+            for i, n in enumerate(names):
+                if n not in untracked:
+                    writes.append(_write_state(n, n in composites, i))
+        decls = _declarations(plain, [], plain)
+        set_fn = _function(set_, "rt__vars", decls, writes, marker)
         return [get_fn, set_fn], cst.Name(get), cst.Name(set_)
 
     # -- if ------------------------------------------------------------------
@@ -155,8 +222,8 @@ class ControlFlowTransformer(Converter):
         if self.frames[-1].skip:
             return updated_node
         marker = marker_of(original_node)
-        names, nouts, decls = self._state(original_node, outputs_first=True)
-        state_fns, get, set_ = self._state_functions(names, marker)
+        names, nouts, decls, kinds = self._state(original_node, outputs_first=True)
+        state_fns, get, set_ = self._state_functions(names, marker, kinds)
         body_name, else_name = self.ctx.namer.new("if_body"), self.ctx.namer.new("else_body")
         fns = [_function(body_name, "", decls, body_of(updated_node.body), marker)]
         orelse = updated_node.orelse
@@ -191,8 +258,8 @@ class ControlFlowTransformer(Converter):
         if self.frames[-1].skip:
             return updated_node
         marker = marker_of(original_node)
-        names, _, decls = self._state(original_node, outputs_first=False)
-        state_fns, get, set_ = self._state_functions(names, marker)
+        names, _, decls, kinds = self._state(original_node, outputs_first=False)
+        state_fns, get, set_ = self._state_functions(names, marker, kinds)
         body, _, opts = self._loop_parts(updated_node)
         test_name, body_name = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
         test_fn = _function(test_name, "", [], [stmt("return {t}\n", t=updated_node.test)], marker)
@@ -206,8 +273,8 @@ class ControlFlowTransformer(Converter):
         if self.frames[-1].skip:
             return updated_node
         marker = marker_of(original_node)
-        names, _, decls = self._state(original_node, outputs_first=False)
-        state_fns, get, set_ = self._state_functions(names, marker)
+        names, _, decls, kinds = self._state(original_node, outputs_first=False)
+        state_fns, get, set_ = self._state_functions(names, marker, kinds)
         body, extra, opts = self._loop_parts(updated_node)
         body_name = self.ctx.namer.new("loop_body")
         target = updated_node.target

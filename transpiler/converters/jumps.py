@@ -41,9 +41,11 @@ class Jump:
     """One rewrite: which statement kind, what replaces it, how to guard the rest."""
 
     def __init__(self, kind: type, flag: str, replace: Callable[[cst.CSTNode], list[cst.BaseStatement]],
-                 into_loops: bool, on_loop: Callable[[cst.CSTNode], cst.CSTNode] | None = None):
+                 into_loops: bool, on_loop: Callable[[cst.CSTNode], cst.CSTNode] | None = None,
+                 guard_else: Sequence[cst.BaseStatement] = ()):
         self.kind, self.flag, self.replace = kind, flag, replace
         self.into_loops, self.on_loop = into_loops, on_loop
+        self.guard_else = list(guard_else)      # the else part of each ``if not <flag>:`` guard
 
     def has(self, node: cst.CSTNode) -> bool:
         return contains(node, self.kind, self.into_loops)
@@ -60,6 +62,10 @@ class Jump:
             if rest:
                 guarded = stmt("if not {flag}:\n    pass\n", flag=cst.Name(self.flag))
                 guarded = guarded.with_changes(body=cst.IndentedBlock(body=self.block(rest)))
+                if self.guard_else:
+                    marker = marker_of(rest[0])
+                    guarded = guarded.with_changes(orelse=cst.Else(body=cst.IndentedBlock(
+                        body=mark_all(self.guard_else, marker))))
                 out.append(with_marker(guarded, marker_of(rest[0])))
             return out
         return out
@@ -70,7 +76,7 @@ class Jump:
         if isinstance(suite, cst.If):
             return self.statement(suite)[0]
         new_body = self.block(body_of(suite))
-        if isinstance(suite, cst.Else):
+        if isinstance(suite, (cst.Else, cst.Finally)):
             return suite.with_changes(body=_indented(suite.body, new_body))
         return _indented(suite, new_body)
 

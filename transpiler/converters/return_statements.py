@@ -1,5 +1,10 @@
-"""return x -> rt__do_return = True; rt__retval = x (what follows is guarded); the function ends with
-``return rt__.retval(rt__retval)``. Only functions that return from inside an if/while/for are rewritten."""
+"""return x -> rt__retval = x; rt__do_return = True (what follows is guarded); the function ends with
+``return rt__.retval(rt__retval, rt__do_return)``. Only functions that return from inside an if/while/for
+are rewritten.
+
+The guard of the code after a returning statement is ``if not rt__do_return: ... else: rt__do_return = True``:
+the else part restates what the guard's test says, so that when every path returns, the flag stays the
+Python value True even where the test was a tensor, and ``rt__.retval`` knows the value is defined."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -56,6 +61,9 @@ def _orelse(node: cst.If) -> list[cst.BaseStatement]:
 
 
 def _set_block(node, stmts):
+    """``node`` with a new body (the old block's header keeps its source-line marker)."""
+    if isinstance(node.body, cst.IndentedBlock):
+        return node.with_changes(body=node.body.with_changes(body=list(stmts)))
     return node.with_changes(body=cst.IndentedBlock(body=list(stmts)))
 
 
@@ -100,17 +108,21 @@ class ReturnTransformer(Converter):
         retval = self.ctx.namer.new("retval")
 
         def replace(ret: cst.Return):
+            # The value first: if computing it raises (and a handler catches it), the function has not
+            # returned, and the code after the handler must still run.
             value = ret.value if ret.value is not None else cst.Name("None")
-            return [stmt("{d} = True\n", d=cst.Name(do_return)),
-                    stmt("{r} = {v}\n", r=cst.Name(retval), v=value)]
+            return [stmt("{r} = {v}\n", r=cst.Name(retval), v=value),
+                    stmt("{d} = True\n", d=cst.Name(do_return))]
 
         jump = Jump(cst.Return, do_return, replace, into_loops=True,
-                    on_loop=lambda loop: add_loop_test(loop, cst.parse_expression(f"not {do_return}")))
+                    on_loop=lambda loop: add_loop_test(loop, cst.parse_expression(f"not {do_return}")),
+                    guard_else=[stmt("{d} = True\n", d=cst.Name(do_return))])
         body = body_of(fn.body)
         doc = [body.pop(0)] if body and is_docstring(body[0]) else []
         body = jump.block(conditional_returns(body))
         marker = marker_of(fn)
         init = mark_all([stmt("{d} = False\n", d=cst.Name(do_return)),
                          stmt("{r} = rt__.UndefinedReturnValue()\n", r=cst.Name(retval))], marker)
-        final = with_marker(stmt("return rt__.retval({r})\n", r=cst.Name(retval)), marker)
+        final = with_marker(stmt("return rt__.retval({r}, {d})\n", r=cst.Name(retval), d=cst.Name(do_return)),
+                            marker)
         return fn.with_changes(body=fn.body.with_changes(body=doc + init + body + [final]))

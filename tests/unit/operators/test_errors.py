@@ -183,3 +183,26 @@ def test_read_of_undefined_variable():
 
     with pytest.raises((NameError, UnboundLocalError)):
         rt.function(g)(1)
+
+
+def simple_relu(x):
+    if rt.greater(x, 0):
+        return x
+    else:
+        return 0
+
+
+def test_vector_condition_names_the_line_of_the_if():
+    message, full = _raises(simple_relu, ValueError, rt.constant([1.0, -1.0]))
+    line = _line_of(simple_relu, "if rt.greater")
+    assert f"line {line}" in message
+    assert f'line {line}, in simple_relu' in full and f"line {line + 4}" not in full
+
+
+def test_nested_function_errors_name_their_own_line():
+    def outer(x):
+        def inner(y):
+            return rt.gather(y, rt.constant([5]))
+        return inner(x)
+    _, full = _raises(outer, (rt.errors.InvalidArgumentError, ValueError), rt.constant([1, 2]))
+    assert f"line {_line_of(outer, 'rt.gather')}" in full

@@ -318,6 +318,13 @@ GRAD_CASES = {
     "ExpandDims": _unary("ExpandDims", lambda x: rt.expand_dims(x, 1)),
     "Squeeze": fd_case("Squeeze", lambda x: rt.squeeze(x, 1), [normal(2, 1, 3)]),
     "Tile": _unary("Tile", lambda x: rt.tile(x, [2, 3])),
+    "PadV2": fd_case("PadV2", lambda x, c: rt.pad(x, [[1, 2], [0, 1]], constant_values=c) ** 2,
+                     [normal(2, 3), np.float64(0.5)]),
+    "MirrorPad": fd_case("MirrorPad", lambda x: rt.pad(x, [[1, 1], [2, 0]], "REFLECT") ** 2
+                         + rt.pad(x, [[2, 0], [0, 2]], "SYMMETRIC"), [normal(3, 4)]),
+    "PadGrad": fd_case("PadGrad", lambda g: apply("PadGrad", [g, rt.constant([[1, 1], [1, 0]])], {"mode": "REFLECT"})
+                       * apply("PadGrad", [g, rt.constant([[1, 1], [1, 0]])], {"mode": "CONSTANT"}),
+                       [normal(6, 4)]),
     "GatherV2": fd_case("GatherV2",
                         lambda x: rt.gather(x, [[2, 0], [2, 2]], axis=1) + rt.gather(x, [1, 1])[:, :1, None],
                         [normal(2, 3)]),

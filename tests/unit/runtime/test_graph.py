@@ -570,3 +570,16 @@ def test_while_loop_single_element_list_body_returns_tensor():
         return rt.while_loop(lambda i: i < n, lambda i: i + 1, [rt.constant(0)])
     assert [int(t) for t in f(rt.constant(3))] == [3]
     assert [int(t) for t in rt.function(f, autograph=False)(rt.constant(3))] == [3]
+
+
+def test_graph_pickles_after_generic_and_reference_runs():
+    import pickle
+
+    @rt.function
+    def scale(x):
+        return x * 2.0 + 1.0
+    cf = scale.get_concrete_function(rt.TensorSpec([None], rt.float32))
+    cf(rt.constant([1.0, 2.0]))                        # the generic executor caches its compiled plan
+    run_graph(cf.graph, [np.array([1.0], np.float32)])  # the reference executor caches its own
+    copy = pickle.loads(pickle.dumps(cf.graph))
+    assert run_graph(copy, [np.array([3.0], np.float32)])[0].tolist() == [7.0]

@@ -576,6 +576,53 @@ def check_tile(data):
 
 @RUNTIME_SETTINGS
 @given(st.data())
+def check_pad(data):
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    dtype = data.draw(st.sampled_from([rt.float32, rt.int32, rt.float64]))
+    x = data.draw(arrays(dtype, shape))
+    pads = [[data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3))] for _ in shape]
+    out = run_both(lambda x: rt.pad(x, pads, constant_values=5), [rt.constant(x)], "PadV2")
+    assert_matches_numpy(out, np.pad(x, pads, constant_values=5))
+    out = run_both(lambda x, p: rt.pad(x, p), [rt.constant(x), rt.constant(pads)], "PadV2")   # paddings at run time
+    assert_matches_numpy(out, np.pad(x, pads))
+    raises_both(lambda x: rt.pad(x, [[-1, 0]] * len(shape)), [rt.constant(x)],
+                (ValueError, rt.errors.InvalidArgumentError), match="Pad")
+
+
+@RUNTIME_SETTINGS
+@given(st.data())
+def check_mirror_pad(data):
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=2, max_side=4))
+    x = data.draw(arrays(rt.float32, shape))
+    mode = data.draw(st.sampled_from(["REFLECT", "SYMMETRIC"]))
+    limit = min(shape) - (mode == "REFLECT")
+    pads = [[data.draw(st.integers(0, limit)), data.draw(st.integers(0, limit))] for _ in shape]
+    out = run_both(lambda x: rt.pad(x, pads, mode=mode), [rt.constant(x)], "MirrorPad")
+    assert_matches_numpy(out, np.pad(x, pads, mode=mode.lower()))
+    too_big = [[max(shape) + 1, 0]] * len(shape)
+    raises_both(lambda x: rt.pad(x, too_big, mode=mode), [rt.constant(x)],
+                (ValueError, rt.errors.InvalidArgumentError), match="MirrorPad")
+
+
+@RUNTIME_SETTINGS
+@given(st.data())
+def check_pad_grad(data):
+    """PadGrad is the adjoint of padding: <pad(x), g> == <x, PadGrad(g)> for every mode."""
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=2, max_side=4))
+    mode = data.draw(st.sampled_from(["CONSTANT", "REFLECT", "SYMMETRIC"]))
+    limit = min(shape) - (mode == "REFLECT")
+    pads = [[data.draw(st.integers(0, limit)), data.draw(st.integers(0, limit))] for _ in shape]
+    x = np.random.default_rng(0).normal(size=shape)
+    padded = np.pad(x, pads, mode=mode.lower())
+    g = np.random.default_rng(1).normal(size=padded.shape)
+    out = run_both(lambda g: registry.apply("PadGrad", [g, rt.constant(pads)], {"mode": mode}), [rt.constant(g)],
+                   "PadGrad")
+    assert out.shape == x.shape
+    np.testing.assert_allclose(np.sum(out * x), np.sum(padded * g), rtol=1e-9)
+
+
+@RUNTIME_SETTINGS
+@given(st.data())
 def check_gather(data):
     dtype = data.draw(st.sampled_from(NUMERIC + BOOL))
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
@@ -1257,6 +1304,9 @@ CASES.update({
     "Squeeze": check_squeeze,
     "Tile": check_tile,
     "GatherV2": check_gather,
+    "PadV2": check_pad,
+    "MirrorPad": check_mirror_pad,
+    "PadGrad": check_pad_grad,
     "StridedSlice": check_strided_slice,
     "RandomUniform": check_random_uniform,
     "RandomStandardNormal": check_random_normal,

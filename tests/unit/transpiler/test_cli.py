@@ -37,3 +37,12 @@ def test_to_code_file_and_method(tmp_path, capsys):
 def test_to_code_module_path(capsys):
     assert main(["to_code", "json.encoder:py_encode_basestring"]) == 0
     assert "def py_encode_basestring" in capsys.readouterr().out
+
+
+def test_to_code_on_a_syntax_error_names_the_file_and_line(tmp_path, capsys):
+    path = tmp_path / "broken.py"
+    path.write_text("import runtime as rt\n\n@rt.function\ndef f(x):\n    return x +\n")
+    assert main(["to_code", f"{path}:f"]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}:5: syntax error" in err and "return x +" in err
+    assert "Traceback" not in err and "libcst" not in err

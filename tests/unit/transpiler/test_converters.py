@@ -140,12 +140,12 @@ def test_return_moves_rest_into_else():
             rt__do_return = False
             rt__retval = rt__.UndefinedReturnValue()
             if x > 0:
-                rt__do_return = True
                 rt__retval = x
-            else:
                 rt__do_return = True
+            else:
                 rt__retval = -x
-            return rt__.retval(rt__retval)
+                rt__do_return = True
+            return rt__.retval(rt__retval, rt__do_return)
         """)
 
 
@@ -163,14 +163,16 @@ def test_return_in_loop():
             rt__retval = rt__.UndefinedReturnValue()
             while not rt__do_return and n > 0:
                 if n == 3:
-                    rt__do_return = True
                     rt__retval = n
+                    rt__do_return = True
                 else:
                     n -= 1
             if not rt__do_return:
-                rt__do_return = True
                 rt__retval = 0
-            return rt__.retval(rt__retval)
+                rt__do_return = True
+            else:
+                rt__do_return = True
+            return rt__.retval(rt__retval, rt__do_return)
         """)
 
 

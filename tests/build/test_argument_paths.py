@@ -1,0 +1,97 @@
+"""Arguments reach built native code by the same conversion rule as every other path: a big-endian
+float32 array is float32 (never read as little-endian garbage), an out-of-range uint32 array is
+rejected for an int32 signature, and a numpy scalar is a 0-d tensor that runs the built code.
+Native code also gives numpy's NaN/inf results (relu, sign, floor division and remainder)."""
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+pytestmark = pytest.mark.build
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+MODULE = '''
+import runtime as rt
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.float32)])
+def scale(x):
+    return x * 2.0 + 1.0
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.int32)])
+def increment(x):
+    return x + 1
+
+@rt.function
+def half(x):
+    return x / 2.0
+
+half.get_concrete_function(rt.TensorSpec([], rt.float32))
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.float32), rt.TensorSpec([None], rt.float32)])
+def special(x, y):
+    return rt.stack([rt.nn.relu(x), rt.sign(x), x // y, x % y, rt.maximum(x, y), rt.minimum(x, y)])
+'''
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("arguments")
+    (root / "rt_argument_paths.py").write_text(MODULE)
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sys.path.insert(0, str(root))
+    try:
+        importlib.invalidate_caches()
+        module = importlib.import_module("rt_argument_paths")
+    finally:
+        sys.path.remove(str(root))
+    assert module.__file__.endswith(".so"), module.__file__
+    return module
+
+
+def test_big_endian_float32_on_the_native_paths(built):
+    big = (np.arange(5) - 1.5).astype(">f4")
+    expected = np.arange(5, dtype=np.float32) * 2.0 - 2.0
+    concrete = built.scale.get_concrete_function()
+    assert concrete.native
+    np.testing.assert_array_equal(built.scale(big).numpy(), expected)         # Function.__call__
+    np.testing.assert_array_equal(concrete(big).numpy(), expected)            # ConcreteFunction.__call__
+    np.testing.assert_array_equal(concrete._call_flat([big]).numpy(), expected)   # the native call itself
+    assert built.scale.experimental_get_tracing_count() == 0
+
+
+def test_out_of_range_unsigned_is_rejected_by_the_built_function(built):
+    with pytest.raises(ValueError, match="out of range"):
+        built.increment(np.array([4000000000], np.uint32))
+    with pytest.raises(rt.errors.InvalidArgumentError, match="out of range"):
+        built.increment.get_concrete_function()(np.array([4000000000], np.uint32))
+    np.testing.assert_array_equal(built.increment(np.array([7], np.uint32)).numpy(), [8])
+
+
+def test_numpy_scalar_runs_the_built_code_like_a_0d_array(built):
+    assert float(built.half(np.float32(3.0))) == 1.5
+    assert float(built.half(np.array(5.0, np.float32))) == 2.5
+    assert float(built.half(np.float32(7.0))) == 3.5
+    assert built.half.experimental_get_tracing_count() == 0        # no retrace: the built signature ran
+    assert built.half.get_concrete_function(rt.TensorSpec([], rt.float32)).native
+
+
+def test_nan_and_inf_in_native_code_match_numpy(built):
+    values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 5.0, -5.0, 0.5, -7.25, 1e30], np.float32)
+    x, y = (a.ravel() for a in np.meshgrid(values, values))
+    concrete = built.special.get_concrete_function()
+    assert concrete.native
+    got = built.special(x, y).numpy()
+    with np.errstate(all="ignore"):
+        want = np.stack([np.maximum(x, np.float32(0)), np.sign(x), np.floor_divide(x, y), np.mod(x, y),
+                         np.maximum(x, y), np.minimum(x, y)])
+    np.testing.assert_array_equal(got, want)
