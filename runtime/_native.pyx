@@ -354,7 +354,7 @@ cdef class NativeFunction:
         self.fast_ok = True
         for i, t in enumerate(graph.inputs):
             self.in_codes[i] = t.dtype.code
-            if _is_object(self.in_codes[i]) or t.shape.rank is None:
+            if _is_object(self.in_codes[i]):
                 self.fast_ok = False
                 continue
             self.in_typenums[i] = cnp.PyArray_TYPE(<cnp.ndarray>np.empty(0, t.dtype.np))
