@@ -192,6 +192,30 @@ def test_return_inside_try_finally_under_a_tensor_condition():
     check(f, rt.constant(-2))
 
 
+def test_return_in_finally_overrides_the_return_of_the_try():
+    def default_in_finally(x):
+        try:
+            return 2
+        finally:
+            if x > 0:
+                return 1
+            return 0  # noqa: B012
+
+    def loop_in_finally(x):
+        try:
+            return 2
+        finally:
+            for i in range(3):
+                if i == x:
+                    return i * 10  # noqa: B012
+            x = x + 1
+
+    for x in (-1, 0, 1, 5):
+        check(default_in_finally, x)
+        check(default_in_finally, rt.constant(x))
+        check(loop_in_finally, x)
+
+
 def test_if_returning_on_one_path_only_is_a_trace_time_error_not_a_zero():
     def f(x):
         if x > 0:
