@@ -538,11 +538,15 @@ def while_stmt(test, body, get_state, set_state, symbol_names, opts):
         return
     while True:
         if is_symbolic(cond):
-            raise TypeError(
-                "the condition of this Python while loop became a tensor after the first iteration "
-                f"(it depends on {', '.join(repr(n) for n in symbol_names) or 'a variable'} set in the loop); "
-                "make it a tensor before the loop (e.g. start from rt.constant(...)) so the whole loop is "
-                f"staged as a graph loop{where()}")
+            user_names = [repr(n) for n in symbol_names if not n.startswith("rt__")]
+            jumps = len(user_names) < len(symbol_names)
+            cause = (", ".join(user_names) + " set in the loop" if user_names else "") + \
+                (" or " if user_names and jumps else "") + ("a `break` or `return` under a tensor condition"
+                                                            if jumps else "")
+            raise NotImplementedError(
+                "the condition of while loop started as non-Tensor, then changed to Tensor (it depends on "
+                f"{cause or 'a variable set in the loop'}); make it a tensor before the loop (e.g. start from "
+                f"rt.constant(...)) so the whole loop is staged as a graph loop{where()}")
         if not cond:
             break
         body()
@@ -584,10 +588,10 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
         if extra_test is not None:
             go = extra_test()
             if is_symbolic(go):
-                raise TypeError(
-                    "a `break` or `return` inside this Python for loop depends on a tensor condition; a loop over "
-                    "a Python iterable is unrolled while tracing and cannot stop at run time. Iterate over a "
-                    f"tensor instead (e.g. `for i in rt.range(n)`){where()}")
+                raise NotImplementedError(
+                    "a `break` or `return` that depends on a tensor condition is not supported in Python for loops: "
+                    "a loop over a Python iterable is unrolled while tracing and cannot stop at run time. Iterate "
+                    f"over a tensor instead (e.g. `for i in rt.range(n)`){where()}")
             if not go:
                 break
         body(item)
