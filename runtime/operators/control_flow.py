@@ -471,10 +471,14 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
         finally:
             _loops.outer_lists.pop()
         new_state = list(get_state())
+        structure_key = _rt().nest.structure_key
         for i in kept:
             if is_undefined(new_state[i]):
                 raise ValueError(f"{_label(names[i])} is deleted or left undefined by the body of a tensor "
                                  f"loop{where_}")
+            if structure_key(new_state[i]) != structure_key(init[i]):
+                raise TypeError(f"{_label(names[i])} does not have the same nested structure after one iteration: "
+                                f"{_structure(init[i])} before the loop, {_structure(new_state[i])} after{where_}")
         _check_loop_vars(kept_names, [new_state[i] for i in kept], where_)
         return tuple(new_extra) + ((rt.constant(True),) if n_guard else ()) + tuple(new_state[i] for i in kept)
 
@@ -510,6 +514,16 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
             _mark_partial(state[i], where_ if returns_here else _partial_site(init[i]))
     set_state(state)
     return final[:n_extra]
+
+
+def _structure(value) -> str:
+    """``{'a': tensor}``, ``(tensor, tensor)``, ``tensor``: a loop variable's structure, for errors."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_structure(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_structure(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{inner}]"
+    return "a TensorArray" if isinstance(value, _rt().TensorArray) else "a tensor"
 
 
 def rt_nest_flatten(values):
