@@ -2,6 +2,8 @@
 function gives what Python gives (items 2-6 of the correctness issue)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -331,3 +333,26 @@ def test_return_none_inside_a_tensor_loop():
         return n
     with pytest.raises(ValueError, match="returns None on some paths and a value on others"):
         rt.function(g)(rt.constant(5))
+
+
+def _plus_one(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) + 1
+    return wrapper
+
+
+@_plus_one
+def _decorated(x):
+    if x > 2:
+        return x * 10
+    return x
+
+
+def test_a_functools_wraps_decorator_converts_the_wrapper_not_the_wrapped_source():
+    def f(x):
+        return _decorated(x) * 2
+    for x in (1, 4):
+        check(f, x)
+        check(f, rt.constant(x))
+        check(_decorated, rt.constant(x))
