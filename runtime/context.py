@@ -18,7 +18,7 @@ class _State(threading.local):
         self.graphs: list = []          # graphs being built, innermost last
         self.tracing_functions: list = []  # (Function, key) pairs being traced, for recursion checks
         self.tapes: list = []           # active gradient tapes, innermost last
-        self.name_scopes: list[str] = []   # rt.name_scope names, outermost first
+        self.name_scopes: list[str] = []   # full prefixes of the open rt.name_scopes ("a/", "a/b/"), innermost last
 
 
 _state = _State()
@@ -73,19 +73,24 @@ def init_scope():
 @contextlib.contextmanager
 def name_scope(name: str):
     """``with rt.name_scope("layer1") as scope:``: ops created in the block are named ``layer1/<op>``
-    (in graphs; eagerly the scope only names itself). ``scope`` is ``"layer1/"``; scopes nest."""
-    if not isinstance(name, str) or not name or "/" in name.strip("/"):
-        raise ValueError(f"rt.name_scope: the name must be a non-empty string without '/', got {name!r}")
-    _state.name_scopes.append(name.strip("/"))
+    (in graphs; eagerly the scope only names itself). ``scope`` is ``"layer1/"``; scopes nest. As in
+    TensorFlow, a name ending in ``/`` is absolute (it replaces the enclosing scopes) and ``""`` is the root."""
+    if not isinstance(name, str):
+        raise ValueError(f"rt.name_scope: the name must be a string, got {name!r}")
+    if not name or name.endswith("/"):
+        prefix = name
+    else:
+        prefix = current_name_scope() + name + "/"
+    _state.name_scopes.append(prefix)
     try:
-        yield current_name_scope()
+        yield prefix
     finally:
         _state.name_scopes.pop()
 
 
 def current_name_scope() -> str:
     """The prefix of op names in the current ``rt.name_scope`` (``"a/b/"``, or ``""`` outside any)."""
-    return "".join(f"{s}/" for s in _state.name_scopes)
+    return _state.name_scopes[-1] if _state.name_scopes else ""
 
 
 def tracing_stack() -> list:

@@ -176,11 +176,12 @@ def _source_of(fn) -> tuple[str, str, int]:
     """(source of a ``def``, file name, its first line) for a function or a lambda."""
     if _is_lambda(fn):
         return _lambda_source(fn)
+    # by its code object: inspect follows a function's ``__wrapped__`` (functools.wraps) to another source
     try:
-        lines, first_line = inspect.getsourcelines(fn)
-    except (OSError, TypeError) as e:
+        lines, first_line = inspect.getsourcelines(fn.__code__)
+    except (OSError, TypeError, AttributeError) as e:
         raise SourceUnavailableError(f"no source for {fn!r}: {e}") from None
-    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    filename = inspect.getsourcefile(fn.__code__) or fn.__code__.co_filename
     return "".join(lines), filename, first_line
 
 

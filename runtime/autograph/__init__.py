@@ -106,7 +106,7 @@ def convert(fn):
     from runtime.operators.call_trees import is_library_code
     code = fn.__code__
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-        raise TypeError(f"generator functions are not supported in rt.function: {fn.__qualname__} "
+        raise NotImplementedError(f"generators are not supported in rt.function: {fn.__qualname__} "
                         f"({code.co_filename}, line {code.co_firstlineno}) uses yield; return a tensor or a list")
     if is_library_code(fn) or is_converted_code(code):     # nested in converted code: converted with it
         return fn

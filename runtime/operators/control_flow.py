@@ -471,10 +471,14 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
         finally:
             _loops.outer_lists.pop()
         new_state = list(get_state())
+        structure_key = _rt().nest.structure_key
         for i in kept:
             if is_undefined(new_state[i]):
                 raise ValueError(f"{_label(names[i])} is deleted or left undefined by the body of a tensor "
                                  f"loop{where_}")
+            if structure_key(new_state[i]) != structure_key(init[i]):
+                raise TypeError(f"{_label(names[i])} does not have the same nested structure after one iteration: "
+                                f"{_structure(init[i])} before the loop, {_structure(new_state[i])} after{where_}")
         _check_loop_vars(kept_names, [new_state[i] for i in kept], where_)
         return tuple(new_extra) + ((rt.constant(True),) if n_guard else ()) + tuple(new_state[i] for i in kept)
 
@@ -512,6 +516,16 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
     return final[:n_extra]
 
 
+def _structure(value) -> str:
+    """``{'a': tensor}``, ``(tensor, tensor)``, ``tensor``: a loop variable's structure, for errors."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_structure(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(_structure(v) for v in value)
+        return f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{inner}]"
+    return "a TensorArray" if isinstance(value, _rt().TensorArray) else "a tensor"
+
+
 def rt_nest_flatten(values):
     from runtime import nest
     return nest.flatten(list(values))
@@ -538,11 +552,15 @@ def while_stmt(test, body, get_state, set_state, symbol_names, opts):
         return
     while True:
         if is_symbolic(cond):
-            raise TypeError(
-                "the condition of this Python while loop became a tensor after the first iteration "
-                f"(it depends on {', '.join(repr(n) for n in symbol_names) or 'a variable'} set in the loop); "
-                "make it a tensor before the loop (e.g. start from rt.constant(...)) so the whole loop is "
-                f"staged as a graph loop{where()}")
+            user_names = [repr(n) for n in symbol_names if not n.startswith("rt__")]
+            jumps = len(user_names) < len(symbol_names)
+            cause = (", ".join(user_names) + " set in the loop" if user_names else "") + \
+                (" or " if user_names and jumps else "") + ("a `break` or `return` under a tensor condition"
+                                                            if jumps else "")
+            raise NotImplementedError(
+                "the condition of while loop started as non-Tensor, then changed to Tensor (it depends on "
+                f"{cause or 'a variable set in the loop'}); make it a tensor before the loop (e.g. start from "
+                f"rt.constant(...)) so the whole loop is staged as a graph loop{where()}")
         if not cond:
             break
         body()
@@ -584,10 +602,10 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
         if extra_test is not None:
             go = extra_test()
             if is_symbolic(go):
-                raise TypeError(
-                    "a `break` or `return` inside this Python for loop depends on a tensor condition; a loop over "
-                    "a Python iterable is unrolled while tracing and cannot stop at run time. Iterate over a "
-                    f"tensor instead (e.g. `for i in rt.range(n)`){where()}")
+                raise NotImplementedError(
+                    "a `break` or `return` that depends on a tensor condition is not supported in Python for loops: "
+                    "a loop over a Python iterable is unrolled while tracing and cannot stop at run time. Iterate "
+                    f"over a tensor instead (e.g. `for i in rt.range(n)`){where()}")
             if not go:
                 break
         body(item)

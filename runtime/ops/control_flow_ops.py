@@ -250,16 +250,18 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
                              f"{out!r} for loop_vars {loop_vars!r}")
         out_flat, out_arrays = _flat_leaves(list(out_struct))
         body_out = [body_graph.internalize(convert(v)) for v in out_flat]
-    for label, t, new, shape in zip(labels, entry, body_out, shapes):
+    for label, t, new, shape, inv in zip(labels, entry, body_out, shapes, invariants):
         if new.dtype is not t.dtype:
-            raise TypeError(f"{label} changed dtype from {t.dtype} to {new.dtype} in the loop body; "
-                            "a loop variable must keep its dtype (use rt.cast)")
+            raise TypeError(f"{label} has dtype {t.dtype} before the loop, but dtype {new.dtype} after one "
+                            "iteration; a loop variable must keep its dtype (use rt.cast)")
         if not new.shape.is_subshape_of(shape):
             # Checked at trace time, as TensorFlow does: a loop variable whose shape grows or becomes
             # unknown would otherwise run with a wrong static shape (or forever, under `while True`).
-            before = "before the loop" if shape == t.shape else "as its shape invariant"
+            if inv is not None:
+                raise ValueError(f"{label} has shape {new.shape} after one iteration, which does not conform to "
+                                 f"its shape invariant {shape}")
             raise ValueError(
-                f"{label} has shape {shape} {before}, but shape {new.shape} after one iteration; a loop "
+                f"{label} has shape {shape} before the loop, but shape {new.shape} after one iteration; a loop "
                 "variable must keep its shape, or declare the shapes it may take with "
                 "rt.autograph.experimental.set_loop_options(shape_invariants=[(var, rt.TensorShape([None]))])")
     body_graph.outputs = body_out

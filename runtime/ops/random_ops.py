@@ -5,7 +5,7 @@ import numpy as np
 
 from runtime import dtypes, errors
 from runtime.ops.array_ops import _dims_from, _shape_arg
-from runtime.ops.registry import OpDef, apply, not_differentiable, register
+from runtime.ops.registry import OpDef, apply, convert, not_differentiable, register
 
 
 class _Generator:
@@ -19,13 +19,22 @@ class _Generator:
         return f"seed={self.seed}"
 
 
-def _random_infer(specs, attrs):
-    return [(attrs["dtype"], _dims_from(specs[0], "RandomUniform" if "minval" in attrs else "RandomStandardNormal"))]
+def _uniform_infer(specs, attrs):
+    dtype = attrs["dtype"]
+    for label, spec in zip(("minval", "maxval"), specs[1:]):
+        if spec.dtype is not dtype or spec.shape.rank not in (0, None):
+            raise TypeError(f"RandomUniform: {label} must be a scalar {dtype}, got {spec.dtype} of shape {spec.shape}")
+    return [(dtype, _dims_from(specs[0], "RandomUniform"))]
+
+
+def _normal_infer(specs, attrs):
+    return [(attrs["dtype"], _dims_from(specs[0], "RandomStandardNormal"))]
 
 
 def _uniform_kernel(inputs, attrs):
     shape = tuple(int(d) for d in inputs[0])
-    rng, dtype, lo, hi = attrs["generator"].rng, attrs["dtype"], attrs["minval"], attrs["maxval"]
+    rng, dtype = attrs["generator"].rng, attrs["dtype"]
+    lo, hi = inputs[1].item(), inputs[2].item()
     if dtype.is_integer:
         if hi <= lo:
             raise errors.InvalidArgumentError(f"random.uniform: need minval < maxval, got {lo} and {hi}")
@@ -39,15 +48,16 @@ def _normal_kernel(inputs, attrs):
     return ((rng.standard_normal(size=shape) * attrs["stddev"] + attrs["mean"]).astype(attrs["dtype"].np),)
 
 
-register(OpDef("RandomUniform", "random_uniform", _random_infer, _uniform_kernel, 1, stateful=True,
+register(OpDef("RandomUniform", "random_uniform", _uniform_infer, _uniform_kernel, 3, stateful=True,
                dynamic_infer=True, foldable=False))
-register(OpDef("RandomStandardNormal", "random_normal", _random_infer, _normal_kernel, 1, stateful=True,
+register(OpDef("RandomStandardNormal", "random_normal", _normal_infer, _normal_kernel, 1, stateful=True,
                dynamic_infer=True, foldable=False))
 not_differentiable("RandomUniform", "RandomStandardNormal")
 
 
 def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
-    """Uniform numbers in ``[minval, maxval)``; integer dtypes need ``maxval``."""
+    """Uniform numbers in ``[minval, maxval)`` (Python numbers or scalar tensors of ``dtype``); integer
+    dtypes need ``maxval``."""
     dtype = dtypes.as_dtype(dtype)
     if maxval is None:
         if dtype.is_integer:
@@ -55,10 +65,9 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=
         maxval = 1.0
     if not (dtype.is_integer or dtype.is_floating):
         raise TypeError(f"random.uniform does not support dtype {dtype}")
-    lo = int(minval) if dtype.is_integer else float(minval)
-    hi = int(maxval) if dtype.is_integer else float(maxval)
-    return apply("RandomUniform", [_shape_arg(shape)], {"dtype": dtype, "minval": lo, "maxval": hi,
-                                                         "generator": _Generator(seed)}, name=name)
+    bounds = [convert(minval, dtype, "minval"), convert(maxval, dtype, "maxval")]
+    return apply("RandomUniform", [_shape_arg(shape)] + bounds, {"dtype": dtype, "generator": _Generator(seed)},
+                 name=name)
 
 
 def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):

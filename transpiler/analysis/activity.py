@@ -36,7 +36,9 @@ class Activity:
 
 def _key_code(node: cst.BaseExpression) -> str | None:
     """Canonical source of a subscript key that names one slot: a constant, a name, an attribute chain."""
-    if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float)):
+    if isinstance(node, cst.SimpleString):
+        return repr(node.evaluated_value)     # d["b"] and d['b'] are one slot, spelled as TensorFlow does
+    if isinstance(node, (cst.Integer, cst.Float)):
         return node.value
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
             and isinstance(node.expression, (cst.Integer, cst.Float)):

@@ -77,8 +77,8 @@ class Jump:
             return self.statement(suite)[0]
         new_body = self.block(body_of(suite))
         if isinstance(suite, (cst.Else, cst.Finally)):
-            return suite.with_changes(body=_indented(suite.body, new_body))
-        return _indented(suite, new_body)
+            return suite.with_changes(body=indented(suite.body, new_body))
+        return indented(suite, new_body)
 
     def statement(self, s: cst.BaseStatement) -> list[cst.BaseStatement]:
         if isinstance(s, cst.SimpleStatementLine):
@@ -105,7 +105,8 @@ class Jump:
         return [s]
 
 
-def _indented(old, new_body):
+def indented(old, new_body):
+    """``old`` (an ``IndentedBlock`` or a one-line suite) holding ``new_body``."""
     if isinstance(old, cst.IndentedBlock):
         return old.with_changes(body=new_body)
     return cst.IndentedBlock(body=new_body)

@@ -12,7 +12,7 @@ from typing import Sequence
 import libcst as cst
 
 from transpiler.converters.base import Converter, body_of, is_docstring, marker_of, mark_all, stmt, with_marker
-from transpiler.converters.jumps import Jump, add_loop_test, is_generator
+from transpiler.converters.jumps import Jump, add_loop_test, contains, indented, is_generator
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -96,7 +96,43 @@ def _rewrite_inner(s):
         return _set_block(s, conditional_returns(body_of(s.body))).with_changes(orelse=orelse)
     if isinstance(s, (cst.While, cst.For, cst.With)):
         return _set_block(s, conditional_returns(body_of(s.body)))
+    if isinstance(s, cst.Try):
+        # a `finally` runs after the `try` returned: its own `if c: return a` + `return b` must become
+        # if/else, not a guard on the flag the `try` already set (Python returns b, not the try's value)
+        return _set_block(s, conditional_returns(body_of(s.body))).with_changes(
+            handlers=[_set_block(h, conditional_returns(body_of(h.body))) for h in s.handlers],
+            orelse=s.orelse and _set_block(s.orelse, conditional_returns(body_of(s.orelse))),
+            finalbody=s.finalbody and _set_block(s.finalbody, conditional_returns(body_of(s.finalbody))))
     return s
+
+
+class _ReturnsInFinally(cst.CSTTransformer):
+    """A ``finally`` that returns runs even when its ``try`` has returned, and its own returns win: it
+    starts with the flag cleared (the pending return saved) and restores the pending return at its end
+    unless it returned itself. (Nested functions keep their own flags.)"""
+
+    def __init__(self, do_return: str, namer):
+        super().__init__()
+        self.do_return, self.namer = do_return, namer
+
+    def visit_FunctionDef(self, node):
+        return False
+
+    def visit_ClassDef(self, node):
+        return False
+
+    def visit_Lambda(self, node):
+        return False
+
+    def leave_Try(self, original_node, updated_node):
+        final = updated_node.finalbody
+        if final is None or not contains(final, cst.Return, into_loops=True):
+            return updated_node
+        pending, flag = cst.Name(self.namer.new("pending_return")), cst.Name(self.do_return)
+        stmts = body_of(final)
+        head = mark_all([stmt("{p} = {d}\n", p=pending, d=flag), stmt("{d} = False\n", d=flag)], marker_of(stmts[0]))
+        tail = mark_all([stmt("{d} = {d} or {p}\n", d=flag, p=pending)], marker_of(stmts[-1]))
+        return updated_node.with_changes(finalbody=final.with_changes(body=indented(final.body, head + stmts + tail)))
 
 
 class ReturnTransformer(Converter):
@@ -119,7 +155,8 @@ class ReturnTransformer(Converter):
                     guard_else=[stmt("{d} = True\n", d=cst.Name(do_return))])
         body = body_of(fn.body)
         doc = [body.pop(0)] if body and is_docstring(body[0]) else []
-        body = jump.block(conditional_returns(body))
+        body = [s.visit(_ReturnsInFinally(do_return, self.ctx.namer)) for s in conditional_returns(body)]
+        body = jump.block(body)
         marker = marker_of(fn)
         init = mark_all([stmt("{d} = False\n", d=cst.Name(do_return)),
                          stmt("{r} = rt__.UndefinedReturnValue()\n", r=cst.Name(retval))], marker)

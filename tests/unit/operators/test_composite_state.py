@@ -123,7 +123,7 @@ def test_new_key_in_one_branch_only_is_an_error_naming_it():
         if x > 0:
             d["only"] = x
         return x
-    with pytest.raises(ValueError, match=r"'d\[\"only\"\]' must also be initialized in the else branch"):
+    with pytest.raises(ValueError, match=r"'d\['only'\]' must also be initialized in the else branch"):
         rt.function(f)(rt.constant(1))
 
 
@@ -172,3 +172,4 @@ def test_attribute_set_in_a_loop_that_also_creates_a_variable():
             last = i
         return box.total + last
     check(f, rt.constant(4))
+

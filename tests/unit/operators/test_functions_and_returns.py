@@ -2,6 +2,8 @@
 function gives what Python gives (items 2-6 of the correctness issue)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -192,6 +194,30 @@ def test_return_inside_try_finally_under_a_tensor_condition():
     check(f, rt.constant(-2))
 
 
+def test_return_in_finally_overrides_the_return_of_the_try():
+    def default_in_finally(x):
+        try:
+            return 2
+        finally:
+            if x > 0:
+                return 1
+            return 0  # noqa: B012
+
+    def loop_in_finally(x):
+        try:
+            return 2
+        finally:
+            for i in range(3):
+                if i == x:
+                    return i * 10  # noqa: B012
+            x = x + 1
+
+    for x in (-1, 0, 1, 5):
+        check(default_in_finally, x)
+        check(default_in_finally, rt.constant(x))
+        check(loop_in_finally, x)
+
+
 def test_if_returning_on_one_path_only_is_a_trace_time_error_not_a_zero():
     def f(x):
         if x > 0:
@@ -307,3 +333,26 @@ def test_return_none_inside_a_tensor_loop():
         return n
     with pytest.raises(ValueError, match="returns None on some paths and a value on others"):
         rt.function(g)(rt.constant(5))
+
+
+def _plus_one(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) + 1
+    return wrapper
+
+
+@_plus_one
+def _decorated(x):
+    if x > 2:
+        return x * 10
+    return x
+
+
+def test_a_functools_wraps_decorator_converts_the_wrapper_not_the_wrapped_source():
+    def f(x):
+        return _decorated(x) * 2
+    for x in (1, 4):
+        check(f, x)
+        check(f, rt.constant(x))
+        check(_decorated, rt.constant(x))

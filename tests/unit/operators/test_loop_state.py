@@ -45,7 +45,8 @@ def test_violated_shape_invariant_is_a_trace_time_error():
             rt.autograph.experimental.set_loop_options(shape_invariants=[(x, rt.TensorShape([None]))])
             x = rt.reshape(rt.concat([x, x], 0), [-1, 1])
         return x
-    with pytest.raises(ValueError, match=r"'x' has shape \(None,\) as its shape invariant, but shape \(None, 1\)"):
+    with pytest.raises(ValueError, match=r"'x' has shape \(None, 1\) after one iteration, which does not conform "
+                                         r"to its shape invariant \(None,\)"):
         g(rt.constant([1.0]), rt.constant(3))
 
 
@@ -78,3 +79,33 @@ def test_variable_first_created_in_a_loop_as_a_tuple():
         return pair
     python, traced = f(rt.constant(4)), rt.function(f)(rt.constant(4))
     assert [float(v) for v in python] == [float(v) for v in traced]
+
+
+def test_loop_errors_say_what_tensorflow_says():
+    """In TensorFlow's words (its AutoGraph reference tests check them), naming the variable."""
+    def invariant_violated():
+        t = rt.constant([1])
+        while rt.constant(True):
+            rt.autograph.experimental.set_loop_options(shape_invariants=((t, rt.TensorShape([1])),))
+            t = rt.range(rt.random.uniform((), 2, 3, dtype=rt.int32))
+        return t
+
+    def dtype_changes():
+        n = rt.constant(0, dtype=rt.int32)
+        while rt.constant(True):
+            n = rt.constant(0, dtype=rt.float32)
+        return n
+
+    def structure_changes():
+        s = {"a": rt.constant(0)}
+        while rt.constant(True):
+            s = rt.constant(7.0)
+        return s
+    with pytest.raises(ValueError, match=r"'t' has shape \(None,\) after one iteration, which does not conform "
+                                         r"to its shape invariant \(1,\)"):
+        rt.function(invariant_violated)()
+    with pytest.raises(TypeError, match="'n' has dtype int32 before the loop, but dtype float32 after one iteration"):
+        rt.function(dtype_changes)()
+    with pytest.raises(TypeError, match=r"'s' does not have the same nested structure after one iteration: "
+                                        r"\{'a': a tensor\} before the loop, a tensor after"):
+        rt.function(structure_changes)()

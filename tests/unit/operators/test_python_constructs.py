@@ -115,3 +115,23 @@ def test_newaxis():
     x = rt.constant([1, 2, 3])
     np.testing.assert_array_equal(rt.function(f)(x).numpy(), np.outer([1, 2, 3], [1, 2, 3]))
     assert rt.newaxis is None and f(x).shape == (3, 3)
+
+
+def test_name_scope_empty_is_the_root_and_a_trailing_slash_is_absolute():
+    """As in TensorFlow: AutoGraph's reference tests use ``with tf.name_scope(''):`` around returns."""
+    @rt.function
+    def f(x):
+        with rt.name_scope("outer") as outer:
+            with rt.name_scope("") as root:
+                y = rt.identity(x, name="id")
+                with rt.name_scope("in") as inner:
+                    pass
+            with rt.name_scope("a/b") as nested, rt.name_scope("abs/") as absolute:
+                pass
+        assert (outer, root, inner, nested, absolute) == ("outer/", "", "in/", "outer/a/b/", "abs/")
+        return y
+    graph = f.get_concrete_function(rt.TensorSpec([], rt.int32)).graph
+    assert "id" in [op.name for op in graph.get_operations()]
+    with pytest.raises(ValueError, match="must be a string"):
+        with rt.name_scope(None):
+            pass

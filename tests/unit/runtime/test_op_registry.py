@@ -693,6 +693,16 @@ def check_random_uniform():
         rt.random.uniform([2], dtype=rt.int32)
     with pytest.raises(rt.errors.InvalidArgumentError):
         rt.random.uniform([2], minval=3, maxval=3, dtype=rt.int32)
+    # bounds may be tensors computed in the graph (AutoGraph's reference tests draw `uniform((), i, i + 1)`)
+    bounded = rt.function(lambda i: (rt.random.uniform((), i, i + 1, rt.int32),
+                                     rt.random.uniform([50], rt.cast(i, rt.float32), 2.5 * rt.cast(i, rt.float32))),
+                          autograph=False)
+    exact, scaled = bounded(rt.constant(2))
+    assert int(exact) == 2 and scaled.numpy().min() >= 2.0 and scaled.numpy().max() < 5.0
+    with pytest.raises(rt.errors.InvalidArgumentError, match="minval < maxval"):
+        rt.function(lambda i: rt.random.uniform((), i, i, rt.int32), autograph=False)(rt.constant(2))
+    with pytest.raises(TypeError, match="minval"):
+        rt.random.uniform((), rt.constant(1.0), 2.0, rt.int32)
 
 
 def check_random_normal():
