@@ -75,10 +75,15 @@ RT_DEFINE_NN_GEMM(double, float64)
 #define RT_PANEL_BYTES ((int64_t)8 << 20)
 
 static inline int64_t rt_panel_rows(const rt_window *g, size_t itemsize) {
-    int64_t k = g->kh * g->kw * g->c, rows = RT_PANEL_BYTES / (k * (int64_t)itemsize);
-    int64_t total = g->n * g->oh * g->ow;
+    int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow;
+    int64_t rows = k > 0 ? RT_PANEL_BYTES / (k * (int64_t)itemsize) : total;
     if (rows < 32) rows = 32;
     return rows < total ? rows : total;
+}
+
+static inline size_t rt_panel_bytes(const rt_window *g, size_t itemsize) {
+    int64_t rows = rt_panel_rows(g, itemsize);
+    return (size_t)((rows > 0 ? rows : 1) * g->kh * g->kw * g->c) * itemsize + 64;
 }
 
 #define RT_DEFINE_CONV(T, S) \
@@ -132,51 +137,65 @@ static inline int64_t rt_panel_rows(const rt_window *g, size_t itemsize) {
     } \
     \
     /* y[n, oh, ow, f] = sum over (kh, kw, c) of x[n, oh*sh + kh - top, ow*sw + kw - left, c] * filt[kh, kw, c, f]: \
-     * per panel of output pixels, y[pixels] = im2col(pixels) @ filt (filt is [kh*kw*c, f] as stored). */ \
-    static int rt_conv2d_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads) { \
+     * per panel of output pixels, y[pixels] = im2col(pixels) @ filt (filt is [kh*kw*c, f] as stored). `panel` \
+     * holds rt_panel_rows(g) rows of kh * kw * c values. */ \
+    static int rt_conv2d_ws_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads, T *panel) { \
         const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow, step = rt_panel_rows(g, sizeof(T)); \
-        T *panel = (T *)malloc((size_t)(step * k) * sizeof(T)); \
-        if (!panel) return -1; \
         for (int64_t start = 0; start < total; start += step) { \
             const int64_t rows = total - start < step ? total - start : step; \
             rt_im2col_##S(x, g, start, rows, panel); \
             if (rt_nn_gemm_##S(0, 0, rows, g->f, k, panel, k, filt, g->f, 0, y + start * g->f, g->f, threads)) \
-                { free(panel); return -1; } \
+                return -1; \
         } \
-        free(panel); \
         return 0; \
     } \
     \
     /* dx = the adjoint of rt_conv2d with respect to x: col2im(dy[pixels] @ filt^T) */ \
-    static int rt_conv2d_backprop_input_##S(const T *filt, const T *dy, T *dx, const rt_window *g, int threads) { \
+    static int rt_conv2d_backprop_input_ws_##S(const T *filt, const T *dy, T *dx, const rt_window *g, int threads, \
+                                               T *panel) { \
         const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow, step = rt_panel_rows(g, sizeof(T)); \
-        T *panel = (T *)malloc((size_t)(step * k) * sizeof(T)); \
-        if (!panel) return -1; \
         memset(dx, 0, (size_t)(g->n * g->h * g->w * g->c) * sizeof(T)); \
         for (int64_t start = 0; start < total; start += step) { \
             const int64_t rows = total - start < step ? total - start : step; \
             if (rt_nn_gemm_##S(0, 1, rows, k, g->f, dy + start * g->f, g->f, filt, g->f, 0, panel, k, threads)) \
-                { free(panel); return -1; } \
+                return -1; \
             rt_col2im_##S(panel, g, start, rows, dx); \
         } \
-        free(panel); \
         return 0; \
     } \
     \
     /* dfilt = the adjoint of rt_conv2d with respect to the filters: sum over panels of im2col^T @ dy[pixels] */ \
-    static int rt_conv2d_backprop_filter_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, int threads) { \
+    static int rt_conv2d_backprop_filter_ws_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, int threads, \
+                                                T *panel) { \
         const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow, step = rt_panel_rows(g, sizeof(T)); \
-        T *panel = (T *)malloc((size_t)(step * k) * sizeof(T)); \
-        if (!panel) return -1; \
         for (int64_t start = 0; start < total; start += step) { \
             const int64_t rows = total - start < step ? total - start : step; \
             rt_im2col_##S(x, g, start, rows, panel); \
             if (rt_nn_gemm_##S(1, 0, k, g->f, rows, panel, k, dy + start * g->f, g->f, start > 0, dfilt, g->f, \
-                                threads)) { free(panel); return -1; } \
+                                threads)) return -1; \
         } \
         if (total == 0) memset(dfilt, 0, (size_t)(k * g->f) * sizeof(T)); \
-        free(panel); \
         return 0; \
+    } \
+    \
+    /* The same with a panel of their own (the generic executor's entry points). */ \
+    static int rt_conv2d_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads) { \
+        T *panel = (T *)malloc(rt_panel_bytes(g, sizeof(T))); \
+        int rc = panel ? rt_conv2d_ws_##S(x, filt, y, g, threads, panel) : -1; \
+        free(panel); \
+        return rc; \
+    } \
+    static int rt_conv2d_backprop_input_##S(const T *filt, const T *dy, T *dx, const rt_window *g, int threads) { \
+        T *panel = (T *)malloc(rt_panel_bytes(g, sizeof(T))); \
+        int rc = panel ? rt_conv2d_backprop_input_ws_##S(filt, dy, dx, g, threads, panel) : -1; \
+        free(panel); \
+        return rc; \
+    } \
+    static int rt_conv2d_backprop_filter_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, int threads) { \
+        T *panel = (T *)malloc(rt_panel_bytes(g, sizeof(T))); \
+        int rc = panel ? rt_conv2d_backprop_filter_ws_##S(x, dy, dfilt, g, threads, panel) : -1; \
+        free(panel); \
+        return rc; \
     }
 
 RT_DEFINE_CONV(float, float32)
@@ -237,9 +256,57 @@ RT_DEFINE_CONV(double, float64)
                     } \
                 } \
         } \
+    } \
+    \
+    /* The adjoint of rt_max_pool_grad: each output takes ddx at its window's first maximum (0 if none). */ \
+    static void rt_max_pool_grad_grad_##S(const T *x, const T *y, const T *ddx, T *out, const rt_window *g, \
+                                          int threads) { \
+        const int64_t c = g->c; \
+        const int parallel = threads > 1 && g->n * g->oh * g->ow * c >= 65536; \
+        _Pragma("omp parallel for schedule(static) num_threads(threads) if(parallel)") \
+        for (int64_t row = 0; row < g->n * g->oh; row++) { \
+            const int64_t b = row / g->oh, r = row % g->oh; \
+            for (int64_t o = 0; o < g->ow; o++) \
+                for (int64_t k = 0; k < c; k++) { \
+                    const int64_t at = (row * g->ow + o) * c + k; \
+                    T value = 0; \
+                    int done = 0; \
+                    for (int64_t i = 0; i < g->kh && !done; i++) { \
+                        const int64_t ih = r * g->sh + i - g->top; \
+                        if (ih < 0 || ih >= g->h) continue; \
+                        for (int64_t j = 0; j < g->kw; j++) { \
+                            const int64_t iw = o * g->sw + j - g->left; \
+                            if (iw < 0 || iw >= g->w) continue; \
+                            const int64_t src = ((b * g->h + ih) * g->w + iw) * c + k; \
+                            if (x[src] == y[at]) { value = ddx[src]; done = 1; break; } \
+                        } \
+                    } \
+                    out[at] = value; \
+                } \
+        } \
     }
 
 RT_DEFINE_POOL(float, float32)
 RT_DEFINE_POOL(double, float64)
+
+/* ---- entry points of generated code ---------------------------------------------------------------
+ * The geometry comes from rt_window_init (the generated code checks its result and the operands' shapes);
+ * threads from ctx (one pool: OpenMP's), and the im2col panel from the call's arena, so a big panel is a
+ * block of the caching allocator reused call after call. They return 0, or -1 with ctx->msg set. */
+
+#define RT_DEFINE_NN_ENTRIES(T, S) \
+    static int rt_conv2d_run_##S(rt_ctx *ctx, int kind, const T *a, const T *b, T *out, const rt_window *g) { \
+        T *panel = (T *)rt_alloc(ctx, rt_panel_bytes(g, sizeof(T))); \
+        int rc = -1; \
+        if (!panel) return rt_fail(ctx, "out of memory for the convolution's panel"); \
+        if (kind == 0) rc = rt_conv2d_ws_##S(a, b, out, g, ctx->num_threads, panel); \
+        else if (kind == 1) rc = rt_conv2d_backprop_input_ws_##S(a, b, out, g, ctx->num_threads, panel); \
+        else rc = rt_conv2d_backprop_filter_ws_##S(a, b, out, g, ctx->num_threads, panel); \
+        rt_drop(ctx, panel); \
+        return rc ? rt_fail(ctx, "out of memory for the convolution's GEMM") : 0; \
+    }
+
+RT_DEFINE_NN_ENTRIES(float, float32)
+RT_DEFINE_NN_ENTRIES(double, float64)
 
 #endif

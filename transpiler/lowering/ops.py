@@ -8,35 +8,13 @@ its numpy kernel through a callback into Python, which takes the GIL (the build 
 """
 from __future__ import annotations
 
-import math
-
 from runtime import dtypes
-from transpiler.lowering import control, lists
+from transpiler.lowering import control, lists, nn, scatter
 from runtime.ops.registry import all_opdefs, get_opdef
-from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Lit, Poly, Raw, Var, product
-from transpiler.lowering.kernels import elementwise
+from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Poly, Raw, Var, product
+from transpiler.lowering.kernels import INDEXED, elementwise
 from transpiler.lowering.plan import QUERIES
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
-
-
-def literal(value, dtype) -> Lit:
-    """A C constant of ``dtype`` for a Python/numpy scalar."""
-    ctype = dtype.c_type
-    if dtype.is_floating:
-        value = float(value)
-        if math.isnan(value):
-            text = "NAN"
-        elif math.isinf(value):
-            text = "INFINITY" if value > 0 else "-INFINITY"
-        else:
-            text = repr(value) + ("f" if ctype == "float" else "")
-        return Lit(f"(({ctype}){text})" if text[0] in "-IN" else text, ctype)
-    if dtype is dtypes.bool_:
-        return Lit("1" if value else "0", ctype)
-    value = int(value)
-    if dtype is dtypes.int64:
-        return Lit("INT64_MIN" if value == -2 ** 63 else f"{value}LL", ctype)
-    return Lit(f"(({ctype}){value})" if value < 0 else str(value), ctype)
 
 
 def emit(lw, op) -> None:
@@ -309,6 +287,8 @@ EMITTERS = {
     "AssignSubVariableOp": emit_assign,
     "If": control.emit_if,
     "While": control.emit_while,
+    **nn.EMITTERS,
+    **scatter.EMITTERS,
 }
 
 
@@ -318,4 +298,5 @@ def native_op_types() -> set[str]:
     for op_type, opdef in all_opdefs().items():
         if opdef.elementwise or opdef.generator or opdef.reduction is not None or opdef.view is not None:
             found.add(op_type)
+    found |= set(INDEXED)
     return found

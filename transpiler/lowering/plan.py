@@ -2,8 +2,9 @@
 
 Every op is one of:
 
-- ``elementwise`` / ``generator`` / ``view`` / ``query`` (``Shape``, ``Size``, ``Rank``): its elements
-  can be computed where they are read; the tensor is *lazy* unless it has to be stored;
+- ``elementwise`` / ``generator`` / ``view`` / ``query`` (``Shape``, ``Size``, ``Rank``) / ``indexed`` (a
+  broadcast, a one-hot, a padding: ``kernels.INDEXED``): its elements can be computed where they are
+  read; the tensor is *lazy* unless it has to be stored;
 - ``alias``: a reshape, or a view of a stored tensor: an ``Array`` over its input's memory with other
   dims and strides (no copy);
 - ``reduction``: stored by a reduction kernel (its input's lazy producers fused in);
@@ -26,6 +27,8 @@ import heapq
 from dataclasses import dataclass, field
 
 from transpiler.lowering.ir import Poly, expensive, product
+from transpiler.lowering import lists
+from transpiler.lowering.kernels import indexed
 
 QUERIES = ("Shape", "Size", "Rank")
 VIEWS = ("transpose", "expand_dims", "squeeze", "strided_slice", "unpack", "gather")
@@ -56,6 +59,8 @@ def classify(op) -> str:
         return "alias"
     if opdef.view in VIEWS:
         return "view"
+    if indexed(op):
+        return "indexed"
     return "opaque"
 
 
@@ -110,6 +115,8 @@ def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
                 stored.add(id(op.inputs[1]))
         elif op.type in ("FloorDiv", "FloorMod", "Pow") and op.inputs[0].dtype.is_integer:
             stored.add(id(op.inputs[1]))
+        elif kind[id(op)] == "indexed" and op.type in ("PadV2", "MirrorPad"):
+            stored.add(id(op.inputs[0]))          # read through an indirect index
     produced = {id(t) for op in ops for t in op.outputs}
     for op in ops:
         # an Identity of a stored tensor nothing else reads (a graph's output) is that tensor
@@ -126,10 +133,11 @@ def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
             stored.update(id(t) for t in op.outputs)
     regions = _regions(lw, ops, kind, users, stored, outputs) if fuse else []
     region_of = {id(op): r for r in regions for op in r.members}
-    units = _order(ops, regions, region_of)
+    after = lists.order_constraints(graph) if lw.native_lists else []
+    units = _order(ops, regions, region_of, after)
     plan = Plan(kind, stored, units, [], region_of, {k: len(v) for k, v in users.items()})
     plan.reads = [_unit_reads(plan, unit) for unit in units]
-    plan.fused = sum(1 for op in ops if kind[id(op)] in ("elementwise", "generator", "view", "query")
+    plan.fused = sum(1 for op in ops if kind[id(op)] in ("elementwise", "generator", "view", "query", "indexed")
                      and not any(id(t) in stored for t in op.outputs))
     return plan
 
@@ -146,13 +154,15 @@ def _must_store(lw, t, k, readers, kind, outputs) -> bool:
     for op, pos in readers:
         if kind[id(op)] in ("opaque", "alias", "const"):
             return True
-    if k in ("view", "query", "generator"):
+    if k in ("view", "query", "generator", "indexed"):
         return False
     costly = expensive(t.op.opdef.c_expr) or any(
         kind.get(id(x.op)) == "elementwise" and not _is_register(lw, x) for x in t.op.inputs)
     if len(readers) > 1:
         return costly
     op, _ = readers[0]
+    if kind[id(op)] == "indexed" and costly:       # a broadcast or padding reads elements more than once
+        return True
     if kind[id(op)] == "elementwise" and costly:
         out = lw.dims[id(op.outputs[0])]
         mine = lw.dims[id(t)]
@@ -258,8 +268,9 @@ def _trim(lw, region, kind, users, stored, outputs) -> None:
 # Order and liveness.
 
 
-def _order(ops, regions, region_of) -> list:
-    """A topological order of the units (ops outside groups, and groups), close to the graph's."""
+def _order(ops, regions, region_of, after=()) -> list:
+    """A topological order of the units (ops outside groups, and groups), close to the graph's; ``after``:
+    (first, then) pairs of ops to order besides their data dependencies."""
     units: list = []
     unit_of: dict[int, int] = {}
     for op in ops:
@@ -287,6 +298,10 @@ def _order(ops, regions, region_of) -> list:
             p = unit_of.get(id(c))
             if p is not None and p != u:
                 deps[u].add(p)
+    for first, then in after:
+        p, u = unit_of.get(id(first)), unit_of.get(id(then))
+        if p is not None and u is not None and p != u:
+            deps[u].add(p)
     waiting = [len(d) for d in deps]
     dependents: list[list] = [[] for _ in units]
     for u, d in enumerate(deps):
