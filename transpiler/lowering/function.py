@@ -75,6 +75,7 @@ class Lowerer:
         self.windows: dict[int, str] = {}     # id(op) -> its rt_window local (convolutions, pooling)
         self.pads: dict[int, list] = {}       # id(op) -> [(before, after)] per dim of a padding or its gradient
         self.variables: list = []
+        self.variable_storage: dict = {}      # id(variable handle) -> its storage (an Array over in[...])
         self.report = Report()
         self.op_index = {id(op): i for i, op in enumerate(all_operations(graph))}
         self.depth = 0                       # > 0 inside a loop or branch

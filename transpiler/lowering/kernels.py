@@ -18,6 +18,8 @@ import re
 from copy import deepcopy
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from runtime.config import PARALLEL_MIN_ELEMENTS
 from transpiler.lowering.ir import (
     Apply, Assign, CExpr, Declare, Expr, For, If, Index, Lit, Load, Poly, Store, Var, literal, map_expr, product,
@@ -94,6 +96,8 @@ class Elements:
             return Lit(str(len(lw.dims[id(op.inputs[0])])), out.dtype.c_type)
         if opdef.view == "gather":
             return self._gather(op, index)
+        if op.type == "Const":       # a constant of one repeated value (zeros_like folded): a literal
+            return literal(op.attrs["value"].array.reshape(-1)[0], out.dtype)
         rule = INDEXED.get(op.type)
         if rule is not None:
             return rule(self, op, index)
@@ -199,9 +203,16 @@ INDEXED = {"BroadcastTo": _broadcast_to, "OneHot": _one_hot, "PadV2": _pad, "Mir
 
 
 def indexed(op) -> bool:
-    """True for an op computed element by element through ``INDEXED`` (a mirrored ``PadGrad`` sums: opaque)."""
+    """True for an op computed element by element through ``INDEXED`` (a mirrored ``PadGrad`` sums: opaque), or
+    a constant array of one repeated value (a literal where it is read, not an array in the binary)."""
     if op.type == "PadGrad":
         return op.attrs["mode"] == "CONSTANT"
+    if op.type == "Const":
+        flat = np.ascontiguousarray(op.attrs["value"].array).reshape(-1)
+        if flat.size < 2 or flat.dtype == object:
+            return False
+        raw = flat.view(np.uint8).reshape(flat.size, -1)
+        return bool((raw == raw[:1]).all())
     return op.type in INDEXED
 
 

@@ -12,7 +12,8 @@ Every op is one of:
 - ``opaque``: an op with its own emitter (matmul, concat, control flow, variables, Python callbacks),
   whose inputs are stored.
 
-A lazy tensor is stored when it is an output of the graph, is read by an opaque op or a reshape, is
+A lazy tensor is stored when it is an output of the graph, is read by an opaque op (but the value a
+variable is assigned, ``LAZY_VALUE``) or a reshape, is
 a one-element value (kept in a register), or when computing it again at each read would cost too
 much: several readers of an expensive expression, or one reader that broadcasts it.
 
@@ -31,6 +32,9 @@ from transpiler.lowering import lists
 from transpiler.lowering.kernels import indexed
 
 QUERIES = ("Shape", "Size", "Rank")
+# Opaque ops that compute their first input's elements in their own loop (its producers fused in): a variable's
+# update ``w -= lr * m / (sqrt(v) + eps)`` is one loop.
+LAZY_VALUE = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
 VIEWS = ("transpose", "expand_dims", "squeeze", "strided_slice", "unpack", "gather")
 
 
@@ -42,7 +46,9 @@ def classify(op) -> str:
     """The op's kind (see the module docstring)."""
     opdef = op.opdef
     if op.type == "Const":
-        return "const" if op.outputs[0].dtype.c_type is not None else "opaque"
+        if op.outputs[0].dtype.c_type is None:
+            return "opaque"
+        return "indexed" if indexed(op) else "const"
     if not op.outputs or not all(native(t) for t in op.outputs):
         return "opaque"
     if op.type in QUERIES:
@@ -152,7 +158,7 @@ def _must_store(lw, t, k, readers, kind, outputs) -> bool:
     if not readers:
         return False
     for op, pos in readers:
-        if kind[id(op)] in ("opaque", "alias", "const"):
+        if kind[id(op)] in ("opaque", "alias", "const") and not (op.type in LAZY_VALUE and pos == 0):
             return True
     if k in ("view", "query", "generator", "indexed"):
         return False
