@@ -18,7 +18,8 @@ a module listed in ``benchmarks.__main__.CLASS_MODULES``, and measure with ``ben
         bench.faster_than(row, "jax.jit", 1.0)      # target: jax.jit time / built time >= 1
         return [row]
 
-Implementations named after a peer (``jax.jit``, ``tf.function``, ``numba``) are factories: called with
+Implementations named after a peer (``jax.jit``, ``tf.function``, ``numba``, or a variant such as
+``tf.function hand-written``) are factories: called with
 the peer's module only when it is installed (and not in ``--built-only`` runs), they return the callable
 to time. Every callable returns its result; ``measure`` prints the largest difference from the built
 result.
@@ -34,6 +35,15 @@ import numpy as np
 from benchmarks.support import best_time, build_module, fmt_time
 
 PEERS = {"jax.jit": "jax", "tf.function": "tensorflow", "numba": "numba"}
+
+
+def peer_package(label: str) -> str | None:
+    """The package an implementation label names: a peer (``tf.function``) or a variant of one
+    (``tf.function hand-written``); None for the built code and numpy."""
+    for peer, package in PEERS.items():
+        if label == peer or label.startswith(peer + " "):
+            return package
+    return None
 
 
 @dataclass
@@ -148,10 +158,11 @@ class Bench:
         row = Row(name)
         reference = None
         for label, make in implementations.items():
-            if label in PEERS:
+            package = peer_package(label)
+            if package is not None:
                 if self.built_only:
                     continue
-                module = self.peers.get(PEERS[label])
+                module = self.peers.get(package)
                 if module is None:
                     continue
                 fn = make(module)

@@ -1,6 +1,6 @@
 """The guides' examples as a package that ``python -m transpiler build examples/`` compiles.
 
-One module per guide topic (``function_basics``, ``simple_relu``, ... ``power``, ``training``).
+One module per guide topic (``function_basics``, ``simple_relu``, ... ``power``, ``training``, ``cnn_training``).
 Each defines its ``rt.function``s at module level and declares the signatures the
 build compiles to native code: an ``input_signature`` where the guide uses one,
 otherwise module-level ``f.get_concrete_function(...)`` calls for the signatures
@@ -33,4 +33,5 @@ MODULES = (
     "recursion",
     "power",
     "training",
+    "cnn_training",
 )

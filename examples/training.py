@@ -2,10 +2,11 @@
 
 An MLP classifies the points of a small synthetic dataset (three Gaussian blobs in the plane).
 ``train_step`` has an ``input_signature``, so the build compiles it: the backward pass is part
-of its graph, the model's weights and the optimizer's slots are captured by reference, and the
+of its graph, the model's weights and the optimizer's slots are captured by reference (the build
+finds them from the module's globals: ``model.layers[0].kernel``, ``optimizer.m_0`` ...), and the
 native code updates them in place. The optimizer creates its slots on its first step: at build
 time that is the trace; in the built module, the first native call creates them again at the
-same place (``optimizer.m_0`` ...).
+same place.
 
 ``run()`` trains natively for a few steps, then trains the same model again from the same start,
 eagerly, and compares the losses and the weights.
@@ -29,17 +30,10 @@ def blobs(n_per_class=40, seed=0):
 
 
 rt.keras.utils.set_random_seed(0)
-hidden = rt.keras.layers.Dense(16, activation="relu")
-logits = rt.keras.layers.Dense(CLASSES)
-model = rt.keras.Sequential([hidden, logits])
+model = rt.keras.Sequential([rt.keras.layers.Dense(16, activation="relu"), rt.keras.layers.Dense(CLASSES)])
 model.build(input_shape=(None, 2))
 optimizer = rt.keras.optimizers.Adam(learning_rate=0.05)
 loss_fn = rt.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-# The build finds the variables a function uses from the module's globals: at module level, or one
-# attribute deep in an object that is not callable (the optimizer's slots); layers are callable, so
-# their weights get module-level names here.
-hidden_kernel, hidden_bias, logits_kernel, logits_bias = model.trainable_variables
 
 
 @rt.function(input_signature=[rt.TensorSpec([None, 2], rt.float32), rt.TensorSpec([None], rt.int32)])
@@ -49,11 +43,6 @@ def train_step(x, y):
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
-
-
-# Trace now (in the built module: take the built signature): the trace creates the optimizer's slots,
-# and the build looks for the variables a function uses before it traces the input_signatures.
-train_step.get_concrete_function()
 
 
 def _state() -> list:

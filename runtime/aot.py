@@ -8,11 +8,13 @@ A signature nobody built retraces at run time as usual.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import linecache
 import os
 import pickle
+import re
 import warnings
 
 from runtime import context
@@ -133,13 +135,70 @@ def _fast_arguments(function, structured_inputs):
     return out
 
 
+# ---------------------------------------------------------------------------
+# Paths: where a built function's variables are found from the module's globals.
+#
+# A path is a global name followed by attribute and item steps, as Python spells them:
+# ``model.layers[0].kernel``, ``opt._slots["m"][2]``. The build writes them (``format_path``); the
+# built module follows them on its first call (``resolve_path``), creating a variable the build's trace
+# created at the end of its path (``resolve_variable``).
+
+_STEP = re.compile(r"""\.([A-Za-z_]\w*)|\[(-?\d+|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\]""")
+
+
+def format_path(name: str, steps) -> str:
+    """``name`` then each step: ``("attr", "kernel")``, ``("item", 0)`` or ``("item", "m")``.
+
+    Example:
+        >>> format_path("opt", [("attr", "_slots"), ("item", "m"), ("item", 2)])
+        "opt._slots['m'][2]"
+    """
+    text = name
+    for kind, key in steps:
+        text += f".{key}" if kind == "attr" else f"[{key!r}]"
+    return text
+
+
+def parse_path(path: str) -> tuple[str, list]:
+    """The global name and the steps of ``path`` (the inverse of ``format_path``)."""
+    head = re.match(r"[A-Za-z_]\w*", path)
+    if head is None:
+        raise ValueError(f"not a variable path: {path!r}")
+    steps, at = [], head.end()
+    while at < len(path):
+        step = _STEP.match(path, at)
+        if step is None:
+            raise ValueError(f"not a variable path: {path!r} (at {path[at:]!r})")
+        if step.group(1) is not None:
+            steps.append(("attr", step.group(1)))
+        else:
+            steps.append(("item", ast.literal_eval(step.group(2))))
+        at = step.end()
+    return head.group(0), steps
+
+
+def _step(value, kind: str, key):
+    return getattr(value, key) if kind == "attr" else value[key]
+
+
 def resolve_path(module_globals: dict, path: str):
-    """Follow ``"model.v"`` from the module's globals."""
-    head, *rest = path.split(".")
-    value = module_globals[head]
-    for part in rest:
-        value = getattr(value, part)
+    """Follow ``path`` (``"model.layers[0].kernel"``) from the module's globals."""
+    name, steps = parse_path(path)
+    value = module_globals[name]
+    for kind, key in steps:
+        value = _step(value, kind, key)
     return value
+
+
+def _put(owner, kind: str, key, value) -> None:
+    """``owner.key = value`` or ``owner[key] = value`` (a list grows to reach ``key``)."""
+    if kind == "attr":
+        setattr(owner, key, value)
+    elif isinstance(owner, list) and isinstance(key, int) and key >= len(owner):
+        owner.extend([None] * (key + 1 - len(owner)))
+        owner[key] = value
+    else:
+        owner[key] = value
 
 
 def resolve_variable(module_globals: dict, handle) -> Variable:
@@ -147,20 +206,27 @@ def resolve_variable(module_globals: dict, handle) -> Variable:
     slot, made by the first step) is created again there, with the value it started with."""
     try:
         found = resolve_path(module_globals, handle.path)
-    except (KeyError, AttributeError):
+    except (KeyError, AttributeError, IndexError, TypeError):
         found = None
     if isinstance(found, Variable):
         return found
     if handle.created is None:
         raise RuntimeError(f"the built module uses the variable {handle.name!r} at {handle.path!r}, which does not "
                            "exist (or is not an rt.Variable) now that the module is imported")
-    head, _, attr = handle.path.rpartition(".")
-    if not head:
+    name, steps = parse_path(handle.path)
+    if not steps:
         raise RuntimeError(f"the built module uses the variable {handle.name!r} at {handle.path!r}, which its "
                            "first trace created; a module-level name cannot be created again")
-    owner = resolve_path(module_globals, head)
+    try:
+        owner = module_globals[name]
+        for kind, key in steps[:-1]:
+            owner = _step(owner, kind, key)
+    except (KeyError, AttributeError, IndexError, TypeError):
+        raise RuntimeError(f"the built module uses the variable {handle.name!r} at {handle.path!r}, which its first "
+                           "trace created; what should hold it does not exist now that the module is imported") \
+            from None
     variable = Variable(handle.created["value"].copy(), trainable=handle.created["trainable"], name=handle.name)
-    setattr(owner, attr, variable)
+    _put(owner, *steps[-1], variable)
     return variable
 
 

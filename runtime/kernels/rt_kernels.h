@@ -245,6 +245,18 @@ static inline int rt_reserve(rt_ctx *ctx, void **p, int64_t *capacity, int64_t c
     return *p ? 0 : rt_fail(ctx, "out of memory");
 }
 
+/* Paddings: the position of an input of n elements that position j of the padded axis copies, j counted
+ * from the first input element (negative in the padding before). mode 0 (constant): j itself inside, 0
+ * outside (the caller selects the constant there); 1 (REFLECT): mirrored without the edge; 2 (SYMMETRIC):
+ * with it. The paddings were checked: one reflection reaches inside. */
+static inline int64_t rt_pad_source(int64_t j, int64_t n, int mode) {
+    if (mode == 0) return (uint64_t)j < (uint64_t)n ? j : 0;
+    const int64_t edge = mode == 2;
+    if (j < 0) j = -j - edge;
+    if (j >= n) j = 2 * n - 2 + edge - j;
+    return j;
+}
+
 /* Python's slice(lo, hi, step).indices(n) after negative lo/hi had n added: the element count, and the
  * first index in *begin. */
 static inline int64_t rt_slice_count(int64_t lo, int64_t hi, int64_t step, int64_t n, int64_t *begin) {
@@ -271,7 +283,7 @@ typedef struct {
     char *data;
     uint8_t *written;
     int64_t length, capacity, item_bytes, itemsize;
-    int32_t ndim, dynamic;
+    int32_t ndim, dynamic, dtype;     /* dtype: the elements' rt_dtype code */
     int64_t shape[RT_MAX_DIMS];
 } rt_list;
 
@@ -282,8 +294,8 @@ static inline int rt_list_error(rt_ctx *ctx, const char *op, const char *where, 
     return -1;
 }
 
-/* A list of n unwritten items of `itemsize`-byte elements (NULL with a message on error). */
-static inline rt_list *rt_list_new(rt_ctx *ctx, int64_t n, int dynamic, int64_t itemsize, const char *op,
+/* A list of n unwritten items of elements of rt_dtype `dtype` (NULL with a message on error). */
+static inline rt_list *rt_list_new(rt_ctx *ctx, int64_t n, int dynamic, int dtype, const char *op,
                                    const char *where) {
     if (n < 0) { rt_list_error(ctx, op, where, "size must be non-negative, got %lld", n, 0); return NULL; }
     rt_list *l = (rt_list *)rt_alloc(ctx, sizeof(rt_list));
@@ -291,7 +303,8 @@ static inline rt_list *rt_list_new(rt_ctx *ctx, int64_t n, int dynamic, int64_t 
     memset(l, 0, sizeof(rt_list));
     l->length = n;
     l->dynamic = dynamic;
-    l->itemsize = itemsize;
+    l->dtype = dtype;
+    l->itemsize = (int64_t)rt_itemsize(dtype);
     l->ndim = -1;
     return l;
 }
@@ -371,6 +384,51 @@ static inline int rt_list_fill(rt_ctx *ctx, rt_list *l, const char *op, const ch
     if (rt_list_grow(ctx, l, l->length)) return -1;
     for (int64_t i = 0; i < l->length; i++)
         if (!l->written[i]) { memset(l->data + i * l->item_bytes, 0, (size_t)l->item_bytes); l->written[i] = 1; }
+    return 0;
+}
+
+/* A list as long as `l` with no item written (the zero gradient of a TensorArray), its element shape kept. */
+static inline rt_list *rt_list_zeros_like(rt_ctx *ctx, const rt_list *l, const char *op, const char *where) {
+    rt_list *z = rt_list_new(ctx, l->length, l->dynamic, l->dtype, op, where);
+    if (z && l->ndim >= 0 && rt_list_shape(ctx, z, l->ndim, l->shape, op, where)) return NULL;
+    return z;
+}
+
+/* A copy of `l` (a list passed to several loop variables: each is written on its own). */
+static inline rt_list *rt_list_copy(rt_ctx *ctx, const rt_list *l, const char *op, const char *where) {
+    rt_list *c = rt_list_zeros_like(ctx, l, op, where);
+    if (!c || !l->data) return c;
+    if (rt_list_grow(ctx, c, l->capacity)) return NULL;
+    memcpy(c->data, l->data, (size_t)(l->capacity * l->item_bytes));
+    memcpy(c->written, l->written, (size_t)l->capacity);
+    return c;
+}
+
+/* a += b item-wise (gradients of one TensorArray adding up): an item written in only one of them is taken as
+ * it is; a grows to b's length. Floating elements only (gradients). */
+static inline int rt_list_add(rt_ctx *ctx, rt_list *a, const rt_list *b, const char *op, const char *where) {
+    if (b->ndim >= 0 && rt_list_shape(ctx, a, b->ndim, b->shape, op, where)) return -1;
+    if (b->length > a->length) a->length = b->length;
+    if (a->ndim < 0) return 0;                     /* nothing written in either */
+    if (rt_list_grow(ctx, a, a->length)) return -1;
+    const int64_t count = a->itemsize ? a->item_bytes / a->itemsize : 0;
+    for (int64_t i = 0; i < b->length && i < b->capacity; i++) {
+        if (!b->written[i]) continue;
+        char *to = a->data + i * a->item_bytes;
+        const char *from = b->data + i * b->item_bytes;
+        if (!a->written[i]) { memcpy(to, from, (size_t)a->item_bytes); a->written[i] = 1; continue; }
+        if (a->dtype == RT_FLOAT32) {
+            float *restrict x = (float *)to; const float *restrict y = (const float *)from;
+            _Pragma("omp simd")
+            for (int64_t k = 0; k < count; k++) x[k] += y[k];
+        } else if (a->dtype == RT_FLOAT64) {
+            double *restrict x = (double *)to; const double *restrict y = (const double *)from;
+            _Pragma("omp simd")
+            for (int64_t k = 0; k < count; k++) x[k] += y[k];
+        } else {
+            return rt_list_error(ctx, op, where, "cannot add TensorArray items of dtype code %lld", a->dtype, 0);
+        }
+    }
     return 0;
 }
 

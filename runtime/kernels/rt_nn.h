@@ -4,18 +4,27 @@
  * TensorFlow: VALID keeps whole windows; SAME gives ceil(size / stride) outputs and pads the excess,
  * the smaller half before (rt_window_init computes it once for every kernel here).
  *
- * Convolutions are GEMMs over panels of output pixels: a panel (about 8 MB, reused; never the
- * whole im2col matrix) holds, for each pixel of the panel, the kh * kw * c input values
- * its window sees, and one GEMM with the filters ([kh * kw * c, f] as stored) gives those pixels'
- * outputs; the filter gradient is the panels' transposes times the output gradient, the input
- * gradient the output gradient times the filters' transpose, added back window by window (col2im).
- * GEMMs go to the kernel library's blocked GEMM (rt_gemm.h; threads from OpenMP's one pool). Pooling is
- * a direct loop, parallel over (image, output row), vectorised over channels.
+ * Convolutions are GEMMs over panels of output pixels: a panel (never the whole im2col matrix) holds,
+ * for each pixel of the panel, the kh * kw * c input values its window sees, and one GEMM with the
+ * filters ([kh * kw * c, f] as stored) gives those pixels' outputs. The forward convolution and the
+ * filter gradient give each thread panels of its own, small enough to stay in its core's L2 cache
+ * between im2col writing them and the GEMM reading them (one parallel region, no synchronisation
+ * inside; the filter gradient sums each thread's partial sums at the end). The input gradient (the
+ * output gradient times the filters' transpose, added back window by window: col2im, whose windows
+ * overlap between panels) runs panel after panel, each GEMM on all threads. GEMMs go to the kernel
+ * library's blocked GEMM (rt_gemm.h; threads from OpenMP's one pool). Pooling is a direct loop,
+ * parallel over (image, output row), vectorised over channels.
  */
 #ifndef RT_NN_H
 #define RT_NN_H
 
 #include "rt_kernels.h"
+#ifdef _OPENMP
+#include <omp.h>
+#define RT_THREAD_NUM() omp_get_thread_num()
+#else
+#define RT_THREAD_NUM() 0
+#endif
 
 typedef struct {
     int64_t n, h, w, c;          /* input */
@@ -70,15 +79,35 @@ RT_DEFINE_NN_GEMM(double, float64)
 
 /* ---- convolution ------------------------------------------------------------------------------ */
 
-/* Output pixels per panel: a panel of im2col rows holds about RT_PANEL_BYTES (reused). Larger panels mean
- * fewer, larger GEMMs: fewer synchronisations of the GEMM's threads, which costs most on a busy machine. */
+/* Output pixels per panel: a panel of im2col rows holds about `bytes`. A thread's own panels (forward,
+ * filter gradient) stay in its L2 cache (RT_THREAD_PANEL_BYTES); the input gradient's panels are big
+ * (RT_PANEL_BYTES): fewer, larger GEMMs, each on every thread. */
 #define RT_PANEL_BYTES ((int64_t)8 << 20)
+#define RT_THREAD_PANEL_BYTES ((int64_t)512 << 10)
 
-static inline int64_t rt_panel_rows(const rt_window *g, size_t itemsize) {
-    int64_t k = g->kh * g->kw * g->c, rows = RT_PANEL_BYTES / (k * (int64_t)itemsize);
-    int64_t total = g->n * g->oh * g->ow;
-    if (rows < 32) rows = 32;
-    return rows < total ? rows : total;
+static inline int64_t rt_panel_rows(const rt_window *g, size_t itemsize, int64_t bytes) {
+    int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow;
+    int64_t rows = k > 0 ? bytes / (k * (int64_t)itemsize) : total;
+    rows = rows < 16 ? 16 : rows / 16 * 16;
+    return rows < total ? rows : (total > 0 ? total : 1);
+}
+
+/* Bytes of workspace a convolution kernel (kind 0: forward, 1: input gradient, 2: filter gradient) needs with
+ * `threads` threads. */
+static inline size_t rt_conv_workspace_bytes(const rt_window *g, int kind, int threads, size_t itemsize) {
+    const int64_t k = g->kh * g->kw * g->c;
+    if (kind == 1) return (size_t)(rt_panel_rows(g, itemsize, RT_PANEL_BYTES) * k) * itemsize + 64;
+    int64_t per_thread = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES) * k;
+    if (kind == 2) per_thread += 2 * k * g->f;             /* a GEMM's result and the thread's running sum */
+    return (size_t)(per_thread * (threads > 0 ? threads : 1)) * itemsize + 64;
+}
+
+/* Threads worth starting for a convolution of this size (each should get a few panels). */
+static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsize) {
+    const int64_t total = g->n * g->oh * g->ow, rows = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES);
+    const int64_t panels = (total + rows - 1) / rows;
+    if (g->kh * g->kw * g->c * g->f * total < RT_GEMM_PARALLEL_MIN) return 1;
+    return panels < threads ? (int)(panels > 0 ? panels : 1) : threads;
 }
 
 #define RT_DEFINE_CONV(T, S) \
@@ -132,51 +161,84 @@ static inline int64_t rt_panel_rows(const rt_window *g, size_t itemsize) {
     } \
     \
     /* y[n, oh, ow, f] = sum over (kh, kw, c) of x[n, oh*sh + kh - top, ow*sw + kw - left, c] * filt[kh, kw, c, f]: \
-     * per panel of output pixels, y[pixels] = im2col(pixels) @ filt (filt is [kh*kw*c, f] as stored). */ \
-    static int rt_conv2d_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads) { \
-        const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow, step = rt_panel_rows(g, sizeof(T)); \
-        T *panel = (T *)malloc((size_t)(step * k) * sizeof(T)); \
-        if (!panel) return -1; \
-        for (int64_t start = 0; start < total; start += step) { \
-            const int64_t rows = total - start < step ? total - start : step; \
+     * per panel of output pixels, y[pixels] = im2col(pixels) @ filt (filt is [kh*kw*c, f] as stored). Threads \
+     * take panels in turn, each into its own part of `work` (rt_conv_workspace_bytes). */ \
+    static int rt_conv2d_ws_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads, T *work) { \
+        const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow; \
+        const int64_t step = rt_panel_rows(g, sizeof(T), RT_THREAD_PANEL_BYTES), panels = (total + step - 1) / step; \
+        int rc = 0; \
+        _Pragma("omp parallel for schedule(dynamic, 1) num_threads(threads) if(threads > 1) reduction(|:rc)") \
+        for (int64_t part = 0; part < panels; part++) { \
+            T *panel = work + (int64_t)RT_THREAD_NUM() * step * k; \
+            const int64_t start = part * step, rows = total - start < step ? total - start : step; \
             rt_im2col_##S(x, g, start, rows, panel); \
-            if (rt_nn_gemm_##S(0, 0, rows, g->f, k, panel, k, filt, g->f, 0, y + start * g->f, g->f, threads)) \
-                { free(panel); return -1; } \
+            rc |= rt_nn_gemm_##S(0, 0, rows, g->f, k, panel, k, filt, g->f, 0, y + start * g->f, g->f, 1); \
         } \
-        free(panel); \
-        return 0; \
+        return rc ? -1 : 0; \
     } \
     \
-    /* dx = the adjoint of rt_conv2d with respect to x: col2im(dy[pixels] @ filt^T) */ \
-    static int rt_conv2d_backprop_input_##S(const T *filt, const T *dy, T *dx, const rt_window *g, int threads) { \
-        const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow, step = rt_panel_rows(g, sizeof(T)); \
-        T *panel = (T *)malloc((size_t)(step * k) * sizeof(T)); \
-        if (!panel) return -1; \
+    /* dx = the adjoint of rt_conv2d with respect to x: col2im(dy[pixels] @ filt^T), panel after panel. */ \
+    static int rt_conv2d_backprop_input_ws_##S(const T *filt, const T *dy, T *dx, const rt_window *g, int threads, \
+                                               T *panel) { \
+        const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow; \
+        const int64_t step = rt_panel_rows(g, sizeof(T), RT_PANEL_BYTES); \
         memset(dx, 0, (size_t)(g->n * g->h * g->w * g->c) * sizeof(T)); \
         for (int64_t start = 0; start < total; start += step) { \
             const int64_t rows = total - start < step ? total - start : step; \
             if (rt_nn_gemm_##S(0, 1, rows, k, g->f, dy + start * g->f, g->f, filt, g->f, 0, panel, k, threads)) \
-                { free(panel); return -1; } \
+                return -1; \
             rt_col2im_##S(panel, g, start, rows, dx); \
         } \
-        free(panel); \
         return 0; \
     } \
     \
-    /* dfilt = the adjoint of rt_conv2d with respect to the filters: sum over panels of im2col^T @ dy[pixels] */ \
-    static int rt_conv2d_backprop_filter_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, int threads) { \
-        const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow, step = rt_panel_rows(g, sizeof(T)); \
-        T *panel = (T *)malloc((size_t)(step * k) * sizeof(T)); \
-        if (!panel) return -1; \
-        for (int64_t start = 0; start < total; start += step) { \
-            const int64_t rows = total - start < step ? total - start : step; \
+    /* dfilt = the adjoint of rt_conv2d with respect to the filters: the sum over panels of im2col^T @ dy[pixels]; \
+     * each thread sums its panels' products, then the threads' sums are added. */ \
+    static int rt_conv2d_backprop_filter_ws_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, int threads, \
+                                                T *work) { \
+        const int64_t k = g->kh * g->kw * g->c, kf = k * g->f, total = g->n * g->oh * g->ow; \
+        const int64_t step = rt_panel_rows(g, sizeof(T), RT_THREAD_PANEL_BYTES), panels = (total + step - 1) / step; \
+        const int64_t each = step * k + 2 * kf; \
+        int used = threads > 1 && panels > 1 ? threads : 1, rc = 0; \
+        for (int t = 0; t < used; t++) memset(work + t * each + step * k + kf, 0, (size_t)kf * sizeof(T)); \
+        _Pragma("omp parallel for schedule(dynamic, 1) num_threads(used) if(used > 1) reduction(|:rc)") \
+        for (int64_t part = 0; part < panels; part++) { \
+            T *panel = work + (int64_t)RT_THREAD_NUM() * each, *product = panel + step * k, *sum = product + kf; \
+            const int64_t start = part * step, rows = total - start < step ? total - start : step; \
             rt_im2col_##S(x, g, start, rows, panel); \
-            if (rt_nn_gemm_##S(1, 0, k, g->f, rows, panel, k, dy + start * g->f, g->f, start > 0, dfilt, g->f, \
-                                threads)) { free(panel); return -1; } \
+            rc |= rt_nn_gemm_##S(1, 0, k, g->f, rows, panel, k, dy + start * g->f, g->f, 0, product, g->f, 1); \
+            _Pragma("omp simd") \
+            for (int64_t q = 0; q < kf; q++) sum[q] += product[q]; \
         } \
-        if (total == 0) memset(dfilt, 0, (size_t)(k * g->f) * sizeof(T)); \
-        free(panel); \
-        return 0; \
+        memcpy(dfilt, work + step * k + kf, (size_t)kf * sizeof(T)); \
+        for (int t = 1; t < used; t++) { \
+            const T *sum = work + t * each + step * k + kf; \
+            _Pragma("omp simd") \
+            for (int64_t q = 0; q < kf; q++) dfilt[q] += sum[q]; \
+        } \
+        return rc ? -1 : 0; \
+    } \
+    \
+    /* The same with a workspace of their own (the generic executor's entry points). */ \
+    static int rt_conv2d_run_plain_##S(int kind, const T *a, const T *b, T *out, const rt_window *g, int threads) { \
+        if (kind != 1) threads = rt_conv_threads(g, threads, sizeof(T)); \
+        T *work = (T *)malloc(rt_conv_workspace_bytes(g, kind, threads, sizeof(T))); \
+        int rc = -1; \
+        if (!work) return -1; \
+        if (kind == 0) rc = rt_conv2d_ws_##S(a, b, out, g, threads, work); \
+        else if (kind == 1) rc = rt_conv2d_backprop_input_ws_##S(a, b, out, g, threads, work); \
+        else rc = rt_conv2d_backprop_filter_ws_##S(a, b, out, g, threads, work); \
+        free(work); \
+        return rc; \
+    } \
+    static int rt_conv2d_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads) { \
+        return rt_conv2d_run_plain_##S(0, x, filt, y, g, threads); \
+    } \
+    static int rt_conv2d_backprop_input_##S(const T *filt, const T *dy, T *dx, const rt_window *g, int threads) { \
+        return rt_conv2d_run_plain_##S(1, filt, dy, dx, g, threads); \
+    } \
+    static int rt_conv2d_backprop_filter_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, int threads) { \
+        return rt_conv2d_run_plain_##S(2, x, dy, dfilt, g, threads); \
     }
 
 RT_DEFINE_CONV(float, float32)
@@ -237,9 +299,58 @@ RT_DEFINE_CONV(double, float64)
                     } \
                 } \
         } \
+    } \
+    \
+    /* The adjoint of rt_max_pool_grad: each output takes ddx at its window's first maximum (0 if none). */ \
+    static void rt_max_pool_grad_grad_##S(const T *x, const T *y, const T *ddx, T *out, const rt_window *g, \
+                                          int threads) { \
+        const int64_t c = g->c; \
+        const int parallel = threads > 1 && g->n * g->oh * g->ow * c >= 65536; \
+        _Pragma("omp parallel for schedule(static) num_threads(threads) if(parallel)") \
+        for (int64_t row = 0; row < g->n * g->oh; row++) { \
+            const int64_t b = row / g->oh, r = row % g->oh; \
+            for (int64_t o = 0; o < g->ow; o++) \
+                for (int64_t k = 0; k < c; k++) { \
+                    const int64_t at = (row * g->ow + o) * c + k; \
+                    T value = 0; \
+                    int done = 0; \
+                    for (int64_t i = 0; i < g->kh && !done; i++) { \
+                        const int64_t ih = r * g->sh + i - g->top; \
+                        if (ih < 0 || ih >= g->h) continue; \
+                        for (int64_t j = 0; j < g->kw; j++) { \
+                            const int64_t iw = o * g->sw + j - g->left; \
+                            if (iw < 0 || iw >= g->w) continue; \
+                            const int64_t src = ((b * g->h + ih) * g->w + iw) * c + k; \
+                            if (x[src] == y[at]) { value = ddx[src]; done = 1; break; } \
+                        } \
+                    } \
+                    out[at] = value; \
+                } \
+        } \
     }
 
 RT_DEFINE_POOL(float, float32)
 RT_DEFINE_POOL(double, float64)
+
+/* ---- entry points of generated code ---------------------------------------------------------------
+ * The geometry comes from rt_window_init (the generated code checks its result and the operands' shapes);
+ * threads from ctx (one pool: OpenMP's), and the im2col panel from the call's arena, so a big panel is a
+ * block of the caching allocator reused call after call. They return 0, or -1 with ctx->msg set. */
+
+#define RT_DEFINE_NN_ENTRIES(T, S) \
+    static int rt_conv2d_run_##S(rt_ctx *ctx, int kind, const T *a, const T *b, T *out, const rt_window *g) { \
+        const int threads = kind == 1 ? ctx->num_threads : rt_conv_threads(g, ctx->num_threads, sizeof(T)); \
+        T *work = (T *)rt_alloc(ctx, rt_conv_workspace_bytes(g, kind, threads, sizeof(T))); \
+        int rc = -1; \
+        if (!work) return rt_fail(ctx, "out of memory for the convolution's panels"); \
+        if (kind == 0) rc = rt_conv2d_ws_##S(a, b, out, g, threads, work); \
+        else if (kind == 1) rc = rt_conv2d_backprop_input_ws_##S(a, b, out, g, threads, work); \
+        else rc = rt_conv2d_backprop_filter_ws_##S(a, b, out, g, threads, work); \
+        rt_drop(ctx, work); \
+        return rc ? rt_fail(ctx, "out of memory for the convolution's GEMM") : 0; \
+    }
+
+RT_DEFINE_NN_ENTRIES(float, float32)
+RT_DEFINE_NN_ENTRIES(double, float64)
 
 #endif

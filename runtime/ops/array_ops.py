@@ -355,7 +355,8 @@ def broadcast_to(input, shape, name=None):
 
 @gradient("BroadcastTo")
 def _broadcast_to_grad(op, grad):
-    return [unbroadcast(grad, op.inputs[0]), None]
+    # the output is the "other operand": an axis of unknown size may have been broadcast
+    return [unbroadcast(grad, op.inputs[0], grad), None]
 
 
 def _transpose_infer(specs, attrs):

@@ -470,7 +470,7 @@ def _matmul_grad(op, grad):
         ga, gb = matmul(b, grad, transpose_a=True, transpose_b=True), matmul(grad, a, transpose_a=True,
                                                                            transpose_b=True)
     if (a.shape.rank or 2) > 2 or (b.shape.rank or 2) > 2:      # batch dims may have been broadcast
-        ga, gb = unbroadcast(ga, a), unbroadcast(gb, b)
+        ga, gb = unbroadcast(ga, a, grad), unbroadcast(gb, b, grad)
     return [ga, gb]
 
 

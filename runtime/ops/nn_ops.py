@@ -12,7 +12,7 @@ import numpy as np
 from runtime import dtypes, errors
 from runtime.ops import array_ops, math_ops
 from runtime.ops.math_ops import FLOATS, shape_tensor
-from runtime.ops.registry import OpDef, apply, convert, convert_same, gradient, register
+from runtime.ops.registry import OpDef, apply, convert, convert_same, gradient, not_differentiable, register
 
 
 # ---------------------------------------------------------------------------
@@ -369,8 +369,21 @@ def _log_softmax(x, axis):
         return (shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))).astype(x.dtype)
 
 
+def _log_softmax_ops(x, axis):
+    """``_log_softmax`` from primitive ops (the same ops in the same order): native code fuses them into one
+    loop over rows."""
+    keep = {"axis": axis, "keepdims": True}
+    shifted = math_ops.subtract(x, apply("Max", [x], keep))
+    return math_ops.subtract(shifted, math_ops.log(apply("Sum", [math_ops.exp(shifted)], keep)))
+
+
+def _log_softmax_expand(inputs, attrs):
+    x = inputs[0]
+    return (_log_softmax_ops(x, (attrs["axis"] % x.shape.rank,)),)
+
+
 register(OpDef("LogSoftmax", "LogSoftmax", _log_softmax_infer,
-               lambda inputs, attrs: (_log_softmax(inputs[0], attrs["axis"]),), 1))
+               lambda inputs, attrs: (_log_softmax(inputs[0], attrs["axis"]),), 1, expand=_log_softmax_expand))
 
 
 @gradient("LogSoftmax")
@@ -402,16 +415,24 @@ def _xent_infer(specs, attrs):
     return [(logits.dtype, None), (logits.dtype, logits.shape.dims)]
 
 
-def _xent_kernel(inputs, attrs):
-    logits, labels = inputs
+def _label_range_message(op_type: str, bad, depth) -> str:
+    return f"{op_type}: received a label value of {bad} which is outside the valid range of [0, {depth})"
+
+
+def _check_labels(labels, logits, op_type: str) -> None:
+    """Labels must have the logits' shape without the last axis, and values in [0, classes)."""
     depth = logits.shape[-1]
     if labels.shape != logits.shape[:-1]:
-        raise errors.InvalidArgumentError(f"SparseSoftmaxCrossEntropyWithLogits: labels of shape {labels.shape} do "
-                                          f"not match logits of shape {logits.shape}")
+        raise errors.InvalidArgumentError(f"{op_type}: labels of shape {labels.shape} do not match logits of shape "
+                                          f"{logits.shape}")
     if labels.size and (labels.min() < 0 or labels.max() >= depth):
         bad = labels[(labels < 0) | (labels >= depth)].reshape(-1)[0]
-        raise errors.InvalidArgumentError(f"SparseSoftmaxCrossEntropyWithLogits: received a label value of {bad} "
-                                          f"which is outside the valid range of [0, {depth})")
+        raise errors.InvalidArgumentError(_label_range_message(op_type, bad, depth))
+
+
+def _xent_kernel(inputs, attrs):
+    logits, labels = inputs
+    _check_labels(labels, logits, "SparseSoftmaxCrossEntropyWithLogits")
     log_probs = _log_softmax(logits, -1)
     picked = np.take_along_axis(log_probs, labels[..., None].astype(np.int64), axis=-1)[..., 0]
     backprop = np.exp(log_probs)
@@ -420,9 +441,43 @@ def _xent_kernel(inputs, attrs):
     return (-picked, backprop.astype(logits.dtype))
 
 
+def _check_labels_infer(specs, attrs):
+    labels, logits = specs
+    return [(labels.dtype, None if logits.shape.rank is None else logits.shape.dims[:-1])]
+
+
+def _check_labels_kernel(inputs, attrs):
+    _check_labels(inputs[0], inputs[1], attrs["op"])
+    return (inputs[0],)
+
+
+# The labels passed through, checked against the logits (their shape, and a class for each), with the error
+# of the op they feed (attrs["op"]): what that op checks, when it is expanded into ops that do not.
+register(OpDef("CheckLabels", "CheckLabels", _check_labels_infer, _check_labels_kernel, 2))
+not_differentiable("CheckLabels")
+
+
+def _xent_expand(inputs, attrs):
+    """The loss and backprop from primitive ops (what ``_xent_kernel`` computes): the labels checked, then a row
+    group (max, sum of exponentials, the label's log-probability) native code runs as one loop over rows."""
+    logits, labels = inputs
+    depth = logits.shape.dims[-1]
+    if depth is None:
+        return None                        # one_hot needs the number of classes: the op stays whole
+    axis = (logits.shape.rank - 1,)
+    labels = apply("CheckLabels", [labels, logits], {"op": "SparseSoftmaxCrossEntropyWithLogits"})
+    log_probs = _log_softmax_ops(logits, axis)
+    hot = apply("OneHot", [labels], {"depth": depth, "axis": -1, "dtype": dtypes.bool_, "on_value": True,
+                                     "off_value": False})
+    picked = apply("Sum", [math_ops.where(hot, log_probs, convert(np.zeros((), logits.dtype.np)))],
+                   {"axis": axis, "keepdims": False})
+    backprop = math_ops.subtract(math_ops.exp(log_probs), math_ops.cast(hot, logits.dtype))
+    return math_ops.negative(picked), backprop
+
+
 # Outputs: the loss per row and its gradient with respect to the logits (softmax - one_hot(labels)).
 register(OpDef("SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits", _xent_infer,
-               _xent_kernel, 2))
+               _xent_kernel, 2, expand=_xent_expand))
 
 
 @gradient("SparseSoftmaxCrossEntropyWithLogits")

@@ -60,7 +60,8 @@ class OpDef:
     generator: bool = False               # c_expr computes an element from its index and scalar inputs (no broadcast)
     reduction: Reduction | None = None    # a reduction over attrs["axis"] (attrs["keepdims"])
     view: str | None = None               # index-map family: an output element is an input element (no arithmetic)
-    expand: Callable | None = None        # composite op: (inputs, attrs) -> outputs built from other ops (graph)
+    expand: Callable | None = None        # composite op: (inputs, attrs) -> outputs built from other ops (graph),
+                                          # or None when this instance stays whole
     foldable: bool = True                 # constant folding may evaluate it at build time
     grad: Callable | None = None          # (op, *output_grads) -> input grads; set by @gradient beside the op
     differentiable: bool = True           # False: explicitly has no gradient (the registry walk skips it)

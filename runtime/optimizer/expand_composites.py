@@ -34,6 +34,9 @@ def _expand(graph: Graph) -> bool:
             outputs = op.opdef.expand(list(op.inputs), op.attrs)
         new_ops = graph.operations[start:]
         del graph.operations[start:]
+        if outputs is None:             # this instance cannot be expanded (e.g. a size only known at run time)
+            kept.append(op)
+            continue
         for new in new_ops:
             new.location = op.location
         kept.extend(new_ops)

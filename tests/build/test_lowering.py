@@ -201,6 +201,74 @@ def variables(x):
     return weights.read_value() * 1.0
 
 
+@rt.function(input_signature=[rt.TensorSpec([None, None, None, 3], F), rt.TensorSpec([3, 3, 3, 4], F),
+                              spec(1, rt.int32)])
+def cnn(x, w, labels):
+    """Convolutions, pooling, log-softmax, cross entropy: forward, gradients and (a penalty on the input's
+    gradient) second order: Conv2DBackpropInput/Filter, MaxPoolGrad, MaxPoolGradGrad."""
+    with rt.GradientTape() as outer:
+        outer.watch(w)
+        with rt.GradientTape() as tape:
+            tape.watch([x, w])
+            y = rt.nn.relu(rt.nn.conv2d(x, w, 1, "SAME"))
+            z = rt.nn.conv2d(y, rt.ones([2, 2, 4, 4]) * 0.1, 2, "VALID")
+            logits = rt.reduce_mean(rt.nn.max_pool2d(y, 2, 2, "VALID"), axis=[1, 2]) + rt.reduce_mean(z, axis=[1, 2])
+            loss = rt.reduce_mean(rt.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+        gx, gw = tape.gradient(loss, [x, w])
+        penalty = rt.reduce_sum(gx * gx)
+    return loss, gx, gw, outer.gradient(penalty, w), rt.nn.log_softmax(logits), rt.one_hot(labels, 4, axis=0)
+
+
+@rt.function(input_signature=[spec(2), spec(1), spec(1, rt.int32), rt.TensorSpec([2, 2], rt.int32)])
+def scatter_grads(m, v, ids, pads):
+    """Gradients of gather (UnsortedSegmentSum), slices (StridedSliceGrad), pads (PadGrad) and broadcasts whose
+    sizes only the run time tells (BroadcastTo, SumToShape)."""
+    with rt.GradientTape() as tape:
+        tape.watch([m, v])
+        g = rt.gather(m, ids)
+        s = m[1:, ::2]
+        p = rt.pad(m, [[1, 2], [0, 1]], constant_values=0.5)
+        r = rt.pad(m, [[1, 1], [1, 0]], mode="REFLECT")
+        sy = rt.pad(m, [[2, 0], [0, 1]], mode="SYMMETRIC")
+        d = rt.pad(m, pads)
+        bt = rt.broadcast_to(v, rt.shape(m))
+        loss = (rt.reduce_sum(g * g) + rt.reduce_sum(s * 3.0) + rt.reduce_sum(p * p) + rt.reduce_sum(r * r)
+                + rt.reduce_sum(sy * sy) + rt.reduce_sum((m * v) ** 2) + rt.reduce_sum(bt * m) + rt.reduce_sum(d * d))
+    gm, gv = tape.gradient(loss, [m, v])
+    return gm, gv, p, r, sy, d, bt, rt.math.unsorted_segment_sum(m, ids, 5)
+
+
+@rt.function(input_signature=[spec(2), rt.TensorSpec([], rt.int32)])
+def list_grads(xs, n):
+    """The gradient of a loop writing a TensorArray: lists read, cleared, added (TensorListZerosLike/Add)."""
+    with rt.GradientTape() as tape:
+        tape.watch(xs)
+        ta = rt.TensorArray(F, size=n)
+        h = rt.zeros_like(xs[0])
+        for t in rt.range(n):
+            h = rt.tanh(h + xs[t])
+            ta = ta.write(t, h)
+        out = ta.stack()
+        loss = rt.reduce_sum(out * out) + rt.reduce_sum(ta.read(0))
+    return tape.gradient(loss, xs)
+
+
+table = rt.Variable(rt.zeros([3, 3]))
+
+
+@rt.function(input_signature=[rt.TensorSpec([3, 3], F)])
+def shuffled_updates(m):
+    """Reads of a variable are its storage until it is written; an assignment reading the variable at other
+    elements (a transpose) computes its value first."""
+    table.assign(m)
+    table.assign(rt.transpose(table) * 2.0)
+    r = table.read_value()
+    table.assign_add(r[::-1] + rt.transpose(r))
+    total = rt.reduce_sum(r)
+    table.assign_sub(rt.ones([3, 3]))
+    return r + total, table.read_value(), table.assign_add(r * 0.5)
+
+
 @rt.function(input_signature=[spec(1, rt.int32), spec(2)])
 def everything(i, m):
     """The ops with native lowerings that the other programs do not reach (the registry walk)."""
@@ -513,9 +581,60 @@ def test_matmuls_transposed_and_batched(programs, m, k, batch, data):
 def test_variables_and_every_other_op(programs, n, data):
     x = _tensor([n + 2], data)
     check(programs.variables, (rt.TensorSpec([None], rt.float32),), [x])
+    check(programs.shuffled_updates, (rt.TensorSpec([3, 3], rt.float32),), [_tensor([3, 3], data)])
     i = _tensor([n], data, st.integers(-5, 5), np.int32)
     check(programs.everything, (rt.TensorSpec([None], rt.int32), rt.TensorSpec([None, None], rt.float32)),
           [i, _tensor([n, n + 1], data)])
+
+
+# ---------------------------------------------------------------------------
+# Training ops: convolutions, pooling, cross entropy and the gradients of slicing, gathering, padding,
+# broadcasting and TensorArrays, native against eager (float32 tolerance: sums in another order).
+
+
+@settings(max_examples=10, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.integers(1, 3), st.integers(2, 7), st.integers(2, 7), st.data())
+def test_convolutions_pooling_and_cross_entropy_with_gradients(programs, n, h, w, data):
+    x = _tensor([n, h, w, 3], data)
+    filters = _tensor([3, 3, 3, 4], data)
+    labels = rt.constant(np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), np.int32))
+    signature = (rt.TensorSpec([None, None, None, 3], rt.float32), rt.TensorSpec([3, 3, 3, 4], rt.float32),
+                 rt.TensorSpec([None], rt.int32))
+    check(programs.cnn, signature, [x, filters, labels], atol=2e-4)
+
+
+def test_cross_entropy_checks_its_labels_natively(programs):
+    signature = (rt.TensorSpec([None, None, None, 3], rt.float32), rt.TensorSpec([3, 3, 3, 4], rt.float32),
+                 rt.TensorSpec([None], rt.int32))
+    x, filters = rt.ones([2, 4, 4, 3]), rt.ones([3, 3, 3, 4])
+    check(programs.cnn, signature, [x, filters, rt.constant(np.array([0, 4], np.int32))])     # out of range
+    check(programs.cnn, signature, [x, filters, rt.constant(np.array([0, 1, 1], np.int32))])  # not one per row
+    with pytest.raises(rt.errors.InvalidArgumentError, match=r"(?s)Conv2D.*window does not fit.*VALID"):
+        built(programs.cnn, *signature)(rt.ones([2, 1, 1, 3]), filters, rt.constant(np.array([0, 1], np.int32)))
+
+
+@HYP
+@given(st.integers(2, 5), st.integers(2, 4), st.booleans(), st.data())
+def test_gradients_of_gather_slices_pads_and_broadcasts(programs, rows, cols, row_vector, data):
+    m = _tensor([rows, cols], data)
+    v = _tensor([cols if row_vector else 1], data)
+    ids = rt.constant(np.array(data.draw(st.lists(st.integers(0, rows - 1), min_size=1, max_size=6)), np.int32))
+    pads = rt.constant(np.array(data.draw(st.lists(st.integers(0, 2), min_size=4, max_size=4)), np.int32).reshape(2, 2))
+    signature = (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.float32),
+                 rt.TensorSpec([None], rt.int32), rt.TensorSpec([2, 2], rt.int32))
+    check(programs.scatter_grads, signature, [m, v, ids, pads], atol=1e-4)
+    check(programs.scatter_grads, signature, [m, v, rt.constant(np.array([rows], np.int32)), pads])  # gather fails
+    with pytest.raises(rt.errors.InvalidArgumentError, match=r"(?s)PadV2.*non-negative.*rt_lowering_programs"):
+        built(programs.scatter_grads, *signature)(m, v, ids, rt.constant(np.array([[0, 1], [-1, 0]], np.int32)))
+
+
+@HYP
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(0, 4), st.data())
+def test_gradients_through_tensor_arrays(programs, steps, width, n, data):
+    n = min(n, steps)
+    check(programs.list_grads, (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([], rt.int32)),
+          [_tensor([steps, width], data), rt.constant(max(n, 1))])
 
 
 # ---------------------------------------------------------------------------

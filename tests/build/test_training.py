@@ -26,14 +26,10 @@ import numpy as np
 import runtime as rt
 
 rt.keras.utils.set_random_seed(3)
-dense_1 = rt.keras.layers.Dense(12, activation="tanh")
-dense_2 = rt.keras.layers.Dense(3)
-mlp = rt.keras.Sequential([dense_1, dense_2])
+mlp = rt.keras.Sequential([rt.keras.layers.Dense(12, activation="tanh"), rt.keras.layers.Dense(3)])
 mlp.build((None, 4))
 adam = rt.keras.optimizers.Adam(learning_rate=0.03)
 xent = rt.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-mlp_weights = list(mlp.trainable_variables)
-w1, b1, w2, b2 = mlp_weights
 
 
 @rt.function(input_signature=[rt.TensorSpec([None, 4], rt.float32), rt.TensorSpec([None], rt.int32)])
@@ -44,16 +40,12 @@ def mlp_step(x, y):
     adam.apply_gradients(zip(grads, mlp.trainable_variables))
     return loss
 
-
-mlp_step.get_concrete_function()       # the trace creates adam's slots before the build looks for variables
-
 conv = rt.keras.layers.Conv2D(4, 3, padding="same", activation="relu")
 head = rt.keras.layers.Dense(2)
 cnn = rt.keras.Sequential([conv, rt.keras.layers.MaxPool2D(), rt.keras.layers.Flatten(), head])
 cnn.build((None, 6, 6, 1))
 sgd = rt.keras.optimizers.SGD(learning_rate=0.05, momentum=0.9)
 mse = rt.keras.losses.MeanSquaredError()
-c1, c2, h1, h2 = cnn.trainable_variables
 
 
 @rt.function(input_signature=[rt.TensorSpec([None, 6, 6, 1], rt.float32), rt.TensorSpec([None, 2], rt.float32)])
@@ -62,9 +54,6 @@ def cnn_step(x, y):
         loss = mse(y, cnn(x))
     sgd.apply_gradients(zip(tape.gradient(loss, cnn.trainable_variables), cnn.trainable_variables))
     return loss
-
-
-cnn_step.get_concrete_function()
 
 
 @rt.function(input_signature=[rt.TensorSpec([], rt.float32), rt.TensorSpec([], rt.int32)])
@@ -119,23 +108,32 @@ def _train_twice(step, weights, optimizer, x, y, steps):
 
 
 def test_mlp_step_is_native_and_trains_like_eager(built):
-    assert built.mlp_step.get_concrete_function().native
+    concrete = built.mlp_step.get_concrete_function()
+    assert concrete.native
+    # the build found the weights inside the model (callable) and the slots inside the optimizer, after tracing
+    assert [h.path for h in concrete._entry["variables"]][:3] == [
+        "mlp.layers[0].kernel", "mlp.layers[0].bias", "mlp.layers[1].kernel"]
     assert built.adam.variables == []                    # no step yet in this process: no slots
     rng = np.random.default_rng(0)
     x = rng.standard_normal((60, 4)).astype(np.float32)
     y = (np.argmax(x[:, :3], axis=1)).astype(np.int32)
-    losses = _train_twice(built.mlp_step, built.mlp_weights, built.adam, x, y, steps=30)
+    losses = _train_twice(built.mlp_step, list(built.mlp.trainable_variables), built.adam, x, y, steps=30)
     assert losses[-1] < losses[0] / 3
     # the first native call created the slots where the build's trace had them
-    assert built.adam.m_0.shape == built.w1.shape and int(built.adam.iterations.numpy()) == 30
+    assert built.adam.m_0.shape == built.mlp.layers[0].kernel.shape and int(built.adam.iterations.numpy()) == 30
 
 
 def test_cnn_step_is_native_and_trains_like_eager(built):
-    assert built.cnn_step.get_concrete_function().native
+    concrete = built.cnn_step.get_concrete_function()
+    assert concrete.native
+    # the build found the weights inside the model (callable) and the slots inside the optimizer, after tracing
+    assert sorted(h.path for h in concrete._entry["variables"]) == [
+        "conv.bias", "conv.kernel", "head.bias", "head.kernel", "sgd.iterations", "sgd.momentum_0", "sgd.momentum_1",
+        "sgd.momentum_2", "sgd.momentum_3"]
     rng = np.random.default_rng(1)
     x = rng.standard_normal((16, 6, 6, 1)).astype(np.float32)
     y = np.stack([x.mean(axis=(1, 2, 3)), x[:, :3].max(axis=(1, 2, 3))], axis=1).astype(np.float32)
-    losses = _train_twice(built.cnn_step, [built.c1, built.c2, built.h1, built.h2], built.sgd, x, y, steps=15)
+    losses = _train_twice(built.cnn_step, list(built.cnn.trainable_variables), built.sgd, x, y, steps=15)
     assert losses[-1] < losses[0]
 
 

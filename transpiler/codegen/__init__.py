@@ -11,12 +11,14 @@ import hashlib
 import marshal
 import os
 import pickle
+import types
 from dataclasses import dataclass, field
 
 import runtime
 from runtime import autograph, nest
 from runtime.graph import all_operations
-from runtime.polymorphic_function import Function
+from runtime.aot import format_path
+from runtime.polymorphic_function import ConcreteFunction, Function
 from runtime.variables import Variable
 
 from runtime.optimizer import optimize
@@ -62,19 +64,52 @@ def module_functions(module) -> list[tuple[str, Function]]:
     return found
 
 
+PATH_DEPTH = 8              # attribute/item steps followed from a global to find a variable
+PATH_OBJECTS = 50_000      # objects visited at most (a module holding a huge structure stays cheap)
+
+
 def _variable_paths(module) -> dict[int, str]:
-    """id(variable) -> a dotted path from the module's globals (module-level objects, one level of attributes)."""
+    """id(variable) -> the shortest path to it from the module's globals (``model.layers[0].kernel``).
+
+    Breadth first from the globals (in definition order), through the attributes of any object (callables
+    included: a Keras model is one), list and tuple items and dict values under str/int keys, at most
+    ``PATH_DEPTH`` steps deep. Modules, classes, functions and ``rt.function``s are not entered (what they
+    hold is no place a built module could find again). ``runtime.aot.resolve_path`` follows the same syntax.
+    """
     paths: dict[int, str] = {}
-    for name, value in vars(module).items():
-        if name.startswith("__"):
-            continue
-        if isinstance(value, Variable):
-            paths.setdefault(id(value), name)
-        elif hasattr(value, "__dict__") and not isinstance(value, type) and not callable(value):
-            for attr, member in vars(value).items():
-                if isinstance(member, Variable):
-                    paths.setdefault(id(member), f"{name}.{attr}")
+    seen: set[int] = set()
+    level = [(value, name, []) for name, value in vars(module).items() if not name.startswith("__")]
+    for _ in range(PATH_DEPTH + 1):
+        following = []
+        for value, name, steps in level:
+            if id(value) in seen or len(seen) >= PATH_OBJECTS:
+                continue
+            seen.add(id(value))
+            if isinstance(value, Variable):
+                paths.setdefault(id(value), format_path(name, steps))
+                continue
+            for kind, key, member in _members(value)[:PATH_OBJECTS]:
+                following.append((member, name, steps + [(kind, key)]))
+        level = following
     return paths
+
+
+_OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, Function,
+           ConcreteFunction, str, bytes, int, float, complex, bool, type(None))
+
+
+def _members(value) -> list:
+    """(kind, key, member) of what a path may step into from ``value``."""
+    if isinstance(value, _OPAQUE):
+        return []
+    if isinstance(value, (list, tuple)):
+        return [("item", i, v) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return [("item", k, v) for k, v in value.items() if isinstance(k, (str, int)) and not isinstance(k, bool)]
+    attributes = getattr(value, "__dict__", None)
+    if not isinstance(attributes, dict):
+        return []
+    return [("attr", k, v) for k, v in attributes.items() if isinstance(k, str) and k.isidentifier()]
 
 
 EMITTER_PASSES = ("fuse_elementwise", "plan_memory")   # done while lowering, switchable like graph passes
@@ -109,13 +144,16 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
     with open(source_path, encoding="utf-8") as f:
         source = f.read()
     short = module_name.rsplit(".", 1)[-1]
-    paths = _variable_paths(module)
-    functions_c, entries, report = [], [], []
-    for qualname, function in module_functions(module):
+    functions = module_functions(module)
+    for _, function in functions:
         if function._autograph:
             autograph.convert(function.python_function)   # embedded, so run-time retraces skip the converter
         if function.input_signature is not None and not function.concrete_functions():
             function.get_concrete_function()
+    # after every trace: a trace may create variables (an optimizer's slots, a layer's weights)
+    paths = _variable_paths(module)
+    functions_c, entries, report = [], [], []
+    for qualname, function in functions:
         for concrete in function.concrete_functions():
             if getattr(concrete, "native", False):
                 continue
@@ -134,7 +172,7 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                 if path is None:
                     raise ValueError(
                         f"{qualname}: the rt.Variable {variable.name!r} it uses is not reachable from the module's "
-                        "globals (a module-level variable or an attribute of a module-level object), so the built "
+                        f"globals (through at most {PATH_DEPTH} attributes, list items or dict values), so the built "
                         "module could not find it again at import")
                 handle.path = path
             functions_c.append(f"/* {concrete._signature_text()} */\n{code}")

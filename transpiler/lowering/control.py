@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from runtime import dtypes
 from transpiler.lowering.ir import (
-    Alloc, Assign, Break, Call, Comment, Declare, If, Loop, Var, product, render_expr,
+    Alloc, Assign, Break, Call, Comment, Declare, If, Loop, Text, Var, product, render_expr,
 )
 from transpiler.lowering.kernels import Elements, elementwise
 from transpiler.lowering.values import Array, Obj, Scalar
@@ -113,8 +113,17 @@ def emit_while(lw, op) -> bool:
             nexts.append(None)
         else:
             nexts.append((lw.local(f"{t.dtype.c_type} *", "nx", "NULL"), lw.local("int64_t", "cap", "0")))
+    taken: set[str] = set()
     for x, t, (slot, buffer) in zip(entry, op.outputs, slots):
-        _put(lw, x, slot, buffer)
+        value = lw.values.get(id(x))
+        if isinstance(slot, Obj) and slot.ctype == "rt_list *" and value.name in taken:
+            # one list passed to several loop variables: each writes its own copy
+            lw.emit(Call("rt_list_copy", ["ctx", value.name, Text(op.type), Text(op.where())], checked=True,
+                         result=slot.name))
+        else:
+            _put(lw, x, slot, buffer)
+        if isinstance(value, Obj):
+            taken.add(value.name)
         lw.values[id(t)] = slot
     counter = lw.local("int64_t", "iter", "0")
     lw.emit(Assign(counter, "0"))

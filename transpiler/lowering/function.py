@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from runtime.executor import needed_ops
 from runtime.graph import Graph, all_operations
 from transpiler.lowering import lists, ops as opaque, parallel, rows, shapes
-from transpiler.lowering.ir import Alloc, Assign, Comment, Declare, Describe, Function, Parts, Poly, Store, Var, product
+from transpiler.lowering.ir import (
+    Alloc, Assign, Comment, Declare, Describe, Function, Parts, Poly, Store, Var, literal, product,
+)
 from transpiler.lowering.kernels import Elements, elementwise, loads, reduce, scalar_assign, view_array
 from transpiler.lowering.plan import Plan, Region, plan_graph, unit_ops
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
@@ -70,7 +72,10 @@ class Lowerer:
         self.shape_code: dict[int, list] = {}
         self.squeezed: dict[int, set] = {}
         self.slices: dict[int, list] = {}
+        self.windows: dict[int, str] = {}     # id(op) -> its rt_window local (convolutions, pooling)
+        self.pads: dict[int, list] = {}       # id(op) -> [(before, after)] per dim of a padding or its gradient
         self.variables: list = []
+        self.variable_storage: dict = {}      # id(variable handle) -> its storage (an Array over in[...])
         self.report = Report()
         self.op_index = {id(op): i for i, op in enumerate(all_operations(graph))}
         self.depth = 0                       # > 0 inside a loop or branch
@@ -399,8 +404,8 @@ class Lowerer:
         array = op.attrs["value"].array
         dtype = op.outputs[0].dtype
         if array.size == 1:
-            return Scalar(opaque.literal(array.reshape(-1)[0], dtype), dtype, self.dims[id(op.outputs[0])])
-        values = ", ".join(opaque.literal(v, dtype).text for v in array.reshape(-1).tolist()) or "0"
+            return Scalar(literal(array.reshape(-1)[0], dtype), dtype, self.dims[id(op.outputs[0])])
+        values = ", ".join(literal(v, dtype).text for v in array.reshape(-1).tolist()) or "0"
         data = self.local(f"static const {dtype.c_type}", "k", "{" + values + "}", size=max(array.size, 1))
         return Array.dense(data, dtype, self.dims[id(op.outputs[0])], "const")
 

@@ -13,9 +13,11 @@ C renderer (``transpiler.codegen.c``) prints the same tree as C.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from runtime import dtypes
 from runtime.ops.registry import OpDef, c_expression
 
 # ---------------------------------------------------------------------------
@@ -285,6 +287,26 @@ class CExpr(Expr):
         for i, a in enumerate(self.args):
             text = text.replace("{" + str(i) + "}", str(a))
         return text
+
+
+def literal(value, dtype) -> Lit:
+    """A C constant of ``dtype`` for a Python/numpy scalar."""
+    ctype = dtype.c_type
+    if dtype.is_floating:
+        value = float(value)
+        if math.isnan(value):
+            text = "NAN"
+        elif math.isinf(value):
+            text = "INFINITY" if value > 0 else "-INFINITY"
+        else:
+            text = repr(value) + ("f" if ctype == "float" else "")
+        return Lit(f"(({ctype}){text})" if text[0] in "-IN" else text, ctype)
+    if dtype is dtypes.bool_:
+        return Lit("1" if value else "0", ctype)
+    value = int(value)
+    if dtype is dtypes.int64:
+        return Lit("INT64_MIN" if value == -2 ** 63 else f"{value}LL", ctype)
+    return Lit(f"(({ctype}){value})" if value < 0 else str(value), ctype)
 
 
 def map_expr(expr: Expr, on_poly: Callable[[Poly], Poly] | None = None,

@@ -18,9 +18,11 @@ import re
 from copy import deepcopy
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from runtime.config import PARALLEL_MIN_ELEMENTS
 from transpiler.lowering.ir import (
-    Apply, Assign, CExpr, Declare, Expr, For, If, Index, Lit, Load, Poly, Store, Var, map_expr, product,
+    Apply, Assign, CExpr, Declare, Expr, For, If, Index, Lit, Load, Poly, Store, Var, literal, map_expr, product,
     walk_expr, walk_stmts,
 )
 from transpiler.lowering.values import Array, Obj, Scalar
@@ -94,6 +96,11 @@ class Elements:
             return Lit(str(len(lw.dims[id(op.inputs[0])])), out.dtype.c_type)
         if opdef.view == "gather":
             return self._gather(op, index)
+        if op.type == "Const":       # a constant of one repeated value (zeros_like folded): a literal
+            return literal(op.attrs["value"].array.reshape(-1)[0], out.dtype)
+        rule = INDEXED.get(op.type)
+        if rule is not None:
+            return rule(self, op, index)
         if opdef.view is not None:
             source, mapped = view_index(lw, op, position, index)
             return self.of(source, mapped)
@@ -137,6 +144,78 @@ class Elements:
         return Load(load.ptr, load.index, load.ctype, ((which, value.strides[axis]),))
 
 
+# ---------------------------------------------------------------------------
+# Element rules of the "indexed" ops: an element is an input element picked by an index map that is
+# not a strided view (a broadcast that may be decided at run time, a one-hot row, a padding).
+
+
+def _broadcast_to(el, op, index: tuple) -> Expr:
+    x = op.inputs[0]
+    return el.of(x, el.broadcast(x, op.outputs[0], index))
+
+
+def _one_hot(el, op, index: tuple) -> Expr:
+    out = op.outputs[0]
+    axis = op.attrs["axis"] % len(index)
+    on, off = (literal(op.attrs[k], out.dtype).text for k in ("on_value", "off_value"))
+    hot = el.of(op.inputs[0], index[:axis] + index[axis + 1:])
+    return CExpr(f"(((int64_t){{0}}) == {{1}} ? {on} : {off})", (hot, Index(index[axis])), out.dtype.c_type)
+
+
+def _pad(el, op, index: tuple) -> Expr:
+    """``PadV2``/``MirrorPad``: padded dims read through ``rt_pad_source`` (an indirect index); a constant pad
+    selects the constant outside the input."""
+    x = op.inputs[0]
+    value = el.lw.values.get(id(x))
+    if not isinstance(value, Array):
+        raise ValueError("a pad reads a tensor that is not in memory")
+    dims = el.lw.dims[id(x)]
+    mode = PAD_MODES[op.attrs["mode"]]
+    direct, indirect, inside = [], [], []
+    for d, (before, after) in enumerate(el.lw.pads[id(op)]):
+        shifted = index[d] - before
+        if before == 0 and after == 0:
+            direct.append(shifted)
+            continue
+        direct.append(Poly.of(0))
+        j = Index(shifted)
+        indirect.append((CExpr(f"rt_pad_source({{0}}, {dims[d]}, {mode})", (j,), "int64_t"), value.strides[d]))
+        inside.append(CExpr(f"((uint64_t){{0}} < (uint64_t)({dims[d]}))", (j,), "int"))
+    base = value.load(direct)
+    load = Load(base.ptr, base.index, base.ctype, tuple(indirect))
+    if mode or not inside:
+        return load
+    constant = el.of(op.inputs[2], ())
+    cond = " && ".join("{" + str(k + 2) + "}" for k in range(len(inside)))
+    return CExpr(f"(({cond}) ? {{0}} : {{1}})", (load, constant, *inside), x.dtype.c_type)
+
+
+def _pad_grad(el, op, index: tuple) -> Expr:
+    """The gradient of a constant pad: the input's part of the padded gradient (a shifted read)."""
+    pads = el.lw.pads[id(op)]
+    return el.of(op.inputs[0], tuple(i + before for i, (before, _) in zip(index, pads)))
+
+
+PAD_MODES = {"CONSTANT": 0, "REFLECT": 1, "SYMMETRIC": 2}
+
+INDEXED = {"BroadcastTo": _broadcast_to, "OneHot": _one_hot, "PadV2": _pad, "MirrorPad": _pad,
+           "PadGrad": _pad_grad}
+
+
+def indexed(op) -> bool:
+    """True for an op computed element by element through ``INDEXED`` (a mirrored ``PadGrad`` sums: opaque), or
+    a constant array of one repeated value (a literal where it is read, not an array in the binary)."""
+    if op.type == "PadGrad":
+        return op.attrs["mode"] == "CONSTANT"
+    if op.type == "Const":
+        flat = np.ascontiguousarray(op.attrs["value"].array).reshape(-1)
+        if flat.size < 2 or flat.dtype == object:
+            return False
+        raw = flat.view(np.uint8).reshape(flat.size, -1)
+        return bool((raw == raw[:1]).all())
+    return op.type in INDEXED
+
+
 def view_index(lw, op, position: int, index: tuple) -> tuple:
     """(input tensor, its index) that element ``index`` of a view op's output reads."""
     family = op.opdef.view
@@ -163,18 +242,24 @@ def view_index(lw, op, position: int, index: tuple) -> tuple:
         # a reshape of a tensor not in memory: the planner stores its input, so this is an alias
         raise ValueError("reshape is an alias of its stored input")
     if family == "strided_slice":
-        mapped, j = [], 0
-        for item in lw.slices[id(op)]:
-            if item[0] == "new":
-                j += 1
-            elif item[0] == "fixed":
-                mapped.append(item[1])
-            else:
-                _, begin, step = item
-                mapped.append(begin + step * index[j])
-                j += 1
-        return x, tuple(mapped)
+        return x, slice_index(lw.slices[id(op)], index)
     raise ValueError(f"unknown view family {family!r}")
+
+
+def slice_index(plan: list, index: tuple) -> tuple:
+    """The index into a sliced tensor that element ``index`` of the slice reads (``plan`` from
+    ``shapes.slice_plan``: ``("new",)``, ``("fixed", k)`` or ``("range", begin, step)`` per item)."""
+    mapped, j = [], 0
+    for item in plan:
+        if item[0] == "new":
+            j += 1
+        elif item[0] == "fixed":
+            mapped.append(item[1])
+        else:
+            _, begin, step = item
+            mapped.append(begin + step * index[j])
+            j += 1
+    return tuple(mapped)
 
 
 def view_array(lw, op, position: int, base: Array) -> Array:

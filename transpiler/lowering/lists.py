@@ -17,9 +17,10 @@ from transpiler.lowering.kernels import Elements, elementwise
 from transpiler.lowering.values import Array, Obj, Scalar
 
 LIST_OPS = ("TensorListReserve", "TensorListSetItem", "TensorListGetItem", "TensorListStack", "TensorListFromTensor",
-            "TensorListLength")
+            "TensorListLength", "TensorListZerosLike", "TensorListAdd")
 PASS_THROUGH = ("While", "If", "Identity")
-READ_ONLY = ("TensorListGetItem", "TensorListStack", "TensorListLength")
+READ_ONLY = ("TensorListGetItem", "TensorListStack", "TensorListLength", "TensorListZerosLike")
+COPYING_READS = ("TensorListGetItem", "TensorListLength")      # their results do not point into the list
 
 
 def native_lists(graph: Graph) -> bool:
@@ -29,19 +30,26 @@ def native_lists(graph: Graph) -> bool:
     return _check(graph)
 
 
+def _writes(op, position: int) -> bool:
+    """Whether ``op`` may change the list it reads at input ``position`` (``TensorListAdd`` adds into its first)."""
+    if op.type in READ_ONLY:
+        return False
+    return not (op.type == "TensorListAdd" and position == 1)
+
+
 def _check(graph: Graph) -> bool:
-    readers: dict[int, int] = {}
-    writers: dict[int, int] = {}
+    readers: dict[int, list] = {}
+    writers: dict[int, list] = {}
     for op in graph.operations:
-        for t in op.inputs:
-            readers[id(t)] = readers.get(id(t), 0) + 1
-            if op.type not in READ_ONLY:
-                writers[id(t)] = writers.get(id(t), 0) + 1
+        for position, t in enumerate(op.inputs):
+            readers.setdefault(id(t), []).append(op)
+            if _writes(op, position):
+                writers.setdefault(id(t), []).append(op)
     for t in graph.outputs:
-        readers[id(t)] = readers.get(id(t), 0) + 1
-        writers[id(t)] = writers.get(id(t), 0) + 1
+        readers.setdefault(id(t), []).append(None)
+        writers.setdefault(id(t), []).append(None)
     for t in graph.all_inputs():
-        if t.dtype is dtypes.variant and writers.get(id(t)) and readers.get(id(t), 0) > 1:
+        if t.dtype is dtypes.variant and not _used_once(graph, t, readers, writers):
             return False
     for op in graph.operations:
         variants = [t for t in list(op.inputs) + list(op.outputs) if t.dtype is dtypes.variant]
@@ -50,12 +58,58 @@ def _check(graph: Graph) -> bool:
         if op.type in LIST_OPS and not _native_element(op):
             return False
         for t in op.outputs:
-            if t.dtype is dtypes.variant and writers.get(id(t)) and readers.get(id(t), 0) > 1:
+            if t.dtype is dtypes.variant and not _used_once(graph, t, readers, writers):
                 return False
         for sub in op.subgraphs():
             if not _check(sub):
                 return False
     return True
+
+
+def _used_once(graph: Graph, t, readers: dict, writers: dict) -> bool:
+    """A list version that is written (or passed on) is read by nothing else, except reads that copy out of it
+    (its length, an item) and that can run before the writer (``order_constraints`` makes them): they do not
+    depend on what it writes (``i = ta.size(); ta = ta.write(i, x)``, or a gradient reading an item and then
+    clearing it)."""
+    written = writers.get(id(t), [])
+    others = [op for op in readers.get(id(t), []) if op not in written]
+    if not others and len(written) > 1 and t.op.type == "TensorListReserve" and \
+            all(op is written[0] and op is not None and op.type == "While" for op in written):
+        return True        # a new list passed to several loop variables (merged by CSE): each gets a copy
+    if not written or not others:
+        return len(written) <= 1
+    if len(written) > 1 or written[0] is None or any(op is None or op.type not in COPYING_READS for op in others):
+        return False
+    return all(id(written[0]) not in _ancestors(graph, op) for op in others)
+
+
+def order_constraints(graph: Graph) -> list[tuple]:
+    """(reader, writer) pairs of ``graph``'s ops: a read that copies out of a list version runs before the op
+    that updates that version in place."""
+    readers: dict[int, list] = {}
+    writers: dict[int, list] = {}
+    for op in graph.operations:
+        for position, t in enumerate(op.inputs):
+            if t.dtype is dtypes.variant:
+                (writers if _writes(op, position) else readers).setdefault(id(t), []).append(op)
+    pairs = []
+    for key, written in writers.items():
+        if len(written) == 1:
+            pairs += [(op, written[0]) for op in readers.get(key, []) if op.type in COPYING_READS]
+    return pairs
+
+
+def _ancestors(graph: Graph, op) -> set[int]:
+    """ids of the ops of ``graph`` whose results ``op`` depends on."""
+    found: set[int] = set()
+    stack = [op]
+    while stack:
+        for t in stack.pop().inputs:
+            producer = t.op
+            if producer.graph is graph and id(producer) not in found:
+                found.add(id(producer))
+                stack.append(producer)
+    return found
 
 
 def _native_element(op) -> bool:
@@ -66,7 +120,7 @@ def _native_element(op) -> bool:
         return op.inputs[2].dtype.c_type is not None and op.inputs[2].shape.rank is not None
     if op.type == "TensorListFromTensor":
         return op.inputs[0].dtype.c_type is not None and bool(op.inputs[0].shape.rank)
-    return True
+    return True   # TensorListAdd: gradients, of floating lists (rt_list_add fails on others)
 
 
 def _dims(dims) -> str:
@@ -88,8 +142,8 @@ def _list(lw, op, name: str) -> None:
 def emit_reserve(lw, op) -> bool:
     name = lw.local("rt_list *", "list", "NULL")
     size = _scalar(lw, op.inputs[0])
-    itemsize = op.attrs["element_dtype"].size
-    lw.emit(Call("rt_list_new", ["ctx", size, str(int(op.attrs["dynamic_size"])), str(itemsize), *_where(op)],
+    code = op.attrs["element_dtype"].code
+    lw.emit(Call("rt_list_new", ["ctx", size, str(int(op.attrs["dynamic_size"])), str(code), *_where(op)],
                  checked=True, result=name))
     _list(lw, op, name)
     return True
@@ -99,7 +153,7 @@ def emit_from_tensor(lw, op) -> bool:
     x = op.inputs[0]
     dims = lw.dims[id(x)]
     name = lw.local("rt_list *", "list", "NULL")
-    lw.emit(Call("rt_list_new", ["ctx", str(dims[0]), str(int(op.attrs["dynamic_size"])), str(x.dtype.size),
+    lw.emit(Call("rt_list_new", ["ctx", str(dims[0]), str(int(op.attrs["dynamic_size"])), str(x.dtype.code),
                                  *_where(op)], checked=True, result=name))
     lw.emit(Call("rt_list_shape", ["ctx", name, str(len(dims) - 1), _dims(dims[1:]), *_where(op)], checked=True))
     lw.emit(Call("rt_list_grow", ["ctx", name, str(dims[0])], checked=True))
@@ -197,7 +251,24 @@ def emit_length(lw, op) -> bool:
     return True
 
 
+def emit_zeros_like(lw, op) -> bool:
+    name = lw.local("rt_list *", "list", "NULL")
+    lw.emit(Call("rt_list_zeros_like", ["ctx", lw.values[id(op.inputs[0])].name, *_where(op)], checked=True,
+                 result=name))
+    _list(lw, op, name)
+    return True
+
+
+def emit_add(lw, op) -> bool:
+    a, b = (lw.values[id(t)].name for t in op.inputs)
+    lw.emit(Call("rt_list_add", ["ctx", a, b, *_where(op)], checked=True))
+    _list(lw, op, a)
+    return True
+
+
 EMITTERS = {
+    "TensorListZerosLike": emit_zeros_like,
+    "TensorListAdd": emit_add,
     "TensorListReserve": emit_reserve,
     "TensorListFromTensor": emit_from_tensor,
     "TensorListSetItem": emit_set_item,

@@ -1,42 +1,22 @@
 """Emitters of the opaque ops: what is not one element at a time.
 
-``MatMul`` calls the kernel library's GEMM (its operands stored row-major first: a transposed or
-fused operand is copied by an elementwise kernel); ``ConcatV2``/``Pack`` write each input into its
+``MatMul`` calls the kernel library's GEMM on its operands where they are (transposed views and
+row-strided slices included); ``ConcatV2``/``Pack`` write each input into its
 slice of the output (the inputs' producers fused into those copies); variables read and update the
 storage that follows the function's inputs; ``If``/``While`` are in ``control``; every other op runs
 its numpy kernel through a callback into Python, which takes the GIL (the build report lists them).
 """
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 
 from runtime import dtypes
-from transpiler.lowering import control, lists
+from transpiler.lowering import control, lists, nn, scatter
 from runtime.ops.registry import all_opdefs, get_opdef
-from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Lit, Poly, Raw, Var, product
-from transpiler.lowering.kernels import elementwise
-from transpiler.lowering.plan import QUERIES
+from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Poly, Raw, Var, product
+from transpiler.lowering.kernels import INDEXED, Elements, elementwise, loads
+from transpiler.lowering.plan import QUERIES, unit_ops
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
-
-
-def literal(value, dtype) -> Lit:
-    """A C constant of ``dtype`` for a Python/numpy scalar."""
-    ctype = dtype.c_type
-    if dtype.is_floating:
-        value = float(value)
-        if math.isnan(value):
-            text = "NAN"
-        elif math.isinf(value):
-            text = "INFINITY" if value > 0 else "-INFINITY"
-        else:
-            text = repr(value) + ("f" if ctype == "float" else "")
-        return Lit(f"(({ctype}){text})" if text[0] in "-IN" else text, ctype)
-    if dtype is dtypes.bool_:
-        return Lit("1" if value else "0", ctype)
-    value = int(value)
-    if dtype is dtypes.int64:
-        return Lit("INT64_MIN" if value == -2 ** 63 else f"{value}LL", ctype)
-    return Lit(f"(({ctype}){value})" if value < 0 else str(value), ctype)
 
 
 def emit(lw, op) -> None:
@@ -48,39 +28,61 @@ def emit(lw, op) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Matmul.
+# Matmul: the kernel library's GEMM reads each operand where it is, transposed or not, rows any distance
+# apart (``rt_gemm_ld_S``); batches of dense matrices go to ``rt_gemm_batch_S`` (small products spread over
+# threads). Only an operand whose elements are neither row- nor column-contiguous (a strided slice of the
+# last dim, a one-element value) is copied first.
 
 
-def _operand(lw, t, transpose: bool, rows: Poly, cols: Poly, batch: tuple) -> tuple[Array, tuple]:
-    """``t`` as a row-major [*batch, rows, cols] array (copied when transposed or not in memory),
-    and its batch strides (0 where it broadcasts)."""
+@dataclass
+class _Operand:
+    """A GEMM operand: ``ptr`` + batch offsets, stored transposed or not, rows ``ld`` elements apart."""
+    ptr: str
+    transposed: bool
+    ld: Poly
+    batch_strides: tuple
+    natural: bool            # dense matrices (ld is the row length): rt_gemm_batch can take them
+
+
+def _layout(value: Array, rows: Poly, cols: Poly):
+    """(stored transposed, ld) when the last two dims of ``value`` are row- or column-contiguous, else None."""
+    sr, sc = value.strides[-2], value.strides[-1]
+    if sc == 1 or cols == 1:
+        return False, (sr if rows != 1 else cols)
+    if sr == 1 or rows == 1:
+        return True, (sc if cols != 1 else rows)
+    return None
+
+
+def _operand(lw, t, transpose: bool, batch: tuple) -> _Operand:
+    """``t`` as a GEMM operand (op(t) = t, or its transpose when ``transpose``) of a product with ``batch``."""
     value = lw.values.get(id(t))
     dims = lw.dims[id(t)]
-    own_batch = dims[:-2]
-    if isinstance(value, Array) and value.contiguous and not transpose:
-        array = value
-    else:
-        out_dims = tuple(own_batch) + (rows, cols)
-        ptr, alloc = lw.temporary(t.dtype.c_type, product(out_dims))
+    layout = _layout(value, dims[-2], dims[-1]) if isinstance(value, Array) else None
+    if layout is None:
+        ptr, alloc = lw.temporary(t.dtype.c_type, product(dims))
         lw.emit(alloc)
-        array = Array.dense(ptr, t.dtype, out_dims, "arena")
-
-        def make(el, index):
-            if transpose:
-                index = index[:-2] + (index[-1], index[-2])
-            return [value.expr if isinstance(value, Scalar) else el.of(t, index)]
-        lw.emit(*elementwise(lw, [array], out_dims, make))
-    strides = contiguous_strides(array.dims)
+        value = Array.dense(ptr, t.dtype, dims, "arena")
+        lw.emit(*elementwise(lw, [value], dims, lambda el, index: [el.of(t, index)]))
+        layout = (False, dims[-1])
+    stored_transposed, ld = layout
+    own_batch = dims[:-2]
     pad = len(batch) - len(own_batch)
     batch_strides = [Poly.of(0)] * pad
-    for d, b, s in zip(own_batch, batch[pad:], strides[:-2]):
+    for d, b, s in zip(own_batch, batch[pad:], value.strides[:-2]):
         if d == b or d.const is not None:
             batch_strides.append(Poly.of(0) if d == 1 and b != 1 else s)
         else:      # broadcast when the run-time size is 1
             flag = lw.local("int64_t", "nb")
             lw.emit(Assign(flag, f"({d}) != 1"))
             batch_strides.append(s * Poly.sym(flag))
-    return array, tuple(batch_strides)
+    ptr = value.ptr if value.offset == 0 else f"({value.ptr} + ({value.offset}))"
+    natural = ld == (dims[-2] if stored_transposed else dims[-1])
+    return _Operand(ptr, transpose != stored_transposed, ld, tuple(batch_strides), natural)
+
+
+def _dims_array(values) -> str:
+    return "(const int64_t[]){" + ", ".join(str(v) for v in values) + "}"
 
 
 def emit_matmul(lw, op) -> bool:
@@ -93,8 +95,8 @@ def emit_matmul(lw, op) -> bool:
     ad = lw.dims[id(a)]
     k = ad[-2] if op.attrs.get("transpose_a") else ad[-1]
     batch = dims[:-2]
-    left, left_strides = _operand(lw, a, bool(op.attrs.get("transpose_a")), m, k, batch)
-    right, right_strides = _operand(lw, b, bool(op.attrs.get("transpose_b")), k, n, batch)
+    left = _operand(lw, a, bool(op.attrs.get("transpose_a")), batch)
+    right = _operand(lw, b, bool(op.attrs.get("transpose_b")), batch)
     target = lw.storage(out)
     lw.values[id(out)] = target
     if isinstance(target, Scalar):
@@ -102,16 +104,23 @@ def emit_matmul(lw, op) -> bool:
         c_ptr = f"&{c}"
     else:
         c_ptr = target.ptr
-    name = f"rt_matmul_{a.dtype.name}"
+    suffix = a.dtype.name
+    flags = [str(int(left.transposed)), str(int(right.transposed))]
     if not batch:
-        lw.emit(Call(name, [left.ptr, right.ptr, c_ptr, str(m), str(k), str(n)]))
+        lw.emit(Call(f"rt_gemm_ld_{suffix}", ["ctx", left.ptr, str(left.ld), right.ptr, str(right.ld), c_ptr, str(n),
+                                               str(m), str(k), str(n), *flags], checked=True))
+    elif left.natural and right.natural:
+        lw.emit(Call(f"rt_gemm_batch_{suffix}", [
+            "ctx", left.ptr, right.ptr, c_ptr, str(len(batch)), _dims_array(batch), _dims_array(left.batch_strides),
+            _dims_array(right.batch_strides), str(m), str(k), str(n), *flags], checked=True))
     else:
         index = [lw.fresh("b") for _ in batch]
-        a_off = sum((Poly.sym(i) * s for i, s in zip(index, left_strides)), Poly.of(0))
-        b_off = sum((Poly.sym(i) * s for i, s in zip(index, right_strides)), Poly.of(0))
+        a_off = sum((Poly.sym(i) * s for i, s in zip(index, left.batch_strides)), Poly.of(0))
+        b_off = sum((Poly.sym(i) * s for i, s in zip(index, right.batch_strides)), Poly.of(0))
         c_off = sum((Poly.sym(i) * s for i, s in zip(index, contiguous_strides(dims)[:-2])), Poly.of(0))
-        body = [Call(name, [f"{left.ptr} + ({a_off})", f"{right.ptr} + ({b_off})", f"{c_ptr} + ({c_off})",
-                            str(m), str(k), str(n)])]
+        body = [Call(f"rt_gemm_ld_{suffix}", [
+            "ctx", f"{left.ptr} + ({a_off})", str(left.ld), f"{right.ptr} + ({b_off})", str(right.ld),
+            f"{c_ptr} + ({c_off})", str(n), str(m), str(k), str(n), *flags], checked=True)]
         for i, extent in reversed(list(zip(index, batch))):
             body = [For(i, Poly.of(0), extent, body)]
         lw.emit(*body)
@@ -164,9 +173,16 @@ def emit_concat(lw, op) -> bool:
 
 
 def _variable(lw, op, tensor):
-    k = _var_index(lw, op.attrs["variable"])
+    """(``rt_tensor`` of the variable, its storage: one Array per variable, so that reads and writes name the
+    same pointer); ``tensor`` gets the storage's dims."""
+    handle = op.attrs["variable"]
+    k = _var_index(lw, handle)
     name = f"in[{len(lw.graph.inputs)} + {k}]"
-    value = lw.input_value(tensor, name)
+    value = lw.variable_storage.get(id(handle))
+    if value is None or isinstance(value, Obj):
+        value = lw.variable_storage[id(handle)] = lw.input_value(tensor, name)
+    elif id(tensor) not in lw.dims or tuple(lw.dims[id(tensor)]) != tuple(value.dims):
+        lw.dims[id(tensor)] = value.dims
     return name, value
 
 
@@ -178,12 +194,35 @@ def _var_index(lw, handle) -> int:
     return len(lw.variables) - 1
 
 
+def _written_while_read(lw, handle, t) -> bool:
+    """Whether the variable of ``handle`` may be written between now and the last read of ``t`` (a value read
+    from it, or assigned to it): ``t`` then needs a copy of its own. A graph output is read after the call."""
+    if id(t) in lw.escaping or lw.plan is None:
+        return True
+    start = lw.unit_index
+    last = lw.last_use.get(id(t), start)
+    for position, unit in enumerate(lw.plan.units[start + 1:last + 1], start + 1):
+        for op in unit_ops(unit):
+            if op.type in _ASSIGN and op.attrs["variable"] is handle:
+                if position == last:
+                    continue        # it reads t in its own loop, at the element it writes (or copies first)
+                return True
+            if op.subgraphs() or (op.opdef.stateful and op.type not in _ASSIGN and op.type != "ReadVariableOp"):
+                return True         # a loop, a branch or a Python function may assign any variable
+    return False
+
+
 def emit_read_variable(lw, op) -> bool:
+    """A read is the variable's storage itself while nothing writes the variable before the value's last use;
+    otherwise a copy."""
     out = op.outputs[0]
     if out.dtype.c_type is None or out.shape.rank is None:
         return False
     _, storage = _variable(lw, op, out)
     dims = lw.dims[id(out)]
+    if product(dims).const != 1 and not _written_while_read(lw, op.attrs["variable"], out):
+        lw.values[id(out)] = storage
+        return True
     target = lw.storage(out)
     lw.values[id(out)] = target
     if isinstance(target, Scalar):
@@ -211,6 +250,8 @@ def emit_assign(lw, op) -> bool:
             bad = " || ".join(f"({a}) != ({b})" for a, b in zip(vd, dims) if a != b)
             if bad:
                 lw.emit(Check(bad, lw.message(op, "the value's shape does not match the variable's")))
+    if _reads_elsewhere(lw, value, storage, len(vd), scalar):
+        lw.store_tensor(value)       # v.assign(transpose(v)): computed in full before v changes
     combine = _ASSIGN[op.type]
 
     def make(el, index):
@@ -220,9 +261,21 @@ def emit_assign(lw, op) -> bool:
         return [Apply(get_opdef(combine), (storage.load(index), v), (out.dtype, out.dtype), out.dtype)]
     lw.emit(*elementwise(lw, [storage], dims, make))
     lw.values[id(out)] = storage
-    if lw.plan.readers.get(id(out)) or id(out) in lw.escaping:
+    if (lw.plan.readers.get(id(out)) or id(out) in lw.escaping) and (
+            product(dims).const == 1 or _written_while_read(lw, op.attrs["variable"], out)):
         lw.copy_into_storage(out)      # a snapshot: later assignments change the storage
     return True
+
+
+def _reads_elsewhere(lw, value, storage: Array, rank: int, scalar: bool) -> bool:
+    """Whether computing element i of ``value`` reads the variable's storage at another element (the assignment
+    would see its own writes)."""
+    if isinstance(lw.values.get(id(value)), (Array, Scalar)) and lw.values[id(value)] is not storage:
+        return False
+    index = tuple(Poly.sym(lw.fresh("q")) for _ in range(rank))
+    probe = Elements(lw).of(value, (0,) * rank if scalar else index)
+    at = storage.load(index).index if not scalar else None
+    return any(ld.ptr == storage.ptr and (ld.indirect or at is None or ld.index != at) for ld in loads([probe]))
 
 
 # ---------------------------------------------------------------------------
@@ -309,6 +362,8 @@ EMITTERS = {
     "AssignSubVariableOp": emit_assign,
     "If": control.emit_if,
     "While": control.emit_while,
+    **nn.EMITTERS,
+    **scatter.EMITTERS,
 }
 
 
@@ -318,4 +373,5 @@ def native_op_types() -> set[str]:
     for op_type, opdef in all_opdefs().items():
         if opdef.elementwise or opdef.generator or opdef.reduction is not None or opdef.view is not None:
             found.add(op_type)
+    found |= set(INDEXED)
     return found

@@ -2,8 +2,9 @@
 
 Every op is one of:
 
-- ``elementwise`` / ``generator`` / ``view`` / ``query`` (``Shape``, ``Size``, ``Rank``): its elements
-  can be computed where they are read; the tensor is *lazy* unless it has to be stored;
+- ``elementwise`` / ``generator`` / ``view`` / ``query`` (``Shape``, ``Size``, ``Rank``) / ``indexed`` (a
+  broadcast, a one-hot, a padding: ``kernels.INDEXED``): its elements can be computed where they are
+  read; the tensor is *lazy* unless it has to be stored;
 - ``alias``: a reshape, or a view of a stored tensor: an ``Array`` over its input's memory with other
   dims and strides (no copy);
 - ``reduction``: stored by a reduction kernel (its input's lazy producers fused in);
@@ -11,7 +12,8 @@ Every op is one of:
 - ``opaque``: an op with its own emitter (matmul, concat, control flow, variables, Python callbacks),
   whose inputs are stored.
 
-A lazy tensor is stored when it is an output of the graph, is read by an opaque op or a reshape, is
+A lazy tensor is stored when it is an output of the graph, is read by an opaque op (but the value a
+variable is assigned, ``LAZY_VALUE``) or a reshape, is
 a one-element value (kept in a register), or when computing it again at each read would cost too
 much: several readers of an expensive expression, or one reader that broadcasts it.
 
@@ -26,8 +28,13 @@ import heapq
 from dataclasses import dataclass, field
 
 from transpiler.lowering.ir import Poly, expensive, product
+from transpiler.lowering import lists
+from transpiler.lowering.kernels import indexed
 
 QUERIES = ("Shape", "Size", "Rank")
+# Opaque ops that compute their first input's elements in their own loop (its producers fused in): a variable's
+# update ``w -= lr * m / (sqrt(v) + eps)`` is one loop.
+LAZY_VALUE = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
 VIEWS = ("transpose", "expand_dims", "squeeze", "strided_slice", "unpack", "gather")
 
 
@@ -39,7 +46,9 @@ def classify(op) -> str:
     """The op's kind (see the module docstring)."""
     opdef = op.opdef
     if op.type == "Const":
-        return "const" if op.outputs[0].dtype.c_type is not None else "opaque"
+        if op.outputs[0].dtype.c_type is None:
+            return "opaque"
+        return "indexed" if indexed(op) else "const"
     if not op.outputs or not all(native(t) for t in op.outputs):
         return "opaque"
     if op.type in QUERIES:
@@ -56,6 +65,8 @@ def classify(op) -> str:
         return "alias"
     if opdef.view in VIEWS:
         return "view"
+    if indexed(op):
+        return "indexed"
     return "opaque"
 
 
@@ -110,6 +121,8 @@ def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
                 stored.add(id(op.inputs[1]))
         elif op.type in ("FloorDiv", "FloorMod", "Pow") and op.inputs[0].dtype.is_integer:
             stored.add(id(op.inputs[1]))
+        elif kind[id(op)] == "indexed" and op.type in ("PadV2", "MirrorPad"):
+            stored.add(id(op.inputs[0]))          # read through an indirect index
     produced = {id(t) for op in ops for t in op.outputs}
     for op in ops:
         # an Identity of a stored tensor nothing else reads (a graph's output) is that tensor
@@ -126,10 +139,11 @@ def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
             stored.update(id(t) for t in op.outputs)
     regions = _regions(lw, ops, kind, users, stored, outputs) if fuse else []
     region_of = {id(op): r for r in regions for op in r.members}
-    units = _order(ops, regions, region_of)
+    after = lists.order_constraints(graph) if lw.native_lists else []
+    units = _order(ops, regions, region_of, after)
     plan = Plan(kind, stored, units, [], region_of, {k: len(v) for k, v in users.items()})
     plan.reads = [_unit_reads(plan, unit) for unit in units]
-    plan.fused = sum(1 for op in ops if kind[id(op)] in ("elementwise", "generator", "view", "query")
+    plan.fused = sum(1 for op in ops if kind[id(op)] in ("elementwise", "generator", "view", "query", "indexed")
                      and not any(id(t) in stored for t in op.outputs))
     return plan
 
@@ -144,15 +158,17 @@ def _must_store(lw, t, k, readers, kind, outputs) -> bool:
     if not readers:
         return False
     for op, pos in readers:
-        if kind[id(op)] in ("opaque", "alias", "const"):
+        if kind[id(op)] in ("opaque", "alias", "const") and not (op.type in LAZY_VALUE and pos == 0):
             return True
-    if k in ("view", "query", "generator"):
+    if k in ("view", "query", "generator", "indexed"):
         return False
     costly = expensive(t.op.opdef.c_expr) or any(
         kind.get(id(x.op)) == "elementwise" and not _is_register(lw, x) for x in t.op.inputs)
     if len(readers) > 1:
         return costly
     op, _ = readers[0]
+    if kind[id(op)] == "indexed" and costly:       # a broadcast or padding reads elements more than once
+        return True
     if kind[id(op)] == "elementwise" and costly:
         out = lw.dims[id(op.outputs[0])]
         mine = lw.dims[id(t)]
@@ -258,8 +274,9 @@ def _trim(lw, region, kind, users, stored, outputs) -> None:
 # Order and liveness.
 
 
-def _order(ops, regions, region_of) -> list:
-    """A topological order of the units (ops outside groups, and groups), close to the graph's."""
+def _order(ops, regions, region_of, after=()) -> list:
+    """A topological order of the units (ops outside groups, and groups), close to the graph's; ``after``:
+    (first, then) pairs of ops to order besides their data dependencies."""
     units: list = []
     unit_of: dict[int, int] = {}
     for op in ops:
@@ -287,6 +304,10 @@ def _order(ops, regions, region_of) -> list:
             p = unit_of.get(id(c))
             if p is not None and p != u:
                 deps[u].add(p)
+    for first, then in after:
+        p, u = unit_of.get(id(first)), unit_of.get(id(then))
+        if p is not None and u is not None and p != u:
+            deps[u].add(p)
     waiting = [len(d) for d in deps]
     dependents: list[list] = [[] for _ in units]
     for u, d in enumerate(deps):

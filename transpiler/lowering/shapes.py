@@ -10,6 +10,9 @@ counts that overflow): every error names the op and the user's line.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from runtime.ops import nn_ops
 from transpiler.lowering.ir import Assign, Check, Declare, Fail, For, Load, Poly, product, render_expr
 from transpiler.lowering.kernels import Elements, reduce_axes
 from transpiler.lowering.values import Array, Scalar
@@ -276,10 +279,18 @@ def _strided_slice(lw, op):
     x = op.inputs[0]
     if x.shape.rank is None or op.outputs[0].shape.rank is None:
         return _opaque(lw, op)
-    dims = lw.dims[id(x)]
+    code: list = []
+    plan, out = slice_plan(lw, op, lw.dims[id(x)], op.attrs["spec"], op.inputs[1:], code)
+    lw.slices[id(op)] = plan
+    if code:
+        _code(lw, op, lambda: [fn() for fn in code])
+    return [out]
+
+
+def slice_plan(lw, op, dims, spec, dynamic, code: list) -> tuple[list, tuple]:
+    """How ``x[spec]`` of an ``x`` of ``dims`` reads ``x`` (``kernels.slice_index``), and the slice's dims;
+    ``code`` computes run-time bounds and checks them."""
     rank = len(dims)
-    spec = op.attrs["spec"]
-    dynamic = op.inputs[1:]
     consumed = sum(1 for item in spec if item[0] in ("i", "s"))
     items = []
     for item in spec:
@@ -288,7 +299,7 @@ def _strided_slice(lw, op):
         else:
             items.append(item)
     items.extend([("s", None, None, None)] * (rank - sum(1 for i in items if i[0] != "n")))
-    plan, out, code = [], [], []
+    plan, out = [], []
     d = 0
     for item in items:
         if item[0] == "n":
@@ -303,10 +314,7 @@ def _strided_slice(lw, op):
             plan.append(("range", begin, step))
             out.append(count)
         d += 1
-    lw.slices[id(op)] = plan
-    if code:
-        _code(lw, op, lambda: [fn() for fn in code])
-    return [tuple(out)]
+    return plan, tuple(out)
 
 
 def _slice_index(lw, op, k, n: Poly, d: int, dynamic, code) -> tuple:
@@ -498,6 +506,313 @@ def _matmul(lw, op):
     return [tuple(batch) + (ad[-2], bd[-1])]
 
 
+def shape_input_dims(lw, op, t, code: list) -> tuple | None:
+    """The dims a shape tensor ``t`` (an int vector input, e.g. a gradient's ``sizes``) holds: constants,
+    the dims of the tensor a ``Shape`` op measured (the same symbols), or symbols the run-time values are
+    assigned to (checked non-negative) by ``code``."""
+    const = lw.const_value(t)
+    if const is not None:
+        return tuple(Poly.of(int(v)) for v in const.reshape(-1))
+    if t.op.type == "Shape" and id(t.op.inputs[0]) in lw.dims:
+        return lw.dims[id(t.op.inputs[0])]
+    if t.shape.rank != 1 or t.shape.dims[0] is None:
+        return None
+    dims = tuple(lw.new_dim() for _ in range(t.shape.dims[0]))
+
+    def emit():
+        for d, dim in enumerate(dims):
+            v = _value(lw, t, d)
+            lw.emit(Check(f"{v} < 0", lw.message(op, f"dimension {d} of the shape is %lld"), [v]))
+            lw.emit(Assign(str(dim), v))
+    code.append(emit)
+    return dims
+
+
+def _same_dims(lw, op, pairs, what: str, code: list) -> None:
+    """Check at run time that each (actual, expected) pair of dims agrees (symbols that are equal need nothing)."""
+    pairs = [(a, b) for a, b in pairs if a != b]
+    if not pairs:
+        return
+
+    def emit():
+        for a, b in pairs:
+            lw.emit(Check(f"({a}) != ({b})", lw.message(op, f"{what}: a dimension is %lld where %lld was expected"),
+                          [str(a), str(b)]))
+    code.append(emit)
+
+
+# ---------------------------------------------------------------------------
+# Windows of convolutions and pooling (NHWC): rt_window_init (rt_nn.h) computes the geometry at run time.
+
+
+def _window(lw, op, dims, kh: Poly, kw: Poly, f: Poly, code: list) -> tuple[Poly, Poly]:
+    """The output rows and columns of ``op``'s windows over an input of ``dims``; ``code`` fills the
+    ``rt_window`` local the op's kernel takes (``lw.windows[id(op)]``) and fails when a window cannot fit."""
+    n, h, w, c = dims
+    sh, sw = op.attrs["strides"]
+    padding = op.attrs["padding"]
+    out = []
+    for size, k, s in ((h, kh, sh), (w, kw, sw)):
+        if size.const is not None and k.const is not None:
+            count = nn_ops.out_size(size.const, k.const, s, padding)
+            out.append(Poly.of(count) if count > 0 else lw.new_dim())
+        else:
+            out.append(lw.new_dim())
+    oh, ow = out
+    name = lw.local("rt_window", "win")
+    lw.windows[id(op)] = name
+    same = int(padding == "SAME")
+
+    message = f"a %lldx%lld window does not fit in an input of %lldx%lld with padding {padding}"
+
+    def emit():
+        lw.emit(Check(f"rt_window_init(&{name}, {n}, {h}, {w}, {c}, {kh}, {kw}, {f}, {sh}, {sw}, {same}) != 0",
+                      lw.message(op, message), [str(kh), str(kw), str(h), str(w)]))
+        for dim, field in ((oh, "oh"), (ow, "ow")):
+            if dim.const is None:
+                lw.emit(Assign(str(dim), f"{name}.{field}"))
+    code.append(emit)
+    return oh, ow
+
+
+def _conv(lw, op):
+    code: list = []
+    if op.type == "Conv2D":
+        x, w = op.inputs
+        if x.shape.rank != 4 or w.shape.rank != 4:
+            return _opaque(lw, op)
+        dims, (kh, kw, c, f) = lw.dims[id(x)], lw.dims[id(w)]
+        out_dims = None
+    elif op.type == "Conv2DBackpropInput":
+        sizes, w, dy = op.inputs
+        dims = shape_input_dims(lw, op, sizes, code)
+        if dims is None or len(dims) != 4 or w.shape.rank != 4 or dy.shape.rank != 4:
+            return _opaque(lw, op)
+        kh, kw, c, f = lw.dims[id(w)]
+        out_dims = dims
+    else:
+        x, sizes, dy = op.inputs
+        filt = shape_input_dims(lw, op, sizes, code)
+        if filt is None or len(filt) != 4 or x.shape.rank != 4 or dy.shape.rank != 4:
+            return _opaque(lw, op)
+        dims = lw.dims[id(x)]
+        kh, kw, c, f = out_dims = filt
+    _same_dims(lw, op, [(dims[3], c)], "the input's channels do not match the filters'", code)
+    oh, ow = _window(lw, op, dims, kh, kw, f, code)
+    if op.type != "Conv2D":
+        _same_dims(lw, op, zip(lw.dims[id(dy)], (dims[0], oh, ow, f)), "the gradient's shape does not match", code)
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [out_dims or (dims[0], oh, ow, f)]
+
+
+def _pool(lw, op):
+    x = op.inputs[0]
+    if x.shape.rank != 4 or any(t.shape.rank != 4 for t in op.inputs):
+        return _opaque(lw, op)
+    code: list = []
+    dims = lw.dims[id(x)]
+    kh, kw = op.attrs["ksize"]
+    oh, ow = _window(lw, op, dims, Poly.of(kh), Poly.of(kw), dims[3], code)
+    pooled = (dims[0], oh, ow, dims[3])
+    if op.type == "MaxPoolGrad":
+        _same_dims(lw, op, zip(lw.dims[id(op.inputs[1])] + lw.dims[id(op.inputs[2])], pooled + pooled),
+                   "the pooled output or its gradient does not match the input", code)
+    elif op.type == "MaxPoolGradGrad":
+        _same_dims(lw, op, zip(lw.dims[id(op.inputs[1])] + lw.dims[id(op.inputs[2])], pooled + dims),
+                   "the pooled output or the gradient does not match the input", code)
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [dims if op.type == "MaxPoolGrad" else pooled]
+
+
+# ---------------------------------------------------------------------------
+# Broadcasts, one-hot rows, paddings (``kernels.INDEXED``) and the ops that write parts of their output
+# (``scatter``).
+
+
+def _broadcast_to(lw, op):
+    x, shape = op.inputs
+    code: list = []
+    dims = shape_input_dims(lw, op, shape, code)
+    if dims is None or x.shape.rank is None or len(dims) < x.shape.rank:
+        return _opaque(lw, op)
+    xd = lw.dims[id(x)]
+    pending = [(d, a, b) for d, (a, b) in enumerate(zip(xd, dims[len(dims) - len(xd):])) if a != b and a != 1]
+
+    def emit():
+        for d, a, b in pending:
+            lw.emit(Check(f"({a}) != 1 && ({a}) != ({b})", lw.message(
+                op, f"a tensor whose dimension {d} is %lld cannot broadcast to %lld"), [str(a), str(b)]))
+    code.append(emit)
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [dims]
+
+
+def _one_hot(lw, op):
+    dims = list(lw.dims[id(op.inputs[0])])
+    axis = op.attrs["axis"]
+    dims.insert(len(dims) if axis == -1 else axis, Poly.of(op.attrs["depth"]))
+    return [tuple(dims)]
+
+
+def _paddings(lw, op, paddings, rank: int, code: list) -> list | None:
+    """[(before, after)] per dim: constants, or symbols the run-time values go to (checked non-negative)."""
+    const = lw.const_value(paddings)
+    if const is not None:
+        return [(Poly.of(int(b)), Poly.of(int(a))) for b, a in np.asarray(const).reshape(-1, 2)]
+    if paddings.shape.rank != 2 or paddings.shape.dims[0] not in (rank, None):
+        return None
+    pads = [(lw.new_dim(), lw.new_dim()) for _ in range(rank)]
+
+    def emit():
+        if paddings.shape.dims[0] is None:
+            rows = lw.dims[id(paddings)][0]
+            lw.emit(Check(f"({rows}) != {rank}", lw.message(op, f"paddings has %lld rows for a tensor of rank {rank}"),
+                          [str(rows)]))
+        for d, pair in enumerate(pads):
+            for k, sym in enumerate(pair):
+                v = _value(lw, paddings, d, k)
+                lw.emit(Check(f"{v} < 0", lw.message(op, f"paddings must be non-negative, got %lld for dimension {d}"),
+                              [v]))
+                lw.emit(Assign(str(sym), v))
+    code.append(emit)
+    return pads
+
+
+def _pad(lw, op):
+    x = op.inputs[0]
+    if x.shape.rank is None:
+        return _opaque(lw, op)
+    code: list = []
+    dims = lw.dims[id(x)]
+    pads = _paddings(lw, op, op.inputs[1], len(dims), code)
+    if pads is None:
+        return _opaque(lw, op)
+    lw.pads[id(op)] = pads
+    mode = op.attrs["mode"]
+    if mode != "CONSTANT":
+        limit = 1 if mode == "REFLECT" else 0
+        checks = [(d, p, n) for d, (pair, n) in enumerate(zip(pads, dims)) for p in pair
+                  if p.const is None or n.const is None or p.const > n.const - limit]
+
+        def emit():
+            for d, p, n in checks:
+                lw.emit(Check(f"({p}) > ({n}) - {limit}", lw.message(
+                    op, f"a padding of %lld is too large for dimension {d} of size %lld in {mode} mode"),
+                    [str(p), str(n)]))
+        code.append(emit)
+    out = tuple(n + b + a for n, (b, a) in zip(dims, pads))
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [out]
+
+
+def _pad_grad(lw, op):
+    grad = op.inputs[0]
+    if grad.shape.rank is None:
+        return _opaque(lw, op)
+    code: list = []
+    dims = lw.dims[id(grad)]
+    pads = _paddings(lw, op, op.inputs[1], len(dims), code)
+    if pads is None:
+        return _opaque(lw, op)
+    lw.pads[id(op)] = pads
+    out = tuple(n - b - a for n, (b, a) in zip(dims, pads))
+    symbolic = [(d, n) for d, n in enumerate(out) if n.const is None or n.const < 0]
+
+    def emit():
+        for d, n in symbolic:
+            lw.emit(Check(f"({n}) < 0", lw.message(op, f"the paddings are larger than dimension {d} of the gradient")))
+    code.append(emit)
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [out]
+
+
+def _strided_slice_grad(lw, op):
+    shape, grad = op.inputs[0], op.inputs[1]
+    code: list = []
+    dims = shape_input_dims(lw, op, shape, code)
+    if dims is None or grad.shape.rank is None:
+        return _opaque(lw, op)
+    plan, sliced = slice_plan(lw, op, dims, op.attrs["spec"], op.inputs[2:], code)
+    lw.slices[id(op)] = plan
+    gd = lw.dims[id(grad)]
+    if len(gd) != len(sliced):
+        code.append(lambda: lw.emit(Fail(lw.message(op, "the gradient's rank does not match the slice's"))))
+    else:
+        _same_dims(lw, op, zip(gd, sliced), "the gradient's shape does not match the slice's", code)
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [dims]
+
+
+def _segment_sum(lw, op):
+    data, ids, num = op.inputs
+    if data.shape.rank is None or ids.shape.rank is None:
+        return _opaque(lw, op)
+    dd, idd = lw.dims[id(data)], lw.dims[id(ids)]
+    const = lw.const_value(num)
+    code: list = []
+    if const is not None:
+        segments = Poly.of(int(const))
+    else:
+        segments = lw.new_dim()
+
+        def emit():
+            v = _value(lw, num)
+            lw.emit(Check(f"{v} < 0", lw.message(op, "num_segments must be non-negative, got %lld"), [v]))
+            lw.emit(Assign(str(segments), v))
+        code.append(emit)
+    if len(idd) > len(dd):
+        code.append(lambda: lw.emit(Fail(lw.message(op, "the segment ids have more dimensions than the data"))))
+    else:
+        _same_dims(lw, op, zip(idd, dd), "the segment ids do not prefix the data's shape", code)
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [(segments,) + tuple(dd[len(idd):])]
+
+
+def _sum_to_shape(lw, op):
+    grad, shape = op.inputs
+    code: list = []
+    dims = shape_input_dims(lw, op, shape, code)
+    if dims is None or grad.shape.rank is None:
+        return _opaque(lw, op)
+    gd = lw.dims[id(grad)]
+    lead = len(gd) - len(dims)
+    if lead < 0:
+        code.append(lambda: lw.emit(Fail(lw.message(op, "a tensor of lower rank cannot be summed to this shape"))))
+    else:
+        pending = [(d, a, b) for d, (a, b) in enumerate(zip(dims, gd[lead:])) if a != b and a != 1]
+
+        def emit():
+            for d, a, b in pending:
+                lw.emit(Check(f"({a}) != 1 && ({a}) != ({b})", lw.message(
+                    op, f"dimension {d} of the shape is %lld, which does not broadcast to %lld"), [str(a), str(b)]))
+        code.append(emit)
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [dims]
+
+
+def _check_labels(lw, op):
+    labels, logits = op.inputs
+    if labels.shape.rank is None or logits.shape.rank is None:
+        return _opaque(lw, op)
+    code: list = []
+    ld, gd = lw.dims[id(labels)], lw.dims[id(logits)]
+    where = f"\n  [[{op.where().replace('%', '%%')}]]"
+    if len(ld) != len(gd) - 1:
+        text = (f"{op.attrs['op']}: labels of shape {list(labels.shape.dims)} do not match logits of shape "
+                f"{list(logits.shape.dims)}")
+        code.append(lambda: lw.emit(Fail(text.replace("%", "%%") + where)))
+    else:
+        pairs = [(d, a, b) for d, (a, b) in enumerate(zip(ld, gd)) if a != b]
+
+        def emit():
+            for d, a, b in pairs:
+                text = f"{op.attrs['op']}: labels do not match logits: dimension {d} is %lld in the labels and %lld in "
+                lw.emit(Check(f"({a}) != ({b})", f"{text}the logits{where}", [str(a), str(b)]))
+        code.append(emit)
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [tuple(gd[:-1])]
+
+
 def _shape(lw, op):
     return [(Poly.of(len(lw.dims[id(op.inputs[0])])),)] if id(op.inputs[0]) in lw.dims else _opaque(lw, op)
 
@@ -522,6 +837,21 @@ _RULES = {
     "Pack": _concat,
     "MatMul": _matmul,
     "Shape": _shape,
+    "BroadcastTo": _broadcast_to,
+    "CheckLabels": _check_labels,
+    "OneHot": _one_hot,
+    "PadV2": _pad,
+    "MirrorPad": _pad,
+    "PadGrad": _pad_grad,
+    "StridedSliceGrad": _strided_slice_grad,
+    "UnsortedSegmentSum": _segment_sum,
+    "SumToShape": _sum_to_shape,
+    "Conv2D": _conv,
+    "Conv2DBackpropInput": _conv,
+    "Conv2DBackpropFilter": _conv,
+    "MaxPool": _pool,
+    "MaxPoolGrad": _pool,
+    "MaxPoolGradGrad": _pool,
     "Size": lambda lw, op: [()],
     "Rank": lambda lw, op: [()],
 }

@@ -13,6 +13,8 @@ from runtime import optimizer
 from runtime.optimizer import (
     cse, expand_composites, fold_constants, hoist_loop_invariants, optimize, prune, simplify_arithmetic,
 )
+from runtime.executor import run_graph
+from runtime.ops.registry import all_opdefs
 from runtime.optimizer.clone import clone_graph
 
 CASE = {c[0]: c for c in CASES}
@@ -182,6 +184,46 @@ def test_rt_debug_verifies_the_graph_after_every_pass(monkeypatch):
     monkeypatch.setenv("RT_DEBUG", "1")
     with pytest.raises(ValueError, match="after the optimization pass 'breaks_the_graph'"):
         optimize(graph)
+
+
+def test_every_expansion_computes_what_its_kernel_computes():
+    """Each op with ``expand`` (Softmax, LogSoftmax, SparseSoftmaxCrossEntropyWithLogits): the primitive ops give
+    its kernel's results, errors included (a label out of range)."""
+    rng = np.random.default_rng(3)
+    logits = (rng.standard_normal((4, 6)) * 5).astype(np.float32)
+    programs = {
+        "Softmax": (lambda x: rt.nn.softmax(x, axis=0), [logits]),
+        "LogSoftmax": (lambda x: rt.nn.log_softmax(x), [logits]),
+        "SparseSoftmaxCrossEntropyWithLogits": (
+            lambda x, y: rt.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x),
+            [logits, np.array([5, 0, 2, 2], np.int32)]),
+    }
+    expanded = {op_type for op_type, opdef in all_opdefs().items() if opdef.expand is not None}
+    assert expanded == set(programs), "an op with an expansion needs a program here"
+    for op_type, (fn, args) in programs.items():
+        specs = [rt.TensorSpec([None] * (a.ndim - 1) + [a.shape[-1] if a.ndim == 2 else None], rt.as_dtype(a.dtype))
+                 for a in args]          # the classes known: SparseSoftmaxCrossEntropyWithLogits expands
+        graph = rt.function(fn, autograph=False).get_concrete_function(*specs).graph
+        copy, changed = apply_pass(graph, expand_composites)
+        assert changed and count_ops(copy, op_type) == 0, op_type
+        assert_same_results(graph, copy, [args])
+    fn, args = programs["SparseSoftmaxCrossEntropyWithLogits"]
+    graph = rt.function(fn, autograph=False).get_concrete_function(
+        rt.TensorSpec([None, 6], rt.float32), rt.TensorSpec([None], rt.int32)).graph
+    copy, _ = apply_pass(graph, expand_composites)
+    for bad in ([0, 6, 1, 1], [0, 1]):
+        with pytest.raises(rt.errors.InvalidArgumentError, match="SparseSoftmaxCrossEntropyWithLogits"):
+            run_graph(copy, [logits, np.array(bad, np.int32)])
+
+
+def test_an_expansion_may_keep_its_op_whole():
+    @rt.function(autograph=False)
+    def f(x, y):
+        return rt.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x)
+    graph = f.get_concrete_function(rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.int32)).graph
+    copy, changed = apply_pass(graph, expand_composites)
+    assert not changed and count_ops(copy, "SparseSoftmaxCrossEntropyWithLogits") == 1     # classes unknown
+    copy.verify()
 
 
 def test_softmax_expands_into_ops_that_fuse():

@@ -1239,6 +1239,18 @@ def check_sparse_softmax_cross_entropy():
         fn(rt.constant([0, 1]), rt.constant(logits))
 
 
+def check_check_labels():
+    logits = np.zeros((2, 3, 4), np.float32)
+    attrs = {"op": "SparseSoftmaxCrossEntropyWithLogits"}
+    fn = lambda l, x: registry.apply("CheckLabels", [l, x], attrs)  # noqa: E731
+    labels = np.array([[0, 3, 1], [2, 2, 0]], np.int32)
+    assert_matches_numpy(run_both(fn, [rt.constant(labels), rt.constant(logits)], "CheckLabels"), labels)
+    raises_both(fn, [rt.constant([[0, 4, 1], [2, 2, 0]]), rt.constant(logits)], rt.errors.InvalidArgumentError,
+                match=r"SparseSoftmaxCrossEntropyWithLogits: received a label value of 4 .*\[0, 4\)")
+    raises_both(fn, [rt.constant([[0, 1], [2, 2]]), rt.constant(logits)], rt.errors.InvalidArgumentError,
+                match="SparseSoftmaxCrossEntropyWithLogits: labels of shape", relax=False)
+
+
 # ---------------------------------------------------------------------------
 # Regressions of bugs fixed in the op files (each was found by the checks above).
 
@@ -1352,6 +1364,7 @@ CASES.update({
     "MaxPoolGradGrad": check_max_pool_grad_grad,
     "LogSoftmax": check_log_softmax,
     "SparseSoftmaxCrossEntropyWithLogits": check_sparse_softmax_cross_entropy,
+    "CheckLabels": check_check_labels,
 })
 
 

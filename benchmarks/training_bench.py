@@ -1,0 +1,141 @@
+"""SPEC "Second wave": the "training step" and "convolution" classes, against jax.jit and tf.function.
+
+The built functions are in ``benchmarks/training.py``. Every peer starts from the built model's initial
+weights, so the first step's losses agree (the column "max |diff| from built"); each timed call is one more
+step of training (weights and optimizer slots updated in place, as in a training loop).
+
+- training step: the MLP step ``Dense(128, relu) -> Dense(10)``, sparse softmax cross entropy, Adam, on a
+  [256, 784] batch: built ahead of time vs ``jax.jit`` of ``value_and_grad`` plus the same Adam update
+  written in jax (the state passed in and out, as jax users write it), vs ``tf.function`` with tf.keras
+  (the model, loss and optimizer of the guides) and vs ``tf.function`` of the same step hand-written over
+  ``tf.Variable``s. Targets: >= JAX, >= 3x tf.function (tf.keras).
+- convolution: the guide's ``Conv2D(100, 3)`` layer on a [1, 200, 200, 100] image, vs ``tf.function`` of a
+  tf.keras ``Conv2D`` with the same weights. Target: <= 1.5x tf.function.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks import training
+from benchmarks.harness import Bench, Row, bench_class
+
+f32 = np.float32
+BETA_1, BETA_2, EPSILON, LEARNING_RATE = 0.9, 0.999, 1e-7, 1e-3
+
+
+def _batch():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((training.BATCH, training.FEATURES)).astype(f32)
+    y = rng.integers(0, training.CLASSES, training.BATCH).astype(np.int32)
+    return x, y
+
+
+def _adam_jax(jnp, params, grads, m, v, step):
+    """Keras' Adam (bias correction folded into the step size), as ``rt.keras.optimizers.Adam`` computes it."""
+    step = step + 1
+    alpha = LEARNING_RATE * jnp.sqrt(1 - BETA_2 ** step) / (1 - BETA_1 ** step)
+    m = [mi + (g - mi) * (1 - BETA_1) for mi, g in zip(m, grads)]
+    v = [vi + (g * g - vi) * (1 - BETA_2) for vi, g in zip(v, grads)]
+    params = [p - mi * alpha / (jnp.sqrt(vi) + EPSILON) for p, mi, vi in zip(params, m, v)]
+    return params, m, v, step
+
+
+@bench_class("training step")
+def training_step(bench: Bench) -> list[Row]:
+    built = bench.module("training")
+    x, y = _batch()
+    weights = [w.numpy().copy() for w in built.model.trainable_variables]     # every peer starts here
+
+    def jax_version(jax):
+        jnp = jax.numpy
+
+        def loss(params, x, y):
+            w1, b1, w2, b2 = params
+            logits = jax.nn.relu(x @ w1 + b1) @ w2 + b2
+            log_probs = jax.nn.log_softmax(logits)
+            return -jnp.mean(jnp.take_along_axis(log_probs, y[:, None], axis=1))
+
+        @jax.jit
+        def step(params, m, v, count, x, y):
+            value, grads = jax.value_and_grad(loss)(params, x, y)
+            params, m, v, count = _adam_jax(jnp, params, grads, m, v, count)
+            return params, m, v, count, value
+        state = [[jnp.asarray(w) for w in weights], [jnp.zeros(w.shape, f32) for w in weights],
+                 [jnp.zeros(w.shape, f32) for w in weights], jnp.asarray(0.0, f32)]
+        xj, yj = jax.device_put(x), jax.device_put(y)
+
+        def run():
+            *new_state, value = step(*state, xj, yj)
+            state[:] = new_state
+            return value.block_until_ready()
+        return run
+
+    def tf_keras_version(tf):
+        model = tf.keras.Sequential([tf.keras.layers.Dense(training.HIDDEN, activation="relu"),
+                                     tf.keras.layers.Dense(training.CLASSES)])
+        model.build((None, training.FEATURES))
+        model.set_weights(weights)
+        optimizer = tf.keras.optimizers.Adam(learning_rate=LEARNING_RATE)
+        loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        @tf.function
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        xt, yt = tf.constant(x), tf.constant(y)
+        return lambda: step(xt, yt)
+
+    def tf_hand_written(tf):
+        params = [tf.Variable(w) for w in weights]
+        slots = [tf.Variable(np.zeros_like(w)) for w in weights for _ in range(2)]
+        count = tf.Variable(0.0)
+
+        @tf.function
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                w1, b1, w2, b2 = params
+                logits = tf.nn.relu(x @ w1 + b1) @ w2 + b2
+                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            grads = tape.gradient(loss, params)
+            count.assign_add(1.0)
+            alpha = LEARNING_RATE * tf.sqrt(1 - BETA_2 ** count) / (1 - BETA_1 ** count)
+            for p, g, m, v in zip(params, grads, slots[::2], slots[1::2]):
+                m.assign_add((g - m) * (1 - BETA_1))
+                v.assign_add((g * g - v) * (1 - BETA_2))
+                p.assign_sub(m * alpha / (tf.sqrt(v) + EPSILON))
+            return loss
+        xt, yt = tf.constant(x), tf.constant(y)
+        return lambda: step(xt, yt)
+
+    row = bench.measure(f"training step: MLP {training.FEATURES}-{training.HIDDEN}-{training.CLASSES}, batch "
+                        f"{training.BATCH}, forward + backward + Adam", {
+                            "built": lambda: built.train_step(x, y), "jax.jit": jax_version,
+                            "tf.function": tf_keras_version, "tf.function hand-written": tf_hand_written})
+    bench.faster_than(row, "jax.jit", 1.0)
+    bench.faster_than(row, "tf.function", 3.0)
+    bench.faster_than(row, "tf.function hand-written", 3.0)
+    return [row]
+
+
+@bench_class("convolution")
+def convolution(bench: Bench) -> list[Row]:
+    built = bench.module("training")
+    rng = np.random.default_rng(6)
+    image = rng.standard_normal((1, training.IMAGE, training.IMAGE, training.CHANNELS)).astype(f32)
+    kernel, bias = (w.numpy() for w in built.conv_layer.trainable_variables)
+
+    def tf_version(tf):
+        layer = tf.keras.layers.Conv2D(training.FILTERS, 3)
+        layer.build(image.shape)
+        layer.set_weights([kernel, bias])
+        fn = tf.function(lambda x: layer(x))
+        tensor = tf.constant(image)
+        return lambda: fn(tensor)
+
+    row = bench.measure(f"convolution: Conv2D({training.FILTERS}, 3) on [1, {training.IMAGE}, {training.IMAGE}, "
+                        f"{training.CHANNELS}]", {"built": lambda: built.conv(image), "tf.function": tf_version})
+    bench.within(row, "tf.function", 1.5)
+    return [row]
