@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from runtime import context, dtypes
+from runtime.ops.op_def import get_opdef, specs_of
 from runtime.shapes import TensorShape
 from runtime.tensor import EagerTensor, Tensor
 
@@ -201,7 +202,6 @@ class Operation:
         return {k: getattr(self, k) for k in self.__slots__ if k not in ("opdef", "__weakref__")}
 
     def __setstate__(self, state):
-        from runtime.ops.registry import get_opdef
         for key, value in state.items():
             setattr(self, key, value)
         self.opdef = get_opdef(self.type)
@@ -248,7 +248,6 @@ class Graph:
         attrs = attrs or {}
         inputs = [self.internalize(t) for t in inputs]
         if output_specs is None:
-            from runtime.ops.registry import specs_of
             output_specs = opdef.infer(specs_of(inputs), attrs)
         control = ()
         if opdef.stateful or any(isinstance(v, Graph) and v.has_side_effects() for v in attrs.values()):
@@ -266,7 +265,6 @@ class Graph:
         return op
 
     def add_placeholder(self, name: str, dtype, shape) -> SymbolicTensor:
-        from runtime.ops.registry import get_opdef
         op = self.create_op(get_opdef("Placeholder"), [], {"dtype": dtype, "shape": TensorShape(shape)},
                             name=name, output_specs=[(dtype, shape)])
         self.inputs.append(op.outputs[0])
@@ -300,7 +298,6 @@ class Graph:
             hit = self._const_map.get(id(tensor))
             if hit is not None and hit[0] is tensor:
                 return hit[1]
-            from runtime.ops.registry import get_opdef
             value = tensor._value
             op = self.create_op(get_opdef("Const"), [], {"value": ConstValue(value.copy()), "dtype": tensor.dtype},
                                 output_specs=[(tensor.dtype, value.shape)])
@@ -325,7 +322,6 @@ class Graph:
         if hit is not None:
             return hit
         outer = tensor if tensor.op.graph is self.outer_graph else self.outer_graph.capture(tensor)
-        from runtime.ops.registry import get_opdef
         op = self.create_op(get_opdef("Placeholder"), [],
                             {"dtype": tensor.dtype, "shape": tensor.shape},
                             name=f"capture_{tensor.op.name}", output_specs=[(tensor.dtype, tensor.shape)])
@@ -405,7 +401,6 @@ class Graph:
     # -- checking -------------------------------------------------------------
     def verify(self) -> None:
         """Check single assignment, topological order, arity, dtypes and shapes; raise ValueError."""
-        from runtime.ops.registry import get_opdef
         defined: set[int] = set()
         names: set[str] = set()
         for op in self.operations:
@@ -425,7 +420,6 @@ class Graph:
                 if c.graph is not self or c.name not in names:
                     raise ValueError(f"graph {self.name}: control input {c.name} of {op.name} is not earlier")
             if op.type not in ("Placeholder", "Const") and opdef.infer is not None and not opdef.dynamic_infer:
-                from runtime.ops.registry import specs_of
                 expected = opdef.infer(specs_of(op.inputs), op.attrs)
                 got = [(t.dtype, t.shape) for t in op.outputs]
                 if len(expected) != len(got):
