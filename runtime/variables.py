@@ -13,7 +13,8 @@ import numpy as np
 
 from runtime import context, dtypes
 from runtime.ops.gradients import report_variable_gradient
-from runtime.ops.registry import OpDef, apply, convert, gradient, not_differentiable, register
+from runtime.ops.registry import (OpDef, apply, convert, gradient, not_differentiable, register,
+                                  register_tensor_conversion_function)
 from runtime.tensor import EagerTensor, is_symbolic
 
 _ids = itertools.count()
@@ -101,9 +102,6 @@ class Variable:
 
     def numpy(self):
         return self.read_value().numpy()
-
-    def __rt_tensor__(self):
-        return self.read_value()
 
     # -- writing ------------------------------------------------------------
     def _update(self, op_type, value):
@@ -237,3 +235,4 @@ def _read_grad(op, grad):
 
 
 not_differentiable(*op_type_names.values())
+register_tensor_conversion_function(Variable, Variable.read_value)

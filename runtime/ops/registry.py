@@ -9,6 +9,8 @@ Example:
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from runtime import context, dtypes, errors
@@ -87,27 +89,50 @@ def _as_dtype_array(value, dtype: dtypes.DType) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # Argument conversion.
 
+_CONVERSIONS: dict[type, Callable] = {}
+_tensor_like: tuple[type, ...] = (Tensor,)
+
+
+def register_tensor_conversion_function(base_type: type, conversion: Callable) -> None:
+    """Let values of ``base_type`` stand wherever a tensor does (``tf.register_tensor_conversion_function``).
+
+    ``conversion(value)`` gives the tensor that ``value`` stands for; such values have a ``dtype``, as
+    tensors do. ``rt.Variable`` registers here (a read of its value), so the op layer needs no variables.
+    """
+    global _tensor_like
+    _CONVERSIONS[base_type] = conversion
+    _tensor_like = (Tensor, *_CONVERSIONS)
+
+
+def is_tensor_like(value) -> bool:
+    """True for a tensor and for a value of a registered type (a variable)."""
+    return isinstance(value, _tensor_like)
+
+
+def _conversion_of(value) -> Callable:
+    for base in type(value).__mro__:
+        conversion = _CONVERSIONS.get(base)
+        if conversion is not None:
+            return conversion
+    raise TypeError(f"no tensor conversion is registered for {type(value).__name__}")
+
+
 def convert(value, dtype: dtypes.DType | None = None, name: str = "value"):
     """``value`` as a tensor (eager unless already symbolic), of ``dtype`` when given."""
-    from runtime.variables import Variable
-    if isinstance(value, Variable):
-        value = value.read_value()
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not dtype:
             raise TypeError(f"{name}: expected a {dtype} tensor, got {value.dtype} ({value})")
         return value
-    if hasattr(value, "__rt_tensor__"):
-        return convert(value.__rt_tensor__(), dtype, name)
+    if isinstance(value, _tensor_like):
+        return convert(_conversion_of(value)(value), dtype, name)
     if isinstance(value, (list, tuple)) and any(_is_tensor_like(v) for v in value):
-        from runtime.ops import array_ops
-        return array_ops.stack([convert(v, dtype, name) for v in value])
+        return apply("Pack", convert_same("Pack", [convert(v, dtype, name) for v in value]), {"axis": 0})
     array = to_array(value, dtype)
     return EagerTensor(array, dtype)
 
 
 def _is_tensor_like(value) -> bool:
-    from runtime.variables import Variable
-    return isinstance(value, (Tensor, Variable)) or (
+    return isinstance(value, _tensor_like) or (
         isinstance(value, (list, tuple)) and any(_is_tensor_like(v) for v in value))
 
 
@@ -118,10 +143,9 @@ def convert_same(op_name: str, values: list, dtype: dtypes.DType | None = None) 
     others adopt its dtype (``rt.maximum(0., [1, -1])`` is float32). Two tensors of
     different dtypes are a ``TypeError`` naming the op (no implicit promotion).
     """
-    from runtime.variables import Variable
     if dtype is None:
         for v in values:
-            if isinstance(v, (Tensor, Variable)):
+            if isinstance(v, _tensor_like):
                 dtype = v.dtype
                 break
     out = []
@@ -133,7 +157,7 @@ def convert_same(op_name: str, values: list, dtype: dtypes.DType | None = None) 
             try:
                 t = convert(v, dtype)
             except TypeError as e:
-                if isinstance(v, (Tensor, Variable)):
+                if isinstance(v, _tensor_like):
                     others = ", ".join(str(getattr(x, "dtype", type(x).__name__)) for x in values)
                     raise TypeError(
                         f"{op_name}: all inputs must have the same dtype, got {others} "
