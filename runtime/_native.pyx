@@ -15,7 +15,7 @@ from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
 
-from runtime import errors, config
+from runtime import config, context, errors
 
 cnp.import_array()
 
@@ -262,15 +262,17 @@ def trace_exit():
     _active_traces -= 1
 
 
-def set_run_eagerly(bint flag):
-    global _run_eagerly
-    _run_eagerly = flag
-
-
-def forget_threads():
-    """The thread settings changed: read them again on the next call."""
-    global _threads
+def _settings_changed():
+    """``rt.config`` changed: read the eager switch now and the thread counts on the next call."""
+    global _run_eagerly, _threads
+    _run_eagerly = config.functions_run_eagerly()
     _threads = 0
+
+
+# The lower layers tell this module about traces and settings (they do not import it).
+context.set_trace_hooks(trace_enter, trace_exit)
+config.add_listener(_settings_changed)
+_settings_changed()
 
 
 cdef int _inter = 0
