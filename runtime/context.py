@@ -99,6 +99,13 @@ def tracing_stack() -> list:
     return _state.tracing_functions
 
 
+def note_variable_created(variable) -> None:
+    """Tell the Function being traced (if any) that this trace created ``variable`` (the singleton rule)."""
+    stack = _state.tracing_functions
+    if stack:
+        stack[-1][0]._created_variables.append(variable)
+
+
 # ---------------------------------------------------------------------------
 # Gradient tapes. A tape is any object with ``_record(op)``, ``_accessed(variables)``
 # and ``_watches(tensors, variables) -> bool``.

@@ -130,15 +130,6 @@ def _spec_of(value, name=None) -> TensorSpec:
     return TensorSpec(value.shape, value.dtype, name)
 
 
-# ---------------------------------------------------------------------------
-# Variable creation while tracing (the singleton rule).
-
-def note_variable_created(variable) -> None:
-    stack = context.tracing_stack()
-    if stack:
-        stack[-1][0]._created_variables.append(variable)
-
-
 try:
     from runtime._native import FunctionBase as _FunctionBase
 except ImportError:  # not compiled: calls always take the Python path
