@@ -136,6 +136,17 @@ except ImportError:  # not compiled: calls always take the Python path
     _FunctionBase = object
 
 
+# Built extension modules hand each Function their source creates its built signatures: the AOT loader
+# (runtime.aot, a higher layer) sets this hook when a built module imports it.
+_prebuilt_hook = None
+
+
+def set_prebuilt_hook(hook) -> None:
+    """Called by ``runtime.aot`` on import: ``hook(function)`` preloads a new Function's built signatures."""
+    global _prebuilt_hook
+    _prebuilt_hook = hook
+
+
 class Function(_FunctionBase):
     """A polymorphic graph function: ``rt.function(f)``.
 
@@ -182,9 +193,8 @@ class Function(_FunctionBase):
         self.__doc__ = getattr(python_function, "__doc__", None)
         self.__module__ = getattr(python_function, "__module__", None)
         self.__wrapped__ = python_function
-        if _instance is None:
-            from runtime import aot
-            aot.attach_prebuilt(self)
+        if _instance is None and _prebuilt_hook is not None:
+            _prebuilt_hook(self)
 
     # -- binding to instances (methods) ------------------------------------------
     def __get__(self, instance, owner=None):
