@@ -16,7 +16,7 @@ from types import SimpleNamespace as _Namespace
 # own OMP_WAIT_POLICY wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from runtime import config, dtypes, errors
+from runtime import autograph, config, dtypes, errors
 from runtime.context import executing_eagerly, init_scope, inside_function, name_scope
 from runtime.dtypes import (DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int16, int32, int64,
                             string, uint8, variant)
@@ -51,10 +51,3 @@ debugging = _Namespace(assert_equal=_logging_ops.assert_equal, assert_greater=_l
                        assert_less_equal=_logging_ops.assert_less_equal, check_numerics=_logging_ops.check_numerics,
                        Assert=_logging_ops.Assert)
 
-
-def __getattr__(name):
-    # ``rt.autograph`` is imported lazily: it pulls in the source converter.
-    if name == "autograph":
-        import importlib
-        return importlib.import_module("runtime.autograph")
-    raise AttributeError(f"module 'runtime' has no attribute {name!r}")

@@ -16,12 +16,16 @@ import weakref
 
 import numpy as np
 
-from runtime import config, context, errors, jit, nest
+from runtime import autograph, config, context, errors, jit, nest
 from runtime.composite import CompositeValue, composite_key, is_composite, spec_of
+from runtime.dtypes import as_dtype
+from runtime.executor import execute
 from runtime.graph import Graph, SymbolicTensor, copy_graph
 from runtime.ops.functional_ops import call_graph
+from runtime.ops.registry import apply, convert
 from runtime.shapes import TensorSpec
 from runtime.tensor import EagerTensor, Tensor, native_order
+from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
 
 _PRIMITIVES = (int, float, bool, str, bytes, type(None), complex)
@@ -75,7 +79,6 @@ def _np_dtype(np_dtype):
     """rt dtype of a numpy dtype (cached: on the call path)."""
     dtype = _NP_DTYPES.get(np_dtype)
     if dtype is None:
-        from runtime.dtypes import as_dtype
         dtype = _NP_DTYPES[np_dtype] = as_dtype(np_dtype)
     return dtype
 
@@ -131,9 +134,9 @@ def _spec_of(value, name=None) -> TensorSpec:
 
 
 try:
-    from runtime._native import FunctionBase as _FunctionBase
+    from runtime._native import FunctionBase as _FunctionBase, install_fast_call
 except ImportError:  # not compiled: calls always take the Python path
-    _FunctionBase = object
+    _FunctionBase, install_fast_call = object, None
 
 
 # Built extension modules hand each Function their source creates its built signatures: the AOT loader
@@ -224,7 +227,6 @@ class Function(_FunctionBase):
     def _traced_python_function(self):
         if self._converted_fn is None:
             if self._autograph:
-                from runtime import autograph
                 self._converted_fn = autograph.convert(self.python_function)
             else:
                 self._converted_fn = self.python_function
@@ -433,7 +435,6 @@ class Function(_FunctionBase):
                 result = fn(*call_args, **call_kwargs)
                 outputs = _outputs_of(graph, result, self.__name__)
         except Exception as e:
-            from runtime import autograph
             raise autograph.annotate_error(e)
         finally:
             stack.pop()
@@ -522,10 +523,9 @@ def _function_by_reference(module_name: str, path: str) -> "Function":
     return value
 
 
-if _FunctionBase is object:
+if install_fast_call is None:
     Function.__call__ = Function._call_python
 else:
-    from runtime._native import install_fast_call
     install_fast_call(Function)
 
 
@@ -534,7 +534,6 @@ def _to_tensor(value, dtype=None):
         return value
     if isinstance(value, TensorSpec):
         return value
-    from runtime.ops.registry import convert
     return convert(value, dtype)
 
 
@@ -546,9 +545,6 @@ def input_arrays(tensors) -> list:
 
 def _outputs_of(graph, result, name):
     """The traced return value as graph tensors passed through Identity (Python values become constants)."""
-    from runtime.ops.registry import apply, convert
-    from runtime.tensor_array import TensorArray
-
     def leaf(value):
         if value is None:
             return None
@@ -711,7 +707,6 @@ class ConcreteFunction:
     def _call_flat(self, tensors):
         if context.tapes_active():
             return self._pack(_call_recorded(self, tensors))
-        from runtime.executor import execute
         results = execute(self.graph, input_arrays(tensors))
         return self._pack(results)
 

@@ -13,6 +13,7 @@ from runtime.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value,
                                   sqrt, square, subtract, tanh, truediv, unsorted_segment_sum, where)
 from runtime.ops import random_ops  # noqa: F401  (registers the random ops)
 from runtime.tensor import register_operators as _register_operators
+from runtime.tensor_array import TensorArray  # noqa: F401  (with the ops: the runtime operators use rt.TensorArray)
 
 newaxis = None      # ``x[:, rt.newaxis]``, as ``tf.newaxis``
 
