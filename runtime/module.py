@@ -1,6 +1,8 @@
 """``rt.Module``: a base class for objects that hold variables and ``rt.function`` methods."""
 from __future__ import annotations
 
+from runtime.variables import Variable
+
 
 class Module:
     """Holds ``rt.Variable``s as attributes; methods may be ``rt.function``s (traced per instance)."""
@@ -14,7 +16,6 @@ class Module:
 
     @property
     def variables(self) -> tuple:
-        from runtime.variables import Variable
         found, seen = [], set()
 
         def walk(value):
