@@ -36,8 +36,13 @@ from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
 from runtime.backprop import GradientTape
 from runtime import keras
+from runtime import jit as _jit
+from runtime.version import __version__  # noqa: F401
+from transpiler.lazy import lazy_import as _lazy_import
 
-__version__ = "0.1.0"
+# rt.function(jit_compile=True) compiles with transpiler.jit (the code generator, Cython, a C compiler),
+# loaded by the first such trace. This module is the top of the layers: the one place that wires it in.
+_jit.register_compiler(_lazy_import("transpiler.jit"))
 
 random = _Namespace(uniform=_random_ops.uniform, normal=_random_ops.normal)
 nn = _Namespace(relu=_math_ops.relu, softmax=_math_ops.softmax, sigmoid=_math_ops.sigmoid, tanh=_math_ops.tanh,

@@ -41,8 +41,6 @@ from pathlib import Path
 
 import numpy as np
 
-import runtime
-from runtime import jit as registry
 from runtime import nest
 from runtime.cachedir import cache_root
 from runtime.aot import NativeConcreteFunction, _fast_arguments
@@ -50,6 +48,7 @@ from runtime.dtypes import DType
 from runtime.graph import ConstValue, Graph, SymbolicTensor, all_operations
 from runtime.optimizer import optimize
 from runtime.shapes import TensorShape
+from runtime.version import __version__
 from transpiler.build.compile import compile_extension, install_file, write_text_atomically
 from transpiler.codegen import COMPILE_ARGS, KERNELS_DIR, LINK_ARGS, emit_function
 from transpiler.codegen.flags import arch_flags
@@ -134,7 +133,7 @@ def machine_key() -> str:
         digest = hashlib.sha256()
         compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
         for part in (arch_flags(), COMPILE_ARGS, LINK_ARGS, compiler, sysconfig.get_config_var("EXT_SUFFIX"),
-                     sys.version, runtime.__version__, np.__version__):
+                     sys.version, __version__, np.__version__):
             digest.update(repr(part).encode("utf-8"))
         sources = sorted(Path(KERNELS_DIR).glob("*.h")) + sorted(Path(__file__).parent.glob("codegen/*.py")) \
             + [Path(TEMPLATES) / name for name in TEMPLATE_FILES] + [Path(__file__)]
@@ -249,10 +248,8 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")[0]
     if shutil.which(compiler) is None:
         raise _NoCompiler(f"no C compiler ({compiler}) on PATH")
-    try:
-        import Cython  # noqa: F401  (an optional dependency at run time: only compiling needs it)
-    except ImportError:
-        raise _NoCompiler("Cython is not installed") from None
+    if importlib.util.find_spec("Cython") is None:     # an optional dependency at run time: only compiling needs it
+        raise _NoCompiler("Cython is not installed")
     code, variables, report = emit_function(graph, C_NAME)
     handles = _variable_handles(graph)
     position = {id(h): i for i, h in enumerate(handles)}
@@ -283,7 +280,7 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
         data = so.read_bytes()
         write_text_atomically(manifest, json.dumps({
             "key": key, "graph_hash": hash_text, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "python": sys.version.split()[0], "rt": runtime.__version__}))
+            "python": sys.version.split()[0], "rt": __version__}))
     finally:
         shutil.rmtree(build_dir, ignore_errors=True)
 
@@ -379,5 +376,3 @@ def _is_small(graph: Graph, limit: int = 4096) -> bool:
             total += t.shape.num_elements()
     return total <= limit
 
-
-registry.register_compiler(compile_concrete)
