@@ -24,7 +24,7 @@ from types import ModuleType
 
 
 class LazyModule:
-    """Stands for the module ``name``, imported on the first attribute read (then every read goes to it)."""
+    """Stands for the module ``name``, imported on the first read of a public attribute (every read goes to it)."""
 
     __slots__ = ("_name", "_module")
 
@@ -33,6 +33,10 @@ class LazyModule:
         self._module: ModuleType | None = None
 
     def __getattr__(self, attr: str):
+        if attr.startswith("_"):
+            # Tools that probe any object they meet (pytest's fixture scan, inspect) read private and dunder
+            # names: those never load the module. The modules used through this proxy are read by public names.
+            raise AttributeError(f"{attr!r}: a lazy module loads on a public attribute ({self._name})")
         module = self._module
         if module is None:
             module = self._module = importlib.import_module(self._name)

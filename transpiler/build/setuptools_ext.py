@@ -32,7 +32,7 @@ from setuptools.errors import CompileError, SetupError
 
 from transpiler.build.discovery import discover
 from transpiler.build.driver import build
-from transpiler.build.setuptools_hook import RtExtension
+from transpiler.build.extension import RtExtension
 
 __all__ = ["RtExtension", "rt_extensions", "configure"]
 

@@ -13,8 +13,7 @@ import os
 import pickle
 from dataclasses import dataclass, field
 
-import runtime
-from runtime import autograph, nest
+from runtime import autograph, nest, version
 from runtime.graph import all_operations
 from runtime.polymorphic_function import Function
 from runtime.variables import Variable
@@ -26,7 +25,7 @@ from transpiler.lowering import Report, lower_function
 from transpiler import conversion
 from transpiler.codegen.render import render
 
-KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(runtime.__file__)), "kernels")
+KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(version.__file__)), "kernels")     # runtime/kernels
 
 # -fno-strict-aliasing and -fwrapv: generated code relies on neither type-based aliasing nor signed
 # overflow being undefined (integer tensors wrap, as in numpy).
@@ -157,7 +156,7 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
     payload = pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
                             "conversions": _conversions(source_path),
                             "source_hash": hashlib.sha256(source.encode("utf-8")).hexdigest(),
-                            "version": runtime.__version__, "functions": entries}, protocol=4)
+                            "version": version.__version__, "functions": entries}, protocol=4)
     header_name = f"{short}_rt_native.h"
     header = render("native.h.tmpl", source_name=("c_comment", os.path.basename(source_path)),
                     functions=("raw", "\n\n".join(functions_c)),
