@@ -41,7 +41,6 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime import nest
 from runtime.cachedir import cache_root
 from runtime.aot import NativeConcreteFunction, _fast_arguments
 from runtime.dtypes import DType
@@ -50,7 +49,7 @@ from runtime.optimizer import optimize
 from runtime.shapes import TensorShape
 from runtime.version import __version__
 from transpiler.build.compile import compile_extension, install_file, write_text_atomically
-from transpiler.codegen import COMPILE_ARGS, KERNELS_DIR, LINK_ARGS, emit_function
+from transpiler.codegen import COMPILE_ARGS, KERNELS_DIR, LINK_ARGS, emit_function, is_small, remap_outputs
 from transpiler.codegen.flags import arch_flags
 from transpiler.codegen.render import TEMPLATES, render
 
@@ -164,7 +163,7 @@ def compile_concrete(concrete):
     metadata = json.loads(module.METADATA)
     handles = _variable_handles(graph)
     entry = {"graph": graph, "structured_inputs": concrete._structured_inputs,
-             "structured_outputs": _remap_outputs(concrete, graph), "input_specs": concrete._input_specs,
+             "structured_outputs": remap_outputs(concrete, graph), "input_specs": concrete._input_specs,
              "capsule": module.capsule(), "variables": [handles[i] for i in metadata["variables"]],
              "module_globals": {}, "callbacks": metadata["callbacks"], "small": metadata["small"]}
     native = NativeConcreteFunction(function, entry)
@@ -255,7 +254,7 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     position = {id(h): i for i, h in enumerate(handles)}
     hash_text = graph_hash(graph)
     metadata = json.dumps({"variables": [position[id(h)] for h in variables], "callbacks": bool(report.callbacks),
-                           "small": not report.callbacks and _is_small(graph)})
+                           "small": not report.callbacks and is_small(graph)})
     name = so.name.split(".")[0]
     header = f"{name}_native.h"
     files = {
@@ -350,29 +349,3 @@ def _variable_handles(graph: Graph) -> list:
             seen.add(id(handle))
             handles.append(handle)
     return handles
-
-
-def _remap_outputs(concrete, graph: Graph):
-    """The concrete function's output structure over the optimized graph's output tensors."""
-    position = {id(t): i for i, t in enumerate(concrete.graph.outputs)}
-    structure = concrete.structured_outputs
-    if structure is None:
-        return None
-    if not nest.is_sequence(structure):
-        return graph.outputs[position[id(structure)]]
-    return nest.map_structure(lambda t: None if t is None else graph.outputs[position[id(t)]], structure)
-
-
-def _is_small(graph: Graph, limit: int = 4096) -> bool:
-    """Straight-line code over a few static elements: keeping the GIL is cheaper than releasing it
-    (the build's rule)."""
-    total = 0
-    for op in graph.operations:
-        if op.subgraphs() or op.type == "MatMul":
-            return False
-        for t in op.outputs:
-            if not t.shape.is_fully_defined():
-                return False
-            total += t.shape.num_elements()
-    return total <= limit
-

@@ -120,7 +120,7 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                 continue
             index = len(entries)
             graph = optimize(concrete.graph, passes=graph_passes)
-            structured_outputs = _remap_outputs(concrete, graph)
+            structured_outputs = remap_outputs(concrete, graph)
             loops = [] if os.environ.get("RT_DEBUG") else None
             code, variables, function_report = emit_function(graph, f"rt_fn_{index}", debug=loops, **emit_options)
             if loops is not None:
@@ -142,8 +142,8 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                             "structured_outputs": structured_outputs,
                             "input_specs": concrete._input_specs, "variables": list(variables),
                             "callbacks": bool(function_report.callbacks),
-                            "small": not function_report.callbacks and _is_small(graph)})
-            before, after = len(_all_ops(concrete.graph)), len(_all_ops(graph))
+                            "small": not function_report.callbacks and is_small(graph)})
+            before, after = len(all_operations(concrete.graph)), len(all_operations(graph))
             line = f"  {concrete._signature_text()}: {before} nodes, {after} after optimization"
             if function_report.fused:
                 line += f", {function_report.fused} ops fused"
@@ -173,7 +173,7 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                           extra_link_args=list(LINK_ARGS), report=report)
 
 
-def _remap_outputs(concrete, graph):
+def remap_outputs(concrete, graph):
     """The concrete function's output structure over the optimized graph's output tensors."""
     position = {id(t): i for i, t in enumerate(concrete.graph.outputs)}
     structure = concrete.structured_outputs
@@ -184,8 +184,9 @@ def _remap_outputs(concrete, graph):
     return nest.map_structure(lambda t: None if t is None else graph.outputs[position[id(t)]], structure)
 
 
-def _is_small(graph, limit: int = 4096) -> bool:
-    """Straight-line code over a few static elements: the GIL is cheaper to keep than to release."""
+def is_small(graph, limit: int = 4096) -> bool:
+    """Straight-line code over a few static elements: the GIL is cheaper to keep than to release (the
+    rule of the build and of ``jit_compile``)."""
     total = 0
     for op in graph.operations:
         if op.subgraphs() or op.type == "MatMul":
@@ -202,6 +203,3 @@ def _conversions(source_path: str) -> dict:
     return {key: (marshal.dumps(converted.module_code), converted.code)
             for key, converted in conversion.conversions_in_file(source_path).items()}
 
-
-def _all_ops(graph) -> list:
-    return all_operations(graph)
