@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from runtime import autograph, config, context, errors, jit, nest
-from runtime.composite import CompositeValue, composite_key, is_composite, spec_of
+from runtime.composite import CompositeValue, IdentityKey, composite_key, is_composite, spec_of
 from runtime.dtypes import as_dtype
 from runtime.executor import execute
 from runtime.graph import Graph, SymbolicTensor, copy_graph
@@ -29,26 +29,6 @@ from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
 
 _PRIMITIVES = (int, float, bool, str, bytes, type(None), complex)
-
-
-class _IdKey:
-    """An object in a cache key: compares by identity, holds the object weakly when it can."""
-
-    __slots__ = ("ref", "ident", "__weakref__")
-
-    def __init__(self, obj):
-        self.ident = id(obj)
-        try:
-            self.ref = weakref.ref(obj)
-        except TypeError:
-            self.ref = lambda obj=obj: obj
-
-    def __hash__(self):
-        return self.ident
-
-    def __eq__(self, other):
-        return isinstance(other, _IdKey) and self.ident == other.ident and self.ref() is not None \
-            and self.ref() is other.ref()
 
 
 class _WeakLeaf:
@@ -96,12 +76,12 @@ def _leaf_key(value):
     if isinstance(value, _PRIMITIVES):
         return ("py", type(value), value)
     if isinstance(value, Variable):
-        return ("var", _IdKey(value))
+        return ("var", IdentityKey(value))
     if isinstance(value, _WeakLeaf):
         return value.key
     if is_composite(value):
         return composite_key(value)
-    return ("obj", _IdKey(value))
+    return ("obj", IdentityKey(value))
 
 
 def _structure_key(value):
