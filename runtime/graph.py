@@ -226,6 +226,7 @@ class Graph:
         # While a gradient graph is built: maps a tensor of a graph that is not an ancestor (the forward
         # graph being differentiated) to a stand-in usable here (see ``internalize``), or returns None.
         self.resolver = None
+        self.plans: dict = {}              # the executors' plans for this graph (runtime.executor), by kind
 
     # -- building -----------------------------------------------------------
     def unique_name(self, base: str) -> str:
@@ -386,10 +387,13 @@ class Graph:
     def __repr__(self):
         return f"<rt.Graph {self.name!r} with {len(self.operations)} operations>"
 
+    def drop_plans(self) -> None:
+        """Forget the executor plans cached on this graph (after a change to its ops or outputs)."""
+        self.plans = {}
+
     def __getstate__(self):
         state = dict(self.__dict__)
-        for transient in ("_plan", "_generic_plan", "_const_map", "_capture_map", "_last_stateful", "variables",
-                          "resolver"):
+        for transient in ("plans", "_const_map", "_capture_map", "_last_stateful", "variables", "resolver"):
             state.pop(transient, None)
         return state
 
@@ -397,6 +401,7 @@ class Graph:
         self.__dict__.update(state)
         self._const_map, self._capture_map, self._last_stateful, self.variables = {}, {}, None, []
         self.resolver = None
+        self.plans = {}
 
     # -- checking -------------------------------------------------------------
     def verify(self) -> None:

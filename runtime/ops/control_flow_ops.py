@@ -406,8 +406,7 @@ class _ForwardLoop:
         out = SymbolicTensor(op, len(op.outputs), dtype, TensorShape(shape))
         op.outputs = op.outputs + (out,)
         for g in (graph, body, test):
-            for key in ("_plan", "_generic_plan"):
-                g.__dict__.pop(key, None)
+            g.drop_plans()
         return out
 
 

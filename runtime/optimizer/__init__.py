@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from runtime.graph import Graph
-from runtime.optimizer.clone import clone_graph, drop_plans
+from runtime.optimizer.clone import clone_graph
 from runtime.optimizer.cse import cse
 from runtime.optimizer.expand_composites import expand_composites
 from runtime.optimizer.fold_constants import fold_constants
@@ -71,7 +71,7 @@ def optimize(graph: Graph, passes: Iterable[str] | str | None = None) -> Graph:
             if pass_(copy):
                 changed = True
                 for g in subgraphs_first(copy):
-                    drop_plans(g)
+                    g.drop_plans()
             if check:
                 _verify_after(copy, name)
         if not changed:
