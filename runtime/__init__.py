@@ -5,8 +5,8 @@ Example:
     >>> @rt.function
     ... def double(a):
     ...     return a + a
-    >>> print(double(rt.constant(1)))
-    rt.Tensor(2, shape=(), dtype=int32)
+    >>> double(rt.constant(1))
+    <rt.Tensor: shape=(), dtype=int32, numpy=2>
 """
 import os as _os
 from types import SimpleNamespace as _Namespace

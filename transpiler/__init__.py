@@ -5,7 +5,7 @@
     ...     if x > 0:
     ...         x = -x
     ...     return x
-    >>> "rt__.if_stmt" in transpiler.to_code(f)  # doctest: +SKIP
+    >>> "rt__.if_stmt" in transpiler.to_code(f)
     True
 """
 from __future__ import annotations

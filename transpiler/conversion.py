@@ -262,8 +262,12 @@ def to_code(fn) -> str:
 
     Example:
         >>> def f(x):
+        ...     if x > 0:
+        ...         x = -x
         ...     return x
-        >>> print(to_code(f))  # doctest: +SKIP
+        >>> code = to_code(f)
+        >>> code.splitlines()[0], "rt__.if_stmt" in code
+        ('def f(x):', True)
     """
     fn = inspect.unwrap(getattr(fn, "python_function", fn))
     if isinstance(fn, (types.MethodType, staticmethod, classmethod)):

@@ -10,7 +10,7 @@ Example:
     ...     while x > 1:
     ...         x = x // 2
     ...     return x
-    >>> "rt__.while_stmt" in rt.autograph.to_code(f)  # doctest: +SKIP
+    >>> "rt__.while_stmt" in rt.autograph.to_code(f)
     True
 """
 from __future__ import annotations

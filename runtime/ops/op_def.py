@@ -123,10 +123,16 @@ def gradient(*op_types: str) -> Callable:
     nothing depends on), and returns one gradient per input (None where there is none). It builds
     its result with the public op API, so it serves eager tapes and graph tracing alike.
 
-    Example:
-        >>> @gradient("Neg")                      # doctest: +SKIP
-        ... def _neg_grad(op, grad):
-        ...     return [negative(grad)]
+    Example (``math_ops.py``)::
+
+        @gradient("Neg")
+        def _neg_grad(op, grad):
+            return [negative(grad)]
+
+    which the table then holds:
+
+        >>> get_opdef("Neg").grad.__name__
+        '_neg_grad'
     """
     def register_grad(fn: Callable) -> Callable:
         for op_type in op_types:
