@@ -79,7 +79,8 @@ def _run_build(args) -> int:
 
 def _run_graph(args) -> int:
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
-    return _graph.show_graphs(args.target, fmt=args.format, optimize=not args.no_optimize, passes=passes, output=args.output)
+    return _graph.show_graphs(args.target, fmt=args.format, optimize=not args.no_optimize, passes=passes,
+                              output=args.output)
 
 
 def main(argv: list[str] | None = None) -> int:
