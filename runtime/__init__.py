@@ -5,8 +5,8 @@ Example:
     >>> @rt.function
     ... def double(a):
     ...     return a + a
-    >>> print(double(rt.constant(1)))
-    rt.Tensor(2, shape=(), dtype=int32)
+    >>> double(rt.constant(1))
+    <rt.Tensor: shape=(), dtype=int32, numpy=2>
 """
 import os as _os
 from types import SimpleNamespace as _Namespace
@@ -16,7 +16,7 @@ from types import SimpleNamespace as _Namespace
 # own OMP_WAIT_POLICY wins.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from runtime import config, dtypes, errors
+from runtime import autograph, config, dtypes, errors
 from runtime.context import executing_eagerly, init_scope, inside_function, name_scope
 from runtime.dtypes import (DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int16, int32, int64,
                             string, uint8, variant)
@@ -36,8 +36,13 @@ from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
 from runtime.backprop import GradientTape
 from runtime import keras
+from runtime import jit as _jit
+from runtime.version import __version__  # noqa: F401
+from transpiler.lazy import lazy_import as _lazy_import
 
-__version__ = "0.1.0"
+# rt.function(jit_compile=True) compiles with transpiler.jit (the code generator, Cython, a C compiler),
+# loaded by the first such trace. This module is the top of the layers: the one place that wires it in.
+_jit.register_compiler(_lazy_import("transpiler.jit"))
 
 random = _Namespace(uniform=_random_ops.uniform, normal=_random_ops.normal)
 nn = _Namespace(relu=_math_ops.relu, softmax=_math_ops.softmax, sigmoid=_math_ops.sigmoid, tanh=_math_ops.tanh,
@@ -51,10 +56,3 @@ debugging = _Namespace(assert_equal=_logging_ops.assert_equal, assert_greater=_l
                        assert_less_equal=_logging_ops.assert_less_equal, check_numerics=_logging_ops.check_numerics,
                        Assert=_logging_ops.Assert)
 
-
-def __getattr__(name):
-    # ``rt.autograph`` is imported lazily: it pulls in the source converter.
-    if name == "autograph":
-        import importlib
-        return importlib.import_module("runtime.autograph")
-    raise AttributeError(f"module 'runtime' has no attribute {name!r}")

@@ -15,7 +15,7 @@ from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
 
-from runtime import errors, config
+from runtime import config, context, errors
 
 cnp.import_array()
 
@@ -169,6 +169,11 @@ def allocator_capsules():
             PyCapsule_New(<void *>rt_big_free_impl, b"rt_big_free", NULL))
 
 
+# Results at least this big are handed to numpy without a copy (the array owns the arena buffer); a smaller
+# one is copied, which costs less than the capsule that would free it.
+cdef size_t _HANDOVER_MIN_BYTES = 65536
+
+
 cdef object _unpack(rt_tensor *t, int typenum, _CallState state, rt_ctx *ctx=NULL):
     """A numpy array for a result: big arena buffers are handed over (no copy), small ones copied."""
     cdef cnp.ndarray out
@@ -180,7 +185,7 @@ cdef object _unpack(rt_tensor *t, int typenum, _CallState state, rt_ctx *ctx=NUL
     for i in range(t.ndim):
         dims[i] = t.shape[i]
     nbytes = <size_t>rt_numel(t) * rt_itemsize(t.dtype)
-    cdef int kind = rt_detach(ctx, t.data) if ctx != NULL and nbytes >= 65536 else 0
+    cdef int kind = rt_detach(ctx, t.data) if ctx != NULL and nbytes >= _HANDOVER_MIN_BYTES else 0
     if kind:
         out = cnp.PyArray_SimpleNewFromData(t.ndim, dims, typenum, t.data)
         cnp.set_array_base(out, PyCapsule_New(t.data, b"rt_buffer", <PyCapsule_Destructor>(
@@ -262,15 +267,17 @@ def trace_exit():
     _active_traces -= 1
 
 
-def set_run_eagerly(bint flag):
-    global _run_eagerly
-    _run_eagerly = flag
-
-
-def forget_threads():
-    """The thread settings changed: read them again on the next call."""
-    global _threads
+def _settings_changed():
+    """``rt.config`` changed: read the eager switch now and the thread counts on the next call."""
+    global _run_eagerly, _threads
+    _run_eagerly = config.functions_run_eagerly()
     _threads = 0
+
+
+# The lower layers tell this module about traces and settings (they do not import it).
+context.set_trace_hooks(trace_enter, trace_exit)
+config.add_listener(_settings_changed)
+_settings_changed()
 
 
 cdef int _inter = 0

@@ -17,10 +17,12 @@ import pickle
 import re
 import warnings
 
-from runtime import context
+from runtime import autograph, context
+from runtime._native import NativeFunction
 from runtime.cachedir import build_record
 from runtime.graph import SymbolicTensor, all_operations
-from runtime.polymorphic_function import ConcreteFunction, _structure_key
+from runtime.polymorphic_function import ConcreteFunction, _structure_key, input_arrays, set_prebuilt_hook
+from runtime.shapes import TensorSpec
 from runtime.variables import Variable
 
 _PENDING: dict[tuple[str, str], list] = {}
@@ -37,11 +39,7 @@ def install(module_globals: dict, payload: bytes, capsules: list) -> None:
     source, filename = data["source"], data["filename"]
     _warn_if_stale(module_globals, data)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    from runtime import autograph
     autograph.register_prebuilt(data.get("conversions", {}))
-    # what a run-time retrace needs, loaded with the module rather than on the first unseen call
-    import runtime.executor  # noqa: F401
-    import runtime.operators  # noqa: F401
     for entry in data["functions"]:
         entry["capsule"] = capsules[entry["index"]]
         entry["module_globals"] = module_globals
@@ -101,13 +99,12 @@ def changed_inputs(extension: str, module_name: str) -> list[str]:
 
 
 def attach_prebuilt(function) -> None:
-    """Called by ``Function.__init__``: preload the built signatures of this Python function."""
+    """Preload the built signatures of this Python function (``Function.__init__`` calls it: the hook below)."""
     python_function = function.python_function
     key = (getattr(python_function, "__module__", None), getattr(python_function, "__qualname__", None))
     entries = _PENDING.get(key)
     if not entries or function._instance_ref is not None:
         return
-    from runtime.graph import SymbolicTensor
     for entry in entries:
         concrete = NativeConcreteFunction(function, entry)
         function._concrete.append(concrete)
@@ -119,7 +116,6 @@ def attach_prebuilt(function) -> None:
 
 def _fast_arguments(function, structured_inputs):
     """Per positional parameter: True for a tensor, (value,) for a fixed primitive; None if not that simple."""
-    from runtime.shapes import TensorSpec
     params = function._params
     if len(params) != len(structured_inputs) or any(
             p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
@@ -243,7 +239,6 @@ class NativeConcreteFunction(ConcreteFunction):
 
     def _native_function(self, arguments=None):
         if self._native is None:
-            from runtime._native import NativeFunction
             entry = self._entry
 
             def resolve():
@@ -258,7 +253,6 @@ class NativeConcreteFunction(ConcreteFunction):
         return self._native
 
     def _call_flat(self, tensors):
-        from runtime.polymorphic_function import input_arrays
         native = self._native or self._native_function()
         if context.tapes_active():       # recorded as one op (run by the generic executor) for its gradient
             for handle in self._entry["variables"]:
@@ -267,3 +261,6 @@ class NativeConcreteFunction(ConcreteFunction):
             return ConcreteFunction._call_flat(self, tensors)
         results = native.call(input_arrays(tensors))
         return self._pack(results)
+
+
+set_prebuilt_hook(attach_prebuilt)

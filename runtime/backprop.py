@@ -12,7 +12,7 @@ Example:
     >>> with rt.GradientTape() as tape:
     ...     tape.watch(x)
     ...     y = x * x
-    >>> tape.gradient(y, x).numpy()
+    >>> float(tape.gradient(y, x))
     6.0
 """
 from __future__ import annotations

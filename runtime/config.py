@@ -15,11 +15,7 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
     """Make every ``rt.function`` run its Python code eagerly (for debugging)."""
     global _run_eagerly
     _run_eagerly = bool(run_eagerly)
-    try:
-        from runtime import _native
-        _native.set_run_eagerly(_run_eagerly)
-    except ImportError:
-        pass
+    _notify()
 
 
 def functions_run_eagerly() -> bool:
@@ -40,7 +36,7 @@ class threading:  # noqa: N801 - mirrors tf.config.threading
     @staticmethod
     def set_intra_op_parallelism_threads(num_threads: int) -> None:
         threading._intra = int(num_threads)
-        _apply_threads()
+        _notify()
 
     @staticmethod
     def get_intra_op_parallelism_threads() -> int:
@@ -49,7 +45,7 @@ class threading:  # noqa: N801 - mirrors tf.config.threading
     @staticmethod
     def set_inter_op_parallelism_threads(num_threads: int) -> None:
         threading._inter = int(num_threads)
-        _apply_threads()
+        _notify()
 
     @staticmethod
     def get_inter_op_parallelism_threads() -> int:
@@ -97,21 +93,23 @@ def _after_fork_in_child() -> None:
     global _forked_child
     if _pool_may_run:
         _forked_child = True
-        _apply_threads()
+        _notify()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+# Called after any setting changes: the compiled call path (``runtime._native``, a higher layer) keeps
+# copies of the eager switch and the thread counts, and registers here to refresh them.
 _listeners: list = []
 
 
-def _apply_threads() -> None:
-    try:
-        from runtime import _native
-        _native.forget_threads()
-    except ImportError:
-        pass
+def add_listener(listener) -> None:
+    """``listener()`` runs after each change of a setting (``run_functions_eagerly``, thread counts, fork)."""
+    _listeners.append(listener)
+
+
+def _notify() -> None:
     for listener in _listeners:
         listener()

@@ -39,12 +39,19 @@ def executing_eagerly() -> bool:
     return not _state.graphs
 
 
-try:
-    from runtime._native import trace_enter as _trace_enter, trace_exit as _trace_exit
-except ImportError:  # not compiled
-    def _trace_enter():
-        pass
-    _trace_exit = _trace_enter
+def _no_hook() -> None:
+    pass
+
+
+# Told when a graph starts or stops being built and when a tape starts or stops recording: the compiled
+# call path (``runtime._native``, a higher layer) registers its counter here when it is imported.
+_trace_enter = _trace_exit = _no_hook
+
+
+def set_trace_hooks(enter, exit) -> None:
+    """Called by ``runtime._native`` on import: ``enter()``/``exit()`` around every trace and recording tape."""
+    global _trace_enter, _trace_exit
+    _trace_enter, _trace_exit = enter, exit
 
 
 @contextlib.contextmanager
@@ -95,6 +102,13 @@ def current_name_scope() -> str:
 
 def tracing_stack() -> list:
     return _state.tracing_functions
+
+
+def note_variable_created(variable) -> None:
+    """Tell the Function being traced (if any) that this trace created ``variable`` (the singleton rule)."""
+    stack = _state.tracing_functions
+    if stack:
+        stack[-1][0]._created_variables.append(variable)
 
 
 # ---------------------------------------------------------------------------

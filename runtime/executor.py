@@ -71,11 +71,9 @@ def needed_ops(graph: Graph) -> set[int]:
 
 
 def plan_for(graph: Graph, compiled: bool = False) -> Plan:
-    key = "_generic_plan" if compiled else "_plan"
-    plan = graph.__dict__.get(key)
+    plan = graph.plans.get(compiled)
     if plan is None:
-        plan = Plan(graph, compiled)
-        setattr(graph, key, plan)
+        plan = graph.plans[compiled] = Plan(graph, compiled)
     return plan
 
 

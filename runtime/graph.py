@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from runtime import context, dtypes
+from runtime.ops.op_def import get_opdef, specs_of
 from runtime.shapes import TensorShape
 from runtime.tensor import EagerTensor, Tensor
 
@@ -201,7 +202,6 @@ class Operation:
         return {k: getattr(self, k) for k in self.__slots__ if k not in ("opdef", "__weakref__")}
 
     def __setstate__(self, state):
-        from runtime.ops.registry import get_opdef
         for key, value in state.items():
             setattr(self, key, value)
         self.opdef = get_opdef(self.type)
@@ -226,6 +226,7 @@ class Graph:
         # While a gradient graph is built: maps a tensor of a graph that is not an ancestor (the forward
         # graph being differentiated) to a stand-in usable here (see ``internalize``), or returns None.
         self.resolver = None
+        self.plans: dict = {}              # the executors' plans for this graph (runtime.executor), by kind
 
     # -- building -----------------------------------------------------------
     def unique_name(self, base: str) -> str:
@@ -248,7 +249,6 @@ class Graph:
         attrs = attrs or {}
         inputs = [self.internalize(t) for t in inputs]
         if output_specs is None:
-            from runtime.ops.registry import specs_of
             output_specs = opdef.infer(specs_of(inputs), attrs)
         control = ()
         if opdef.stateful or any(isinstance(v, Graph) and v.has_side_effects() for v in attrs.values()):
@@ -266,7 +266,6 @@ class Graph:
         return op
 
     def add_placeholder(self, name: str, dtype, shape) -> SymbolicTensor:
-        from runtime.ops.registry import get_opdef
         op = self.create_op(get_opdef("Placeholder"), [], {"dtype": dtype, "shape": TensorShape(shape)},
                             name=name, output_specs=[(dtype, shape)])
         self.inputs.append(op.outputs[0])
@@ -300,7 +299,6 @@ class Graph:
             hit = self._const_map.get(id(tensor))
             if hit is not None and hit[0] is tensor:
                 return hit[1]
-            from runtime.ops.registry import get_opdef
             value = tensor._value
             op = self.create_op(get_opdef("Const"), [], {"value": ConstValue(value.copy()), "dtype": tensor.dtype},
                                 output_specs=[(tensor.dtype, value.shape)])
@@ -325,7 +323,6 @@ class Graph:
         if hit is not None:
             return hit
         outer = tensor if tensor.op.graph is self.outer_graph else self.outer_graph.capture(tensor)
-        from runtime.ops.registry import get_opdef
         op = self.create_op(get_opdef("Placeholder"), [],
                             {"dtype": tensor.dtype, "shape": tensor.shape},
                             name=f"capture_{tensor.op.name}", output_specs=[(tensor.dtype, tensor.shape)])
@@ -390,10 +387,13 @@ class Graph:
     def __repr__(self):
         return f"<rt.Graph {self.name!r} with {len(self.operations)} operations>"
 
+    def drop_plans(self) -> None:
+        """Forget the executor plans cached on this graph (after a change to its ops or outputs)."""
+        self.plans = {}
+
     def __getstate__(self):
         state = dict(self.__dict__)
-        for transient in ("_plan", "_generic_plan", "_const_map", "_capture_map", "_last_stateful", "variables",
-                          "resolver"):
+        for transient in ("plans", "_const_map", "_capture_map", "_last_stateful", "variables", "resolver"):
             state.pop(transient, None)
         return state
 
@@ -401,11 +401,11 @@ class Graph:
         self.__dict__.update(state)
         self._const_map, self._capture_map, self._last_stateful, self.variables = {}, {}, None, []
         self.resolver = None
+        self.plans = {}
 
     # -- checking -------------------------------------------------------------
     def verify(self) -> None:
         """Check single assignment, topological order, arity, dtypes and shapes; raise ValueError."""
-        from runtime.ops.registry import get_opdef
         defined: set[int] = set()
         names: set[str] = set()
         for op in self.operations:
@@ -425,7 +425,6 @@ class Graph:
                 if c.graph is not self or c.name not in names:
                     raise ValueError(f"graph {self.name}: control input {c.name} of {op.name} is not earlier")
             if op.type not in ("Placeholder", "Const") and opdef.infer is not None and not opdef.dynamic_infer:
-                from runtime.ops.registry import specs_of
                 expected = opdef.infer(specs_of(op.inputs), op.attrs)
                 got = [(t.dtype, t.shape) for t in op.outputs]
                 if len(expected) != len(got):

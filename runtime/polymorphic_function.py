@@ -16,35 +16,19 @@ import weakref
 
 import numpy as np
 
-from runtime import config, context, errors, jit, nest
-from runtime.composite import CompositeValue, composite_key, is_composite, spec_of
+from runtime import autograph, config, context, errors, jit, nest
+from runtime.composite import CompositeValue, IdentityKey, composite_key, is_composite, spec_of
+from runtime.dtypes import as_dtype
+from runtime.executor import execute
 from runtime.graph import Graph, SymbolicTensor, copy_graph
 from runtime.ops.functional_ops import call_graph
+from runtime.ops.registry import apply, convert
 from runtime.shapes import TensorSpec
 from runtime.tensor import EagerTensor, Tensor, native_order
+from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
 
 _PRIMITIVES = (int, float, bool, str, bytes, type(None), complex)
-
-
-class _IdKey:
-    """An object in a cache key: compares by identity, holds the object weakly when it can."""
-
-    __slots__ = ("ref", "ident", "__weakref__")
-
-    def __init__(self, obj):
-        self.ident = id(obj)
-        try:
-            self.ref = weakref.ref(obj)
-        except TypeError:
-            self.ref = lambda obj=obj: obj
-
-    def __hash__(self):
-        return self.ident
-
-    def __eq__(self, other):
-        return isinstance(other, _IdKey) and self.ident == other.ident and self.ref() is not None \
-            and self.ref() is other.ref()
 
 
 class _WeakLeaf:
@@ -75,7 +59,6 @@ def _np_dtype(np_dtype):
     """rt dtype of a numpy dtype (cached: on the call path)."""
     dtype = _NP_DTYPES.get(np_dtype)
     if dtype is None:
-        from runtime.dtypes import as_dtype
         dtype = _NP_DTYPES[np_dtype] = as_dtype(np_dtype)
     return dtype
 
@@ -93,12 +76,12 @@ def _leaf_key(value):
     if isinstance(value, _PRIMITIVES):
         return ("py", type(value), value)
     if isinstance(value, Variable):
-        return ("var", _IdKey(value))
+        return ("var", IdentityKey(value))
     if isinstance(value, _WeakLeaf):
         return value.key
     if is_composite(value):
         return composite_key(value)
-    return ("obj", _IdKey(value))
+    return ("obj", IdentityKey(value))
 
 
 def _structure_key(value):
@@ -130,19 +113,21 @@ def _spec_of(value, name=None) -> TensorSpec:
     return TensorSpec(value.shape, value.dtype, name)
 
 
-# ---------------------------------------------------------------------------
-# Variable creation while tracing (the singleton rule).
-
-def note_variable_created(variable) -> None:
-    stack = context.tracing_stack()
-    if stack:
-        stack[-1][0]._created_variables.append(variable)
-
-
 try:
-    from runtime._native import FunctionBase as _FunctionBase
+    from runtime._native import FunctionBase as _FunctionBase, install_fast_call
 except ImportError:  # not compiled: calls always take the Python path
-    _FunctionBase = object
+    _FunctionBase, install_fast_call = object, None
+
+
+# Built extension modules hand each Function their source creates its built signatures: the AOT loader
+# (runtime.aot, a higher layer) sets this hook when a built module imports it.
+_prebuilt_hook = None
+
+
+def set_prebuilt_hook(hook) -> None:
+    """Called by ``runtime.aot`` on import: ``hook(function)`` preloads a new Function's built signatures."""
+    global _prebuilt_hook
+    _prebuilt_hook = hook
 
 
 class Function(_FunctionBase):
@@ -191,9 +176,8 @@ class Function(_FunctionBase):
         self.__doc__ = getattr(python_function, "__doc__", None)
         self.__module__ = getattr(python_function, "__module__", None)
         self.__wrapped__ = python_function
-        if _instance is None:
-            from runtime import aot
-            aot.attach_prebuilt(self)
+        if _instance is None and _prebuilt_hook is not None:
+            _prebuilt_hook(self)
 
     # -- binding to instances (methods) ------------------------------------------
     def __get__(self, instance, owner=None):
@@ -223,7 +207,6 @@ class Function(_FunctionBase):
     def _traced_python_function(self):
         if self._converted_fn is None:
             if self._autograph:
-                from runtime import autograph
                 self._converted_fn = autograph.convert(self.python_function)
             else:
                 self._converted_fn = self.python_function
@@ -432,7 +415,6 @@ class Function(_FunctionBase):
                 result = fn(*call_args, **call_kwargs)
                 outputs = _outputs_of(graph, result, self.__name__)
         except Exception as e:
-            from runtime import autograph
             raise autograph.annotate_error(e)
         finally:
             stack.pop()
@@ -521,10 +503,9 @@ def _function_by_reference(module_name: str, path: str) -> "Function":
     return value
 
 
-if _FunctionBase is object:
+if install_fast_call is None:
     Function.__call__ = Function._call_python
 else:
-    from runtime._native import install_fast_call
     install_fast_call(Function)
 
 
@@ -533,7 +514,6 @@ def _to_tensor(value, dtype=None):
         return value
     if isinstance(value, TensorSpec):
         return value
-    from runtime.ops.registry import convert
     return convert(value, dtype)
 
 
@@ -545,9 +525,6 @@ def input_arrays(tensors) -> list:
 
 def _outputs_of(graph, result, name):
     """The traced return value as graph tensors passed through Identity (Python values become constants)."""
-    from runtime.ops.registry import apply, convert
-    from runtime.tensor_array import TensorArray
-
     def leaf(value):
         if value is None:
             return None
@@ -710,7 +687,6 @@ class ConcreteFunction:
     def _call_flat(self, tensors):
         if context.tapes_active():
             return self._pack(_call_recorded(self, tensors))
-        from runtime.executor import execute
         results = execute(self.graph, input_arrays(tensors))
         return self._pack(results)
 

@@ -17,11 +17,25 @@ ConcreteFunction's argument, a Python value next to a tensor) follows one rule, 
 from __future__ import annotations
 
 import numbers
+from types import SimpleNamespace
 
 import numpy as np
 
 from runtime import dtypes
 from runtime.shapes import TensorShape
+
+
+# The op functions behind Python's operators on tensors (``add`` for ``+``), from ``register_operators``.
+_operators = SimpleNamespace()
+
+
+def register_operators(**functions) -> None:
+    """Called by ``runtime.ops.api`` on import: ``add=..., less=...`` for ``Tensor.__add__``, ``__lt__`` ...
+
+    Tensors sit below the ops in the layers, so the ops hand their functions down instead of being imported.
+    """
+    for name, function in functions.items():
+        setattr(_operators, name, function)
 
 
 class Tensor:
@@ -32,107 +46,107 @@ class Tensor:
 
     # -- arithmetic -----------------------------------------------------
     def __add__(self, other):
-        return _ops().add(self, other)
+        return _operators.add(self, other)
 
     def __radd__(self, other):
-        return _ops().add(other, self)
+        return _operators.add(other, self)
 
     def __sub__(self, other):
-        return _ops().subtract(self, other)
+        return _operators.subtract(self, other)
 
     def __rsub__(self, other):
-        return _ops().subtract(other, self)
+        return _operators.subtract(other, self)
 
     def __mul__(self, other):
-        return _ops().multiply(self, other)
+        return _operators.multiply(self, other)
 
     def __rmul__(self, other):
-        return _ops().multiply(other, self)
+        return _operators.multiply(other, self)
 
     def __truediv__(self, other):
-        return _ops().divide(self, other)
+        return _operators.divide(self, other)
 
     def __rtruediv__(self, other):
-        return _ops().divide(other, self)
+        return _operators.divide(other, self)
 
     def __floordiv__(self, other):
-        return _ops().floordiv(self, other)
+        return _operators.floordiv(self, other)
 
     def __rfloordiv__(self, other):
-        return _ops().floordiv(other, self)
+        return _operators.floordiv(other, self)
 
     def __mod__(self, other):
-        return _ops().floormod(self, other)
+        return _operators.floormod(self, other)
 
     def __rmod__(self, other):
-        return _ops().floormod(other, self)
+        return _operators.floormod(other, self)
 
     def __pow__(self, other):
-        return _ops().pow(self, other)
+        return _operators.pow(self, other)
 
     def __rpow__(self, other):
-        return _ops().pow(other, self)
+        return _operators.pow(other, self)
 
     def __matmul__(self, other):
-        return _ops().matmul(self, other)
+        return _operators.matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _ops().matmul(other, self)
+        return _operators.matmul(other, self)
 
     def __neg__(self):
-        return _ops().negative(self)
+        return _operators.negative(self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return _ops().abs(self)
+        return _operators.abs(self)
 
     def __invert__(self):
-        return _ops().logical_not(self)
+        return _operators.logical_not(self)
 
     def __and__(self, other):
-        return _ops().logical_and(self, other)
+        return _operators.logical_and(self, other)
 
     def __rand__(self, other):
-        return _ops().logical_and(other, self)
+        return _operators.logical_and(other, self)
 
     def __or__(self, other):
-        return _ops().logical_or(self, other)
+        return _operators.logical_or(self, other)
 
     def __ror__(self, other):
-        return _ops().logical_or(other, self)
+        return _operators.logical_or(other, self)
 
     def __xor__(self, other):
-        return _ops().logical_xor(self, other)
+        return _operators.logical_xor(self, other)
 
     # -- comparisons (elementwise, as in TF2) ------------------------------
     def __lt__(self, other):
-        return _ops().less(self, other)
+        return _operators.less(self, other)
 
     def __le__(self, other):
-        return _ops().less_equal(self, other)
+        return _operators.less_equal(self, other)
 
     def __gt__(self, other):
-        return _ops().greater(self, other)
+        return _operators.greater(self, other)
 
     def __ge__(self, other):
-        return _ops().greater_equal(self, other)
+        return _operators.greater_equal(self, other)
 
     def __eq__(self, other):
         if other is None:
             return False
-        return _ops().equal(self, other)
+        return _operators.equal(self, other)
 
     def __ne__(self, other):
         if other is None:
             return True
-        return _ops().not_equal(self, other)
+        return _operators.not_equal(self, other)
 
     __hash__ = object.__hash__
 
     def __getitem__(self, key):
-        return _ops().strided_slice(self, key)
+        return _operators.strided_slice(self, key)
 
     @property
     def ndim(self) -> int | None:
@@ -140,11 +154,6 @@ class Tensor:
 
     def get_shape(self) -> TensorShape:
         return self.shape
-
-
-def _ops():
-    from runtime.ops import api
-    return api
 
 
 class EagerTensor(Tensor):

@@ -11,9 +11,10 @@ import weakref
 
 import numpy as np
 
-from runtime import context, dtypes
+from runtime import context, dtypes, errors
 from runtime.ops.gradients import report_variable_gradient
-from runtime.ops.registry import OpDef, apply, convert, gradient, not_differentiable, register
+from runtime.ops.registry import (OpDef, apply, convert, gradient, not_differentiable, register,
+                                  register_tensor_conversion_function)
 from runtime.tensor import EagerTensor, is_symbolic
 
 _ids = itertools.count()
@@ -89,7 +90,7 @@ class Variable:
         self.lock = threading.Lock()
         if graph is not None:
             self.handle.created = {"value": self._value.copy(), "trainable": trainable}
-            _note_created(self)
+            context.note_variable_created(self)
 
     # -- reading ------------------------------------------------------------
     def read_value(self):
@@ -101,9 +102,6 @@ class Variable:
 
     def numpy(self):
         return self.read_value().numpy()
-
-    def __rt_tensor__(self):
-        return self.read_value()
 
     # -- writing ------------------------------------------------------------
     def _update(self, op_type, value):
@@ -195,12 +193,6 @@ op_type_names = {"assign": "AssignVariableOp", "assign_add": "AssignAddVariableO
                  "assign_sub": "AssignSubVariableOp"}
 
 
-def _note_created(variable):
-    """Tell the Function being traced (if any) that this trace created a variable."""
-    from runtime import polymorphic_function as function
-    function.note_variable_created(variable)
-
-
 def _var_infer(specs, attrs):
     return [(attrs["dtype"], attrs["shape"].dims)]
 
@@ -216,7 +208,6 @@ def _update_kernel(update):
         with variable.lock:
             new = np.asarray(update(variable._value, inputs[0]), dtype=variable.dtype.np)
             if new.shape != variable._value.shape:
-                from runtime import errors
                 raise errors.InvalidArgumentError(
                     f"Variable {variable.name}: shape {variable._value.shape} cannot change to {new.shape}")
             variable._value = new
@@ -237,3 +228,4 @@ def _read_grad(op, grad):
 
 
 not_differentiable(*op_type_names.values())
+register_tensor_conversion_function(Variable, Variable.read_value)

@@ -1,15 +1,14 @@
 """``python -m transpiler <command> ...``: the command-line interface.
 
 Each command is a module-level ``add_<command>(subparsers)`` function that adds its
-sub-parser and sets ``func``; ``COMMANDS`` lists them. To add a command (``build``,
-``graph``), write ``add_build(subparsers)`` in its own module and append it to
-``COMMANDS`` (or to ``EXTRA_COMMANDS`` by import path, so this file need not import it).
+sub-parser and sets ``func``; ``COMMANDS`` lists them. To add a command, write its
+``add_<command>(subparsers)`` in its own module and append it to ``COMMANDS`` (``build`` and
+``graph`` are in ``transpiler/build/cli.py``, which loads the build driver only when it runs).
 """
 from __future__ import annotations
 
 import argparse
 import ast
-import importlib
 import importlib.util
 import os
 import sys
@@ -17,6 +16,11 @@ from typing import Callable, Sequence
 
 import libcst as cst
 from libcst.metadata import PositionProvider
+
+from transpiler.build.cli import add_build, add_graph
+from transpiler.lazy import lazy_import
+
+conversion = lazy_import("transpiler.conversion")       # the runtime and the converters: only to_code needs them
 
 
 # -- to_code -------------------------------------------------------------------
@@ -107,7 +111,6 @@ def syntax_error(source: str, path: str) -> str | None:
 
 
 def to_code_command(args: argparse.Namespace) -> int:
-    from transpiler.conversion import ConversionError, convert_source
     status = 0
     for target in args.targets:
         path, name = _locate(target)
@@ -125,8 +128,8 @@ def to_code_command(args: argparse.Namespace) -> int:
         for qual, start, end in functions:
             text = "".join(lines[start - 1:end])
             try:
-                code = convert_source(text, path, start).code
-            except ConversionError as e:
+                code = conversion.convert_source(text, path, start).code
+            except conversion.ConversionError as e:
                 print(f"error: {path}:{start}: {qual}: {e}", file=sys.stderr)
                 status = 1
                 continue
@@ -146,9 +149,7 @@ def add_to_code(subparsers) -> None:
 
 # -- the command table ---------------------------------------------------------
 
-COMMANDS: list[Callable] = [add_to_code]
-# Other commands, by "module:function" path, added to the parser if importable (build, graph, ...).
-EXTRA_COMMANDS: list[str] = ["transpiler.build.cli:add_build", "transpiler.build.cli:add_graph"]
+COMMANDS: list[Callable] = [add_to_code, add_build, add_graph]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,13 +159,6 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(subparsers)
-    for path in EXTRA_COMMANDS:
-        module_name, _, func = path.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        getattr(module, func)(subparsers)
     return parser
 
 

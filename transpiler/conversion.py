@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.helpers import parse_template_module
 
-from runtime.autograph import FACTORY, instantiate, is_converted_code, user_function_name  # noqa: F401
+from runtime.autograph.converted_code import FACTORY, OUTER_FACTORY, instantiate
 from runtime.errors import ConversionError, SourceUnavailableError
 from transpiler import origin_info
 from transpiler.converters.asserts import AssertTransformer
@@ -107,12 +107,13 @@ def convert_source(source: str, filename: str = "<string>", first_line: int = 1,
     converted = transform(cst.Module(body=[fn_def]), ctx)
     fn_node = converted.body[0]
     factory = parse_template_module(
-        "def rt__outer_factory():\n"
+        "def {outer}():\n"
         "    pass\n"
-        "    def rt__inner_factory(rt__):\n"
+        "    def {inner}(rt__):\n"
         "        pass\n"
         "        return {name}\n"
-        "    return rt__inner_factory\n", name=cst.Name(fn_node.name.value))
+        "    return {inner}\n",
+        outer=cst.Name(OUTER_FACTORY), inner=cst.Name(FACTORY), name=cst.Name(fn_node.name.value))
     outer = factory.body[0]
     inits = [cst.parse_statement(f"{v} = None") for v in freevars]
     inner = outer.body.body[1]
@@ -262,8 +263,12 @@ def to_code(fn) -> str:
 
     Example:
         >>> def f(x):
+        ...     if x > 0:
+        ...         x = -x
         ...     return x
-        >>> print(to_code(f))  # doctest: +SKIP
+        >>> code = to_code(f)
+        >>> code.splitlines()[0], "rt__.if_stmt" in code
+        ('def f(x):', True)
     """
     fn = inspect.unwrap(getattr(fn, "python_function", fn))
     if isinstance(fn, (types.MethodType, staticmethod, classmethod)):
@@ -271,35 +276,3 @@ def to_code(fn) -> str:
     _check_not_generator(fn)
     source, filename, first_line = _source_of(fn)
     return convert_source(source, filename, first_line, tuple(fn.__code__.co_freevars)).code
-
-
-# ---------------------------------------------------------------------------
-# Errors that point at the user's code
-
-def user_frame(tb) -> tuple[str, int, str] | None:
-    """(file, line, function) of the innermost converted-code frame in a traceback."""
-    found = None
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if is_converted_code(code):
-            found = (code.co_filename, tb.tb_lineno, user_function_name(code))
-        tb = tb.tb_next
-    return found
-
-
-def rewrite_traceback(exc: BaseException) -> BaseException:
-    """Add a note naming the user's file and line where ``exc`` was raised in converted code."""
-    if getattr(exc, "__rt_annotated__", False):
-        return exc
-    where = user_frame(exc.__traceback__)
-    if where is None:
-        return exc
-    filename, line, name = where
-    text = linecache.getline(filename, line).strip()
-    note = f'  File "{filename}", line {line}, in {name}' + (f"\n    {text}" if text else "")
-    try:
-        exc.__rt_annotated__ = True
-        exc.add_note("In the user's code (converted by rt.function):\n" + note)
-    except (AttributeError, TypeError):
-        pass
-    return exc

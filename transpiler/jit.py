@@ -41,17 +41,15 @@ from pathlib import Path
 
 import numpy as np
 
-import runtime
-from runtime import jit as registry
-from runtime import nest
 from runtime.cachedir import cache_root
 from runtime.aot import NativeConcreteFunction, _fast_arguments
 from runtime.dtypes import DType
 from runtime.graph import ConstValue, Graph, SymbolicTensor, all_operations
 from runtime.optimizer import optimize
 from runtime.shapes import TensorShape
+from runtime.version import __version__
 from transpiler.build.compile import compile_extension, install_file, write_text_atomically
-from transpiler.codegen import COMPILE_ARGS, KERNELS_DIR, LINK_ARGS, emit_function
+from transpiler.codegen import COMPILE_ARGS, KERNELS_DIR, LINK_ARGS, emit_function, is_small, remap_outputs
 from transpiler.codegen.flags import arch_flags
 from transpiler.codegen.render import TEMPLATES, render
 
@@ -134,7 +132,7 @@ def machine_key() -> str:
         digest = hashlib.sha256()
         compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
         for part in (arch_flags(), COMPILE_ARGS, LINK_ARGS, compiler, sysconfig.get_config_var("EXT_SUFFIX"),
-                     sys.version, runtime.__version__, np.__version__):
+                     sys.version, __version__, np.__version__):
             digest.update(repr(part).encode("utf-8"))
         sources = sorted(Path(KERNELS_DIR).glob("*.h")) + sorted(Path(__file__).parent.glob("codegen/*.py")) \
             + [Path(TEMPLATES) / name for name in TEMPLATE_FILES] + [Path(__file__)]
@@ -165,7 +163,7 @@ def compile_concrete(concrete):
     metadata = json.loads(module.METADATA)
     handles = _variable_handles(graph)
     entry = {"graph": graph, "structured_inputs": concrete._structured_inputs,
-             "structured_outputs": _remap_outputs(concrete, graph), "input_specs": concrete._input_specs,
+             "structured_outputs": remap_outputs(concrete, graph), "input_specs": concrete._input_specs,
              "capsule": module.capsule(), "variables": [handles[i] for i in metadata["variables"]],
              "module_globals": {}, "callbacks": metadata["callbacks"], "small": metadata["small"]}
     native = NativeConcreteFunction(function, entry)
@@ -249,16 +247,14 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")[0]
     if shutil.which(compiler) is None:
         raise _NoCompiler(f"no C compiler ({compiler}) on PATH")
-    try:
-        import Cython  # noqa: F401  (an optional dependency at run time: only compiling needs it)
-    except ImportError:
-        raise _NoCompiler("Cython is not installed") from None
+    if importlib.util.find_spec("Cython") is None:     # an optional dependency at run time: only compiling needs it
+        raise _NoCompiler("Cython is not installed")
     code, variables, report = emit_function(graph, C_NAME)
     handles = _variable_handles(graph)
     position = {id(h): i for i, h in enumerate(handles)}
     hash_text = graph_hash(graph)
     metadata = json.dumps({"variables": [position[id(h)] for h in variables], "callbacks": bool(report.callbacks),
-                           "small": not report.callbacks and _is_small(graph)})
+                           "small": not report.callbacks and is_small(graph)})
     name = so.name.split(".")[0]
     header = f"{name}_native.h"
     files = {
@@ -283,7 +279,7 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
         data = so.read_bytes()
         write_text_atomically(manifest, json.dumps({
             "key": key, "graph_hash": hash_text, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-            "python": sys.version.split()[0], "rt": runtime.__version__}))
+            "python": sys.version.split()[0], "rt": __version__}))
     finally:
         shutil.rmtree(build_dir, ignore_errors=True)
 
@@ -353,31 +349,3 @@ def _variable_handles(graph: Graph) -> list:
             seen.add(id(handle))
             handles.append(handle)
     return handles
-
-
-def _remap_outputs(concrete, graph: Graph):
-    """The concrete function's output structure over the optimized graph's output tensors."""
-    position = {id(t): i for i, t in enumerate(concrete.graph.outputs)}
-    structure = concrete.structured_outputs
-    if structure is None:
-        return None
-    if not nest.is_sequence(structure):
-        return graph.outputs[position[id(structure)]]
-    return nest.map_structure(lambda t: None if t is None else graph.outputs[position[id(t)]], structure)
-
-
-def _is_small(graph: Graph, limit: int = 4096) -> bool:
-    """Straight-line code over a few static elements: keeping the GIL is cheaper than releasing it
-    (the build's rule)."""
-    total = 0
-    for op in graph.operations:
-        if op.subgraphs() or op.type == "MatMul":
-            return False
-        for t in op.outputs:
-            if not t.shape.is_fully_defined():
-                return False
-            total += t.shape.num_elements()
-    return total <= limit
-
-
-registry.register_compiler(compile_concrete)

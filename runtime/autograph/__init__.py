@@ -10,61 +10,34 @@ Example:
     ...     while x > 1:
     ...         x = x // 2
     ...     return x
-    >>> "rt__.while_stmt" in rt.autograph.to_code(f)  # doctest: +SKIP
+    >>> "rt__.while_stmt" in rt.autograph.to_code(f)
     True
 """
 from __future__ import annotations
 
 import inspect
+import marshal
 import os
 import sys
 import types
 import weakref
 from types import SimpleNamespace
 
+from runtime import operators
+from runtime.autograph.converted_code import instantiate, is_converted_code, rewrite_traceback, user_function_name
 from runtime.errors import ConversionError, SourceUnavailableError
+from runtime.graph import Location, set_location_hook
+from runtime.operators import call_trees
+from transpiler.lazy import lazy_import
+
+# The converter, loaded by the first conversion (libcst is heavy: ``import runtime`` does not need it, and
+# a built module, which embeds its conversions, never does).
+conversion = lazy_import("transpiler.conversion")
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
-# The factory function that converted code is wrapped in (see transpiler.conversion): its name
-# marks converted code objects. Defined here so the runtime never needs the converter for it.
-FACTORY = "rt__inner_factory"
-
 # Conversions embedded in built extension modules: (filename, first line) -> factory module code.
 _prebuilt: dict = {}
-
-
-def is_converted_code(code: types.CodeType) -> bool:
-    return f"{FACTORY}.<locals>." in code.co_qualname
-
-
-def user_function_name(code: types.CodeType) -> str:
-    """``rt__inner_factory.<locals>.f.<locals>.rt__if_body`` -> ``f``."""
-    rest = code.co_qualname.split(f"{FACTORY}.<locals>.", 1)[-1]
-    parts = [p for p in rest.split(".<locals>.") if not p.startswith("rt__")]
-    return parts[-1] if parts else code.co_name
-
-
-def instantiate(module_code: types.CodeType, fn: types.FunctionType, operators_module):
-    """The converted function from its compiled factory module: ``fn``'s globals, closure cells and metadata."""
-    namespace: dict = {}
-    exec(module_code, namespace)
-    proto = namespace["rt__outer_factory"]()
-    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    inner_code = proto.__code__
-    closure = tuple(cells[name] if name in cells else types.CellType(None) for name in inner_code.co_freevars)
-    factory = types.FunctionType(inner_code, fn.__globals__, FACTORY, None, closure or None)
-    new_fn = factory(operators_module)
-    new_fn.__defaults__ = fn.__defaults__
-    new_fn.__kwdefaults__ = fn.__kwdefaults__
-    new_fn.__name__ = fn.__name__
-    new_fn.__qualname__ = fn.__qualname__
-    new_fn.__doc__ = fn.__doc__
-    new_fn.__module__ = fn.__module__
-    new_fn.__dict__.update(fn.__dict__)
-    new_fn.__rt_converted__ = True
-    new_fn.__rt_original__ = fn
-    return new_fn
 
 
 def register_prebuilt(entries: dict) -> None:
@@ -77,13 +50,7 @@ def _from_prebuilt(fn):
     hit = _prebuilt.get((code.co_filename, code.co_firstlineno, code.co_freevars))
     if hit is None:
         return None
-    import marshal
-    return instantiate(marshal.loads(hit[0]), fn, _operators())
-
-
-def _operators():
-    import runtime.operators
-    return runtime.operators
+    return instantiate(marshal.loads(hit[0]), fn, operators)
 
 
 def convert(fn):
@@ -102,16 +69,14 @@ def convert(fn):
     if new is not None:
         _cache[fn] = new
         return new
-    from transpiler.conversion import convert_function
-    from runtime.operators.call_trees import is_library_code
     code = fn.__code__
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         raise NotImplementedError(f"generators are not supported in rt.function: {fn.__qualname__} "
                         f"({code.co_filename}, line {code.co_firstlineno}) uses yield; return a tensor or a list")
-    if is_library_code(fn) or is_converted_code(code):     # nested in converted code: converted with it
+    if call_trees.is_library_code(fn) or is_converted_code(code):     # nested in converted code: converted with it
         return fn
     try:
-        new = convert_function(fn, _operators())
+        new = conversion.convert_function(fn, operators)
     except SourceUnavailableError:
         new = fn                 # nothing to convert (e.g. made by exec): it runs as plain Python
     except Exception as e:
@@ -131,13 +96,11 @@ def to_code(fn) -> str:
     code = getattr(target, "__code__", None)
     if code is not None and (code.co_filename, code.co_firstlineno, code.co_freevars) in _prebuilt:
         return _prebuilt[(code.co_filename, code.co_firstlineno, code.co_freevars)][1]
-    from transpiler.conversion import to_code as _to_code
-    return _to_code(fn)
+    return conversion.to_code(fn)
 
 
 def annotate_error(exc: BaseException) -> BaseException:
     """Add to ``exc`` a note with the user's file and line where converted code raised it; returns ``exc``."""
-    from transpiler.conversion import rewrite_traceback
     return rewrite_traceback(exc)
 
 
@@ -155,14 +118,11 @@ def _location_hook(frame):
     code = frame.f_code
     if not is_converted_code(code):
         return None
-    from runtime.graph import Location
     return Location(code.co_filename, frame.f_lineno, user_function_name(code))
 
 
-try:
-    from runtime.graph import set_location_hook as _set_hook
-    _set_hook(_location_hook)
-except ImportError:  # pragma: no cover - older core
-    pass
+# The lower layers call back into this one: the graph for op locations, converted code to convert callees.
+set_location_hook(_location_hook)
+call_trees.set_converter(convert)
 
 __all__ = ["convert", "to_code", "annotate_error", "experimental", "set_loop_options"]

@@ -14,7 +14,7 @@ import numpy as np
 
 from runtime import dtypes
 from runtime.keras import initializers
-from runtime.module import Module
+from runtime.module import Module, gather_variables
 from runtime.ops import array_ops, math_ops, nn_ops
 from runtime.ops.registry import convert
 from runtime.shapes import as_shape
@@ -98,27 +98,8 @@ class Layer(Module):
         """The trainable variables of this layer and of the layers inside it (none when ``trainable`` is False)."""
         if not self.trainable:
             return ()
-        found: dict[int, Variable] = {}
-
-        def walk(value):
-            if isinstance(value, Variable):
-                if value.trainable:
-                    found.setdefault(id(value), value)
-            elif isinstance(value, Layer):
-                for v in value.trainable_variables:
-                    found.setdefault(id(v), v)
-            elif isinstance(value, Module):
-                for item in vars(value).values():
-                    walk(item)
-            elif isinstance(value, (list, tuple)):
-                for item in value:
-                    walk(item)
-            elif isinstance(value, dict):
-                for item in value.values():
-                    walk(item)
-        for item in vars(self).values():
-            walk(item)
-        return tuple(found.values())
+        return gather_variables(vars(self).values(), keep=lambda v: v.trainable,
+                                held_by=lambda m: m.trainable_variables if isinstance(m, Layer) else None)
 
     trainable_weights = trainable_variables
 

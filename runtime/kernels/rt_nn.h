@@ -250,7 +250,7 @@ RT_DEFINE_CONV(double, float64)
     /* y[n, oh, ow, c] = the maximum of the window (NaN if the window has one, as numpy's maximum) */ \
     static void rt_max_pool_##S(const T *x, T *y, const rt_window *g, int threads) { \
         const int64_t c = g->c; \
-        const int parallel = threads > 1 && g->n * g->oh * g->ow * c >= 65536; \
+        const int parallel = threads > 1 && g->n * g->oh * g->ow * c >= RT_PARALLEL_MIN; \
         _Pragma("omp parallel for schedule(static) num_threads(threads) if(parallel)") \
         for (int64_t row = 0; row < g->n * g->oh; row++) { \
             const int64_t b = row / g->oh, r = row % g->oh; \
@@ -278,7 +278,7 @@ RT_DEFINE_CONV(double, float64)
     static void rt_max_pool_grad_##S(const T *x, const T *y, const T *dy, T *dx, const rt_window *g, int threads) { \
         const int64_t c = g->c; \
         memset(dx, 0, (size_t)(g->n * g->h * g->w * c) * sizeof(T)); \
-        const int parallel = threads > 1 && g->n * g->oh * g->ow * c >= 65536; \
+        const int parallel = threads > 1 && g->n * g->oh * g->ow * c >= RT_PARALLEL_MIN; \
         _Pragma("omp parallel for schedule(static) num_threads(threads) if(parallel)") \
         for (int64_t part = 0; part < g->n * c; part++) { \
             const int64_t b = part / c, k = part % c; \

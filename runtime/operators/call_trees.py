@@ -9,7 +9,7 @@ import sysconfig
 import types
 import weakref
 
-from runtime.autograph import is_converted_code
+from runtime.autograph.converted_code import is_converted_code
 from runtime.operators.control_flow import outer_list_name, where
 from runtime.operators.py_builtins import OVERRIDES
 
@@ -19,6 +19,15 @@ _LIBRARY_DIRS = tuple(p for p in {sysconfig.get_paths().get(k) for k in ("stdlib
                       if p) + (_RUNTIME_DIR + os.sep, _TRANSPILER_DIR + os.sep, sys.prefix + os.sep + "lib")
 
 _converted: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+# The converter (runtime.autograph.convert): autograph imports the operators, so it registers itself here.
+_convert = None
+
+
+def set_converter(convert) -> None:
+    """Called by ``runtime.autograph`` on import: ``convert(fn)`` converts a function that converted code calls."""
+    global _convert
+    _convert = convert
 _LIST_METHODS = {"append", "extend", "insert"}
 
 
@@ -53,8 +62,7 @@ def converted(fn):
         return _converted[fn]
     except KeyError:
         pass
-    from runtime.autograph import convert
-    new = convert(fn)
+    new = _convert(fn)
     _converted[fn] = new
     return new
 

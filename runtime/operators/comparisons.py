@@ -5,22 +5,17 @@ from __future__ import annotations
 import operator
 
 from runtime.operators.logical import and_, not_
-from runtime.tensor import is_symbolic
-
-
-def _rt():
-    import runtime
-    return runtime
+from runtime.ops import api as rt
+from runtime.tensor import is_symbolic, is_tensor
 
 
 def in_(item, container):
     """``item in container``; for a symbolic vector, whether any element equals ``item`` (a bool tensor)."""
-    rt = _rt()
     if is_symbolic(container):
         if container.shape.rank != 1:
             raise TypeError(f"`in` on a symbolic tensor needs a vector, got shape {container.shape} ({container}); "
                             "use rt.reduce_any(rt.equal(...)) with an axis")
-        item = rt.convert_to_tensor(item, container.dtype) if not rt.is_tensor(item) else item
+        item = rt.convert_to_tensor(item, container.dtype) if not is_tensor(item) else item
         if item.shape.rank != 0:
             raise TypeError(f"`in` on a symbolic tensor needs a scalar to look for, got shape {item.shape}")
         return rt.reduce_any(rt.equal(container, item))

@@ -14,13 +14,12 @@ import sys
 import threading
 import weakref
 
+from runtime import context, nest
+from runtime.autograph.converted_code import is_converted_code
+from runtime.graph import Graph
 from runtime.operators.variables import Undefined, UndefinedReturnValue, Untracked, is_undefined
+from runtime.ops import api as rt
 from runtime.tensor import is_symbolic, is_tensor
-
-
-def _rt():
-    import runtime
-    return runtime
 
 
 def _no_state():
@@ -33,7 +32,6 @@ def _no_set_state(_):
 
 def where() -> str:
     """`` (file, line N)`` of the innermost converted-code frame on the stack, for messages."""
-    from runtime.autograph import is_converted_code
     frame = sys._getframe(1)
     while frame is not None:
         if is_converted_code(frame.f_code):
@@ -51,7 +49,6 @@ def _is_python_number(v) -> bool:
 
 
 def _dtype_of(v):
-    rt = _rt()
     if isinstance(v, rt.TensorArray):
         return None
     if is_tensor(v):
@@ -193,7 +190,6 @@ def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
     where_ = where()
     _check_trackable(init, "`if`", where_)
     trace = _IfTrace(init, names, nouts, set_state, get_state, where_)
-    rt = _rt()
     with _located(where_):
         try:
             result = rt.cond(cond, lambda: trace.run_first(body),
@@ -240,7 +236,6 @@ def _check_pair(name, mine, other, this_label, other_label, where_):
         return
     by_branch = {this_label: mine, other_label: other}
     a, b = by_branch["main"], by_branch["else"]
-    rt = _rt()
     if (a is None) != (b is None) and _is_return_value(name):
         raise ValueError(f"this function returns None on some paths and a value on others (the paths meet at this "
                          f"tensor `if`; a `return None` or bare `return` inside a tensor loop also counts); a traced "
@@ -259,7 +254,6 @@ def _check_pair(name, mine, other, this_label, other_label, where_):
 
 
 def _zeros_like(value):
-    rt = _rt()
     if isinstance(value, rt.TensorArray) or value is None:
         return value
     if is_tensor(value):     # from another branch's graph: only its dtype and shape can be used here
@@ -310,7 +304,6 @@ def _outer_lists_of(fn) -> dict[int, str]:
 
 
 def _check_loop_vars(names, values, where_):
-    rt = _rt()
     for name, v in zip(names, values):
         if isinstance(v, list) and not _is_return_value(name):     # (a returned list is a structure)
             raise TypeError(f"'{name}' is a Python list modified in a tensor loop; a tensor loop runs its body "
@@ -327,7 +320,6 @@ def _check_loop_vars(names, values, where_):
 
 
 def _flat_names(names, values):
-    from runtime import nest
     out = []
     for name, v in zip(names, values):
         n = len(nest.flatten(v))
@@ -337,7 +329,6 @@ def _flat_names(names, values):
 
 def _shape_invariants(opts, names, values):
     """``set_loop_options(shape_invariants=[(var, shape), ...])`` matched to the loop variables by identity."""
-    from runtime import nest
     pairs = opts.get("shape_invariants") or ()
     flat = []
     found = False
@@ -363,9 +354,6 @@ def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
     before the loop. Returns, per variable, an initial value of that type (zeros: never read, the loop
     runs at least once or the value is a return value guarded by its flag) and the shape invariant of
     each of its leaves (the probe's shape, where a dim is not static)."""
-    rt = _rt()
-    from runtime import context, nest
-    from runtime.graph import Graph
     outer = context.current_graph()
     scratch = Graph(f"{outer.name}_loop_probe" if outer is not None else "loop_probe", outer)
     try:
@@ -412,7 +400,6 @@ def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
 def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra_vars=(), where_=""):
     """Stage a loop with ``rt.while_loop`` over (extra_vars..., state...). ``test(extra)`` and
     ``body(extra) -> new extra`` see the state through get_state/set_state."""
-    rt = _rt()
     names = list(symbol_names)
     init = list(get_state())
     _check_trackable(init, "loop", where_)
@@ -527,7 +514,6 @@ def _structure(value) -> str:
 
 
 def rt_nest_flatten(values):
-    from runtime import nest
     return nest.flatten(list(values))
 
 
@@ -584,7 +570,6 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
     """``for target in iter_: body(target)`` (while ``extra_test()``); a graph loop over symbolic tensors."""
     get_state, set_state = get_state or _no_state, set_state or _no_set_state
     opts = opts or {}
-    rt = _rt()
     if is_symbolic(iter_):
         _tf_for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts)
         return
@@ -612,7 +597,6 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
 
 
 def _tf_for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
-    rt = _rt()
     where_ = where()
     if iter_.shape.rank == 0:
         raise TypeError(f"cannot iterate over a scalar tensor {iter_}{where_}")
@@ -646,7 +630,6 @@ def _tf_iterable_for_stmt(graph_loop, extra_test, body, get_state, set_state, sy
     ``valid(vars)`` (a scalar bool tensor: is there an element), ``element(vars)`` and
     ``advance(vars)`` (the loop variables of the next element).
     """
-    rt = _rt()
     where_ = where()
 
     def test(extra):

@@ -5,17 +5,14 @@ symbolic tensor, ``b`` is staged in a graph conditional (``rt.cond``), like Auto
 """
 from __future__ import annotations
 
-from runtime.tensor import is_symbolic
-
-
-def _rt():
-    import runtime
-    return runtime
+from runtime import dtypes
+from runtime.ops import api as rt
+from runtime.tensor import is_symbolic, is_tensor
 
 
 def not_(a):
     if is_symbolic(a):
-        return _rt().logical_not(a)
+        return rt.logical_not(a)
     return not a
 
 
@@ -24,7 +21,7 @@ def and_(*thunks):
     for thunk in thunks[1:]:
         if is_symbolic(value):
             rest = thunk
-            value = _rt().cond(value, lambda rest=rest: _to_bool(rest()), lambda: _rt().constant(False))
+            value = rt.cond(value, lambda rest=rest: _to_bool(rest()), lambda: rt.constant(False))
         elif not value:
             return value
         else:
@@ -37,7 +34,7 @@ def or_(*thunks):
     for thunk in thunks[1:]:
         if is_symbolic(value):
             rest = thunk
-            value = _rt().cond(value, lambda: _rt().constant(True), lambda rest=rest: _to_bool(rest()))
+            value = rt.cond(value, lambda: rt.constant(True), lambda rest=rest: _to_bool(rest()))
         elif value:
             return value
         else:
@@ -46,9 +43,8 @@ def or_(*thunks):
 
 
 def _to_bool(value):
-    rt = _rt()
-    if rt.is_tensor(value):
-        if value.dtype is not rt.bool:
+    if is_tensor(value):
+        if value.dtype is not dtypes.bool_:
             raise TypeError(f"`and`/`or` on tensors needs bool tensors, got {value.dtype} ({value})")
         return value
     return rt.constant(bool(value))

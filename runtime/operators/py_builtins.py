@@ -3,20 +3,19 @@ from __future__ import annotations
 
 import builtins
 
+from runtime.ops import api as rt
 from runtime.tensor import is_symbolic
 
 
 def range_(*args):
     """``range(n)`` with a symbolic bound is ``rt.range(n)`` (a tensor loop); otherwise Python's range."""
     if any(is_symbolic(a) for a in args):
-        import runtime as rt
         return rt.range(*args)
     return builtins.range(*[int(a) if hasattr(a, "numpy") else a for a in args])
 
 
 def len_(x):
     """``len(x)``: the static first dimension of a symbolic tensor when known, else ``rt.shape(x)[0]``."""
-    import runtime as rt
     if isinstance(x, rt.TensorArray):
         return x.size()
     if is_symbolic(x):

@@ -12,7 +12,16 @@ from runtime.ops.math_ops import (abs, add, argmax, argmin, cast, clip_by_value,
                                   reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, sigmoid, sign, sin, softmax,
                                   sqrt, square, subtract, tanh, truediv, unsorted_segment_sum, where)
 from runtime.ops import random_ops  # noqa: F401  (registers the random ops)
+from runtime.tensor import register_operators as _register_operators
+from runtime.tensor_array import TensorArray  # noqa: F401  (with the ops: the runtime operators use rt.TensorArray)
 
 newaxis = None      # ``x[:, rt.newaxis]``, as ``tf.newaxis``
+
+# Python's operators on tensors (``x + y``, ``x < y``, ``x[i]``) call these.
+_register_operators(abs=abs, add=add, divide=divide, equal=equal, floordiv=floordiv, floormod=floormod,
+                    greater=greater, greater_equal=greater_equal, less=less, less_equal=less_equal,
+                    logical_and=logical_and, logical_not=logical_not, logical_or=logical_or, logical_xor=logical_xor,
+                    matmul=matmul, multiply=multiply, negative=negative, not_equal=not_equal, pow=pow,
+                    strided_slice=strided_slice, subtract=subtract)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

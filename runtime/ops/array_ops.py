@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from runtime import dtypes, errors
+from runtime import context, dtypes, errors
 from runtime.ops import math_ops
 from runtime.ops.math_ops import reshape_to, shape_tensor, unbroadcast
 from runtime.ops.registry import OpDef, apply, convert, convert_same, gradient, not_differentiable, register
@@ -63,7 +63,6 @@ def constant(value, dtype=None, shape=None, name=None):
             raise TypeError(f"constant: value of {array.size} elements cannot have shape {shape}")
     tensor = EagerTensor(np.array(array, copy=True) if not isinstance(value, np.ndarray) else array.copy(),
                          dtype)
-    from runtime import context
     graph = context.current_graph()
     if graph is not None:
         return graph.internalize(tensor)

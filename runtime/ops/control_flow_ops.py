@@ -12,26 +12,22 @@ import weakref
 import numpy as np
 
 from runtime import context, dtypes, nest
+from runtime.executor import execute
 from runtime.graph import Graph, SymbolicTensor, copy_graph
 from runtime.ops import array_ops, math_ops
 from runtime.ops import gradients
 from runtime.ops.gradients import (backprop, differentiable_dtype, graph_variables_read, or_zeros,
                                    report_variable_gradient)
-from runtime.ops.registry import OpDef, apply, convert, gradient, register
+from runtime.ops.registry import OpDef, apply, convert, get_opdef, gradient, register
 from runtime.shapes import TensorShape, as_shape
 from runtime.tensor import EagerTensor, is_symbolic
 from runtime.tensor_array import TensorArray
 
 
-def _run(graph, feeds):
-    from runtime.executor import execute
-    return execute(graph, feeds)
-
-
 def _if_kernel(inputs, attrs):
     pred = inputs[0]
     branch = attrs["then_branch"] if bool(pred) else attrs["else_branch"]
-    return tuple(_run(branch, list(inputs[1:])))
+    return tuple(execute(branch, list(inputs[1:])))
 
 
 def _while_kernel(inputs, attrs):
@@ -42,14 +38,14 @@ def _while_kernel(inputs, attrs):
     limit = int(inputs[-1]) if attrs["has_max_iter"] else None
     cond, body = attrs["cond"], attrs["body"]
     count = 0
-    while (limit is None or count < limit) and bool(_run(cond, values + captures)[0]):
-        values = list(_run(body, values + captures))
+    while (limit is None or count < limit) and bool(execute(cond, values + captures)[0]):
+        values = list(execute(body, values + captures))
         count += 1
     return tuple(values)
 
 
-register(OpDef("If", "cond", None, _if_kernel, None, foldable=False))
-register(OpDef("While", "while", None, _while_kernel, None, foldable=False))
+_IF = register(OpDef("If", "cond", None, _if_kernel, None, foldable=False))
+_WHILE = register(OpDef("While", "while", None, _while_kernel, None, foldable=False))
 
 
 # ---------------------------------------------------------------------------
@@ -169,23 +165,9 @@ def _unify_captures(graphs):
 
 
 def _dummy(graph, outer):
-    from runtime.ops.registry import get_opdef
     op = graph.create_op(get_opdef("Placeholder"), [], {"dtype": outer.dtype, "shape": outer.shape},
                          name="unused_capture", output_specs=[(outer.dtype, outer.shape)])
     return op.outputs[0]
-
-
-_IF = None
-_WHILE = None
-
-
-def _opdefs():
-    global _IF, _WHILE
-    from runtime.ops.registry import get_opdef
-    _IF, _WHILE = get_opdef("If"), get_opdef("While")
-
-
-_opdefs()
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None, name=None,
@@ -426,8 +408,7 @@ class _ForwardLoop:
         out = SymbolicTensor(op, len(op.outputs), dtype, TensorShape(shape))
         op.outputs = op.outputs + (out,)
         for g in (graph, body, test):
-            for key in ("_plan", "_generic_plan"):
-                g.__dict__.pop(key, None)
+            g.drop_plans()
         return out
 
 

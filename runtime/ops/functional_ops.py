@@ -80,8 +80,7 @@ def _pair_of(forward: Graph) -> _Pair:
         num_outputs = len(forward.outputs)
         first = _build_backward(forward, [k for k, t in enumerate(forward.outputs) if differentiable_dtype(t.dtype)])
         forward.outputs = list(forward.outputs) + [outer for outer, _ in first.graph.captures]
-        for key in ("_plan", "_generic_plan"):
-            forward.__dict__.pop(key, None)
+        forward.drop_plans()
         found = _PAIRS[forward] = _Pair(num_outputs, first)
     return found
 

@@ -6,8 +6,8 @@ import sys
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops.registry import OpDef, apply, convert, gradient, register
-from runtime.tensor import Tensor
+from runtime.ops import math_ops
+from runtime.ops.registry import OpDef, apply, convert, convert_same, gradient, is_tensor_like, register
 
 
 def format_value(array: np.ndarray) -> str:
@@ -60,7 +60,7 @@ def print(*inputs, output_stream=None, sep=" ", end="\n", name=None):
     """
     template, tensors = [], []
     for value in inputs:
-        if isinstance(value, Tensor) or _is_variable(value):
+        if is_tensor_like(value):
             tensors.append(convert(value))
             template.append(None)
         else:
@@ -73,11 +73,6 @@ def print(*inputs, output_stream=None, sep=" ", end="\n", name=None):
         stream = _Stream(output_stream)
     return apply("PrintV2", tensors, {"template": tuple(template), "output_stream": stream,
                                       "sep": sep, "end": end}, name=name)
-
-
-def _is_variable(value):
-    from runtime.variables import Variable
-    return isinstance(value, Variable)
 
 
 def _assert_kernel(inputs, attrs):
@@ -105,7 +100,7 @@ def Assert(condition, data, summarize=None, name=None):
     condition = convert(condition, dtypes.bool_, "Assert: condition")
     template, tensors = [], []
     for value in data:
-        if isinstance(value, Tensor) or _is_variable(value):
+        if is_tensor_like(value):
             tensors.append(convert(value))
             template.append(None)
         else:
@@ -143,8 +138,6 @@ def _check_numerics_grad(op, grad):
 
 def _compare_assert(op, symbol):
     def check(x, y, message=None, summarize=None, name=None):
-        from runtime.ops import math_ops
-        from runtime.ops.registry import convert_same
         x, y = convert_same(f"assert_{op}", [x, y])
         cond = math_ops.reduce_all(getattr(math_ops, op)(x, y))
         text = message + ". " if message else ""

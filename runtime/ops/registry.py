@@ -1,173 +1,23 @@
-"""One table of ops. Each ``OpDef`` gives the dtype/shape rule, the eager numpy kernel, the graph
-node type and what native code needs to know to compute one output element: a scalar C expression
-(elementwise ops and generators), a combiner (reductions) or an index-map family (views). ``apply``
-runs an op eagerly or records it in the graph being traced.
+"""Running an op: ``apply`` runs it eagerly or records it in the graph being traced; argument conversion.
+
+The op table itself (``OpDef``, ``register``, ``get_opdef`` ...) is ``runtime.ops.op_def``, below the graph
+IR; its names are re-exported here, where the op modules (``*_ops.py``) import them from.
 
 Example:
-    >>> get_opdef("AddV2").default_name
-    'add'
-    >>> c_expression(get_opdef("Maximum"), ["a", "b"], [dtypes.float32] * 2, dtypes.float32)
-    '((float)rt_max_float32(a, b))'
+    >>> print(apply("AddV2", [convert(1), convert(2)]))
+    rt.Tensor(3, shape=(), dtype=int32)
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
 from runtime import context, dtypes, errors
 from runtime.graph import Graph
-from runtime.shapes import TensorShape
+from runtime.ops.op_def import (OpDef, Reduction, Spec, all_opdefs, c_expression, constant_value,  # noqa: F401
+                                get_opdef, gradient, not_differentiable, register, specs_of)
 from runtime.tensor import EagerTensor, Tensor, to_array
-
-
-class Spec(NamedTuple):
-    """What inference sees of an input: dtype, shape and, when known while tracing, its value."""
-    dtype: dtypes.DType
-    shape: TensorShape
-    const: Any = None
-
-
-@dataclass(frozen=True)
-class Reduction:
-    """What a reduction op computes over the reduced axes.
-
-    ``combine`` is a C expression of the accumulator ``{0}`` and one element ``{1}`` (like ``c_expr``);
-    ``omp`` the OpenMP reduction operator for the same combination; ``identity`` the start value
-    (``"0"``, ``"1"``), or None when an empty reduction is an error (max, min); ``mean`` divides the total
-    by the number of elements reduced.
-    """
-    combine: str
-    omp: str
-    identity: str | None
-    mean: bool = False
-
-
-@dataclass
-class OpDef:
-    """An op: graph type name, default node name, rules and kernels (see module docstring)."""
-    type: str
-    default_name: str
-    infer: Callable | None                # (list[Spec], attrs) -> list[(dtype, dims)]
-    kernel: Callable | None               # (list[np.ndarray], attrs) -> tuple[np.ndarray, ...]
-    num_inputs: int | None = None         # None: variadic
-    stateful: bool = False                # ordered with other stateful ops of its graph
-    side_effect: bool = False             # runs even when no output is used (print, assert, assign)
-    dynamic_infer: bool = False           # inference uses input values (verify only checks arity)
-    c_expr: str | None = None             # one output element in C: operands {0}, {1} ..., index {i0} ..., type {T}
-    generator: bool = False               # c_expr computes an element from its index and scalar inputs (no broadcast)
-    reduction: Reduction | None = None    # a reduction over attrs["axis"] (attrs["keepdims"])
-    view: str | None = None               # index-map family: an output element is an input element (no arithmetic)
-    expand: Callable | None = None        # composite op: (inputs, attrs) -> outputs built from other ops (graph),
-                                          # or None when this instance stays whole
-    foldable: bool = True                 # constant folding may evaluate it at build time
-    grad: Callable | None = None          # (op, *output_grads) -> input grads; set by @gradient beside the op
-    differentiable: bool = True           # False: explicitly has no gradient (the registry walk skips it)
-
-    @property
-    def elementwise(self) -> bool:
-        """True when each output element is ``c_expr`` of the broadcast input elements at the same index."""
-        return self.c_expr is not None and not self.generator
-
-
-_HELPER = re.compile(r"\brt_(\w+)\(")
-
-
-def c_expression(opdef: OpDef, args: list[str], input_dtypes: list, output_dtype, index: list[str] = ()) -> str:
-    """One output element of an elementwise op or generator, in C: the one expansion of ``c_expr``.
-
-    ``{0}``, ``{1}`` ... become ``args``, ``{i0}`` ... the output index, ``{T}`` the output C type, and the
-    scalar helpers ``rt_f(`` of ``rt_kernels.h`` get the operands' dtype suffix (``rt_max_float32(``).
-    The result is cast to the output C type.
-    """
-    text = opdef.c_expr
-    suffix = (input_dtypes[-1] if input_dtypes else output_dtype).name
-    text = _HELPER.sub(lambda m: f"rt_{m.group(1)}_{suffix}(", text)
-    text = text.replace("{T}", output_dtype.c_type)
-    for i, a in enumerate(index):
-        text = text.replace("{i" + str(i) + "}", a)
-    for i, a in enumerate(args):
-        text = text.replace("{" + str(i) + "}", a)
-    return f"(({output_dtype.c_type}){text})"
-
-
-_REGISTRY: dict[str, OpDef] = {}
-
-
-def register(opdef: OpDef) -> OpDef:
-    if opdef.type in _REGISTRY:
-        raise ValueError(f"op {opdef.type} registered twice")
-    _REGISTRY[opdef.type] = opdef
-    return opdef
-
-
-def get_opdef(op_type: str) -> OpDef:
-    try:
-        return _REGISTRY[op_type]
-    except KeyError:
-        raise errors.UnimplementedError(f"No op named {op_type!r} is registered") from None
-
-
-def all_opdefs() -> dict[str, OpDef]:
-    return dict(_REGISTRY)
-
-
-def gradient(*op_types: str) -> Callable:
-    """Register the decorated function as the gradient of ``op_types`` (``tf.RegisterGradient``).
-
-    The function takes the forward op (an ``Operation``, or a recorded eager op with the same
-    ``type``/``inputs``/``outputs``/``attrs``) and one gradient per output (None for an output
-    nothing depends on), and returns one gradient per input (None where there is none). It builds
-    its result with the public op API, so it serves eager tapes and graph tracing alike.
-
-    Example:
-        >>> @gradient("Neg")                      # doctest: +SKIP
-        ... def _neg_grad(op, grad):
-        ...     return [negative(grad)]
-    """
-    def register_grad(fn: Callable) -> Callable:
-        for op_type in op_types:
-            opdef = get_opdef(op_type)
-            if opdef.grad is not None:
-                raise ValueError(f"gradient of {op_type} registered twice")
-            opdef.grad = fn
-        return fn
-    return register_grad
-
-
-def not_differentiable(*op_types: str) -> None:
-    """Mark ops that have no gradient (``tf.no_gradient``): gradients stop at them, silently."""
-    for op_type in op_types:
-        get_opdef(op_type).differentiable = False
-
-
-# ---------------------------------------------------------------------------
-# Running or recording an op.
-
-def constant_value(tensor) -> np.ndarray | None:
-    """The value of ``tensor`` if it is known without running a graph (eager, Const, static Shape)."""
-    if isinstance(tensor, EagerTensor):
-        return tensor._value
-    op = getattr(tensor, "op", None)
-    if op is None:
-        return None
-    if op.type == "Const":
-        return op.attrs["value"].array
-    if op.type == "Shape" and op.inputs[0].shape.is_fully_defined():
-        return np.array(op.inputs[0].shape.dims, dtype=op.outputs[0].dtype.np)
-    if op.type == "Identity":
-        return constant_value(op.inputs[0])
-    if op.type == "Pack":
-        parts = [constant_value(t) for t in op.inputs]
-        if all(p is not None for p in parts):
-            return np.stack(parts, axis=op.attrs["axis"])
-    return None
-
-
-def specs_of(tensors) -> list[Spec]:
-    return [Spec(t.dtype, t.shape, constant_value(t)) for t in tensors]
 
 
 def apply(op_type: str, inputs: list, attrs: dict | None = None, name: str | None = None):
@@ -175,7 +25,7 @@ def apply(op_type: str, inputs: list, attrs: dict | None = None, name: str | Non
 
     Returns a single tensor for one-output ops, else a tuple.
     """
-    opdef = _REGISTRY[op_type]
+    opdef = get_opdef(op_type)
     attrs = attrs or {}
     graph = context.current_graph()
     if graph is None:
@@ -239,27 +89,50 @@ def _as_dtype_array(value, dtype: dtypes.DType) -> np.ndarray:
 # ---------------------------------------------------------------------------
 # Argument conversion.
 
+_CONVERSIONS: dict[type, Callable] = {}
+_tensor_like: tuple[type, ...] = (Tensor,)
+
+
+def register_tensor_conversion_function(base_type: type, conversion: Callable) -> None:
+    """Let values of ``base_type`` stand wherever a tensor does (``tf.register_tensor_conversion_function``).
+
+    ``conversion(value)`` gives the tensor that ``value`` stands for; such values have a ``dtype``, as
+    tensors do. ``rt.Variable`` registers here (a read of its value), so the op layer needs no variables.
+    """
+    global _tensor_like
+    _CONVERSIONS[base_type] = conversion
+    _tensor_like = (Tensor, *_CONVERSIONS)
+
+
+def is_tensor_like(value) -> bool:
+    """True for a tensor and for a value of a registered type (a variable)."""
+    return isinstance(value, _tensor_like)
+
+
+def _conversion_of(value) -> Callable:
+    for base in type(value).__mro__:
+        conversion = _CONVERSIONS.get(base)
+        if conversion is not None:
+            return conversion
+    raise TypeError(f"no tensor conversion is registered for {type(value).__name__}")
+
+
 def convert(value, dtype: dtypes.DType | None = None, name: str = "value"):
     """``value`` as a tensor (eager unless already symbolic), of ``dtype`` when given."""
-    from runtime.variables import Variable
-    if isinstance(value, Variable):
-        value = value.read_value()
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not dtype:
             raise TypeError(f"{name}: expected a {dtype} tensor, got {value.dtype} ({value})")
         return value
-    if hasattr(value, "__rt_tensor__"):
-        return convert(value.__rt_tensor__(), dtype, name)
+    if isinstance(value, _tensor_like):
+        return convert(_conversion_of(value)(value), dtype, name)
     if isinstance(value, (list, tuple)) and any(_is_tensor_like(v) for v in value):
-        from runtime.ops import array_ops
-        return array_ops.stack([convert(v, dtype, name) for v in value])
+        return apply("Pack", convert_same("Pack", [convert(v, dtype, name) for v in value]), {"axis": 0})
     array = to_array(value, dtype)
     return EagerTensor(array, dtype)
 
 
 def _is_tensor_like(value) -> bool:
-    from runtime.variables import Variable
-    return isinstance(value, (Tensor, Variable)) or (
+    return isinstance(value, _tensor_like) or (
         isinstance(value, (list, tuple)) and any(_is_tensor_like(v) for v in value))
 
 
@@ -270,10 +143,9 @@ def convert_same(op_name: str, values: list, dtype: dtypes.DType | None = None) 
     others adopt its dtype (``rt.maximum(0., [1, -1])`` is float32). Two tensors of
     different dtypes are a ``TypeError`` naming the op (no implicit promotion).
     """
-    from runtime.variables import Variable
     if dtype is None:
         for v in values:
-            if isinstance(v, (Tensor, Variable)):
+            if isinstance(v, _tensor_like):
                 dtype = v.dtype
                 break
     out = []
@@ -285,7 +157,7 @@ def convert_same(op_name: str, values: list, dtype: dtypes.DType | None = None) 
             try:
                 t = convert(v, dtype)
             except TypeError as e:
-                if isinstance(v, (Tensor, Variable)):
+                if isinstance(v, _tensor_like):
                     others = ", ".join(str(getattr(x, "dtype", type(x).__name__)) for x in values)
                     raise TypeError(
                         f"{op_name}: all inputs must have the same dtype, got {others} "

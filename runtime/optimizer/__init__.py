@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from runtime.graph import Graph
-from runtime.optimizer.clone import clone_graph, drop_plans
+from runtime.optimizer.clone import clone_graph
 from runtime.optimizer.cse import cse
 from runtime.optimizer.expand_composites import expand_composites
 from runtime.optimizer.fold_constants import fold_constants
@@ -61,7 +61,7 @@ def optimize(graph: Graph, passes: Iterable[str] | str | None = None) -> Graph:
     """An optimized copy of ``graph``: the ``passes`` (names in ``PASS_NAMES``, default all; a
     comma-separated string is accepted) run in pipeline order until nothing changes (at most
     ``MAX_ROUNDS`` rounds). ``graph`` itself is not modified. With ``RT_DEBUG`` set, ``verify()``
-    checks the graph after every pass that changed it."""
+    checks the graph after every pass (one that says it changed nothing too: it may be wrong)."""
     selected = _select(passes)
     copy = clone_graph(graph)
     check = bool(os.environ.get("RT_DEBUG"))
@@ -71,9 +71,9 @@ def optimize(graph: Graph, passes: Iterable[str] | str | None = None) -> Graph:
             if pass_(copy):
                 changed = True
                 for g in subgraphs_first(copy):
-                    drop_plans(g)
-                if check:
-                    _verify_after(copy, name)
+                    g.drop_plans()
+            if check:
+                _verify_after(copy, name)
         if not changed:
             break
     return copy

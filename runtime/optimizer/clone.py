@@ -18,33 +18,7 @@ Example:
 """
 from __future__ import annotations
 
-import io
-import pickle
-
-from runtime.graph import Graph, Operation, SymbolicTensor
-
-_COPIED = (Graph, Operation, SymbolicTensor, list, dict, tuple, set, str, int, float, bool, type(None))
-
-
-class _Pickler(pickle.Pickler):
-    def __init__(self, file, shared: list):
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.shared = shared
-
-    def persistent_id(self, obj):
-        if type(obj) in _COPIED and not (self.shared and obj is self.shared[0]):
-            return None
-        self.shared.append(obj)
-        return len(self.shared) - 1
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, file, shared: list):
-        super().__init__(file)
-        self.shared = shared
-
-    def persistent_load(self, pid):
-        return self.shared[pid]
+from runtime.graph import Graph, copy_graph
 
 
 def clone_graph(graph: Graph) -> Graph:
@@ -52,21 +26,11 @@ def clone_graph(graph: Graph) -> Graph:
 
     The copy keeps ``outer_graph`` pointing at the original's outer graph (it is shared, not copied).
     """
-    shared: list = [graph.outer_graph]  # shared[0] is kept by reference, not copied
-    buffer = io.BytesIO()
-    _Pickler(buffer, shared).dump(graph)
-    buffer.seek(0)
-    copy = _Unpickler(buffer, shared).load()
+    copy = copy_graph(graph)
     for g in _all_graphs(copy):
         g.finalized = False
-        drop_plans(g)
+        g.drop_plans()
     return copy
-
-
-def drop_plans(graph: Graph) -> None:
-    """Forget the executor plans cached on ``graph`` (they name ops a pass may have removed)."""
-    for key in ("_plan", "_generic_plan"):
-        graph.__dict__.pop(key, None)
 
 
 def _all_graphs(graph: Graph):

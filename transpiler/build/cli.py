@@ -9,7 +9,11 @@ import argparse
 import os
 import sys
 
+from transpiler.lazy import lazy_import
 
+# Loaded when the command runs, so that `--help` and the other commands start fast.
+_driver = lazy_import("transpiler.build.driver")
+_graph = lazy_import("transpiler.build.graph")
 
 def add_parsers(subparsers) -> None:
     """Add ``build`` and ``graph`` to an ``argparse`` subparsers object; each sets ``func``."""
@@ -65,19 +69,18 @@ def _positive_int(text: str) -> int:
 
 
 def _run_build(args) -> int:
-    from transpiler.build.driver import DEFAULT_RENDERER, build
     try:
-        return build(args.paths, outdir=args.outdir, jobs=args.jobs, force=args.force, verbose=args.verbose,
-                     renderer=args.renderer or DEFAULT_RENDERER)
+        return _driver.build(args.paths, outdir=args.outdir, jobs=args.jobs, force=args.force, verbose=args.verbose,
+                            renderer=args.renderer or _driver.DEFAULT_RENDERER)
     except KeyboardInterrupt:  # before any worker started (discovery, hashing)
         print("interrupted", file=sys.stderr)
         return 130
 
 
 def _run_graph(args) -> int:
-    from transpiler.build.graph import show_graphs
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
-    return show_graphs(args.target, fmt=args.format, optimize=not args.no_optimize, passes=passes, output=args.output)
+    return _graph.show_graphs(args.target, fmt=args.format, optimize=not args.no_optimize, passes=passes,
+                              output=args.output)
 
 
 def main(argv: list[str] | None = None) -> int:

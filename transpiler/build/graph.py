@@ -21,9 +21,15 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from runtime.graph import Graph
+from runtime.optimizer import optimize as optimize_graph
+from runtime.polymorphic_function import Function
 from transpiler.build.discovery import module_name_for
 from transpiler.build.hashing import module_file
+from transpiler.build.loading import load_from_source, prefer_sources
 from transpiler.build.pictures import LayoutEngineMissing, Picture, emission_facts, picture_dot, render_html, render_svg
+from transpiler.build.worker import user_location
+from transpiler.codegen import EMITTER_PASSES
 
 
 class TargetError(Exception):
@@ -51,7 +57,6 @@ def locate(target: str, search: list[Path] | None = None) -> tuple[Path, Path, s
 def find_function(module, name: str):
     """The ``rt.Function`` at ``name`` (``f``, ``Class.method``) in ``module``; methods are bound to a fresh
     instance when the class can be created without arguments (needed to trace their input_signature)."""
-    from runtime import Function
     owner, value = None, module
     for part in name.split("."):
         if not hasattr(value, part):
@@ -84,7 +89,6 @@ def _type(tensor) -> str:
 def to_dot(graph, title: str | None = None) -> str:
     """A Graphviz digraph of ``graph``: one node per op (type and name), edges from each input tensor's
     op (labeled with the tensor type), and the subgraphs of ``If``/``While`` as clusters."""
-    from runtime.graph import Graph
     ids: dict[int, str] = {}
 
     def node(op) -> str:
@@ -130,21 +134,11 @@ def to_dot(graph, title: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _optimizer():
-    try:
-        from transpiler import codegen
-    except ImportError:
-        return None
-    return getattr(codegen, "optimize", None)
-
-
 def show_graphs(target: str, fmt: str = "text", optimize: bool = True, passes: list[str] | None = None,
                 out: TextIO | None = None, err: TextIO | None = None, output: str | None = None) -> int:
     """Print every concrete function of ``target`` with its graph (or, with ``output``, write it to that
     file); returns the exit status. ``fmt`` is ``text``, ``dot``, or ``svg``/``html`` (pictures of the graph
     as traced and after optimization, see ``transpiler.build.pictures``)."""
-    from transpiler.build.loading import load_from_source, prefer_sources
-    from transpiler.build.worker import user_location
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -174,11 +168,7 @@ def show_graphs(target: str, fmt: str = "text", optimize: bool = True, passes: l
               f"created when {dotted} was imported (e.g. {name}.get_concrete_function(rt.TensorSpec(...)))",
               file=err)
         return 1
-    optimizer = _optimizer() if optimize else None
-    if optimize and optimizer is None:
-        print("note: no graph optimizer is available yet (transpiler.codegen.optimize); "
-              "showing the graphs as traced", file=err)
-    from transpiler.codegen import EMITTER_PASSES
+    optimizer = optimize_graph if optimize else None
     graph_passes = None if passes is None else [p for p in passes if p not in EMITTER_PASSES]
     emit_options = {p: passes is None or p in passes for p in EMITTER_PASSES}
     blocks, pictures = [], []

@@ -13,12 +13,18 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 import sys
 import sysconfig
 from pathlib import Path
 
+import Cython
+import numpy
+
+from runtime import version
 from transpiler.build.discovery import FactsCache, Import, ModuleInfo
+from transpiler.codegen.render import TEMPLATES
 
 # Compiler environment variables that change the generated object code.
 COMPILER_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "ARCHFLAGS",
@@ -49,9 +55,7 @@ def _tree_files(directory: Path) -> list[Path]:
 
 def toolchain_directories() -> list[Path]:
     """The directories whose code shapes a build: ``runtime/``, ``transpiler/`` and the templates."""
-    import runtime
-    from transpiler.codegen.render import TEMPLATES
-    dirs = [Path(runtime.__file__).resolve().parent, Path(__file__).resolve().parents[1]]
+    dirs = [Path(version.__file__).resolve().parent, Path(__file__).resolve().parents[1]]
     return dirs + [Path(TEMPLATES).resolve()] if Path(TEMPLATES).resolve().parent != dirs[1] else dirs
 
 
@@ -60,18 +64,12 @@ def toolchain_fingerprint(options: dict | None = None) -> str:
 
     ``options`` are the render/compile options of this build (e.g. the renderer used).
     """
-    import importlib.metadata
-
-    import Cython
-    import numpy
-
-    import runtime
     h = hashlib.sha256()
 
     def add(label: str, value) -> None:
         h.update(f"{label}={value}\0".encode())
 
-    add("runtime", getattr(runtime, "__version__", "?"))
+    add("runtime", version.__version__)
     add("python", sys.version)
     add("ext_suffix", sysconfig.get_config_var("EXT_SUFFIX"))
     add("cython", Cython.__version__)

@@ -11,12 +11,13 @@ Name the packages in ``pyproject.toml`` (read by ``transpiler.build.setuptools_h
     build = ["mymodels"]
     include-sources = false
 
-or in ``setup.py``:
+or in ``setup.py``::
 
-    >>> from setuptools import setup                          # doctest: +SKIP
-    >>> from transpiler.build.setuptools_ext import rt_extensions
-    >>> setup(name="mymodels", packages=["mymodels"],
-    ...       ext_modules=rt_extensions(["mymodels"], include_sources=False))
+    from setuptools import setup
+    from transpiler.build.setuptools_ext import rt_extensions
+
+    setup(name="mymodels", packages=["mymodels"],
+          ext_modules=rt_extensions(["mymodels"], include_sources=False))
 
 Either way rt must be importable by the build (``--no-build-isolation``, or rt in ``build-system.requires``);
 the C compiler is needed to build the wheel, not to install or run it.
@@ -32,7 +33,7 @@ from setuptools.errors import CompileError, SetupError
 
 from transpiler.build.discovery import discover
 from transpiler.build.driver import build
-from transpiler.build.setuptools_hook import RtExtension
+from transpiler.build.extension import RtExtension
 
 __all__ = ["RtExtension", "rt_extensions", "configure"]
 

@@ -16,28 +16,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from setuptools import Extension
-
 try:
     import tomllib
 except ImportError:  # Python 3.10
     from setuptools.extern import tomli as tomllib
 
+from transpiler.build.extension import RtExtension
+from transpiler.lazy import lazy_import
+
 TOOL_TABLE = "rt"
 
-
-class RtExtension(Extension):
-    """The extension module of one Python module that defines ``rt.function``s.
-
-    ``sources`` is the module's ``.py`` file: ``python -m transpiler build`` traces it and generates and
-    compiles the extension's code during ``build_ext``. With ``include_sources=False`` the ``.py`` is left
-    out of the built package (the extension is self-contained).
-    """
-
-    def __init__(self, name: str, source: str, include_sources: bool = True):
-        super().__init__(name, [source])
-        self.rt_source = source
-        self.include_sources = include_sources
+# Loaded only by a project that builds rt modules: the build driver, libcst, the runtime.
+setuptools_ext = lazy_import("transpiler.build.setuptools_ext")
 
 
 def read_config(pyproject: Path) -> dict | None:
@@ -74,6 +64,4 @@ def finalize_distribution_options(dist) -> None:
     wanted = any(isinstance(ext, RtExtension) for ext in dist.ext_modules or [])
     if config is None and not wanted:
         return
-    # Loaded here, not at the top: only projects that build rt modules pay for importing the build driver.
-    from transpiler.build import setuptools_ext
     setuptools_ext.configure(dist, config)

@@ -22,6 +22,10 @@ import time
 import traceback
 from pathlib import Path
 
+from transpiler.build.compile import compile_extension, install_file, remove_stale_temporaries, write_text_atomically
+from transpiler.build.hashing import toolchain_directories
+from transpiler.build.loading import load_from_source, prefer_sources
+
 _COMPILER_ERROR = re.compile(r"^\S+\.(?:pyx|pxd|pxi):\d+:\d+: .+|^\S+:\d+:\d+: (?:fatal )?error: .+")
 
 
@@ -38,7 +42,6 @@ def resolve_renderer(spec: str):
 
 
 def _excluded_dirs() -> list[Path]:
-    from transpiler.build.hashing import toolchain_directories
     dirs = list(toolchain_directories())
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         path = sysconfig.get_paths().get(key)
@@ -110,10 +113,6 @@ def _call_renderer(render, module, request: dict, build_dir: Path):
 
 def build(request: dict) -> dict:
     """Build one module as described by ``request``; returns the result record."""
-    from transpiler.build.compile import compile_extension, install_file, remove_stale_temporaries, \
-        write_text_atomically
-    from transpiler.build.loading import load_from_source, prefer_sources
-
     started = time.monotonic()
     keep = bool(os.environ.get("RT_DEBUG"))
     if keep and request.get("debug_dir"):   # a debug build keeps its files in the cache, replacing the last

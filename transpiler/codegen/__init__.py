@@ -14,8 +14,7 @@ import pickle
 import types
 from dataclasses import dataclass, field
 
-import runtime
-from runtime import autograph, nest
+from runtime import autograph, nest, version
 from runtime.graph import all_operations
 from runtime.aot import format_path
 from runtime.polymorphic_function import ConcreteFunction, Function
@@ -28,7 +27,7 @@ from transpiler.lowering import Report, lower_function
 from transpiler import conversion
 from transpiler.codegen.render import render
 
-KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(runtime.__file__)), "kernels")
+KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(version.__file__)), "kernels")     # runtime/kernels
 
 # -fno-strict-aliasing and -fwrapv: generated code relies on neither type-based aliasing nor signed
 # overflow being undefined (integer tensors wrap, as in numpy).
@@ -159,7 +158,7 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                 continue
             index = len(entries)
             graph = optimize(concrete.graph, passes=graph_passes)
-            structured_outputs = _remap_outputs(concrete, graph)
+            structured_outputs = remap_outputs(concrete, graph)
             loops = [] if os.environ.get("RT_DEBUG") else None
             code, variables, function_report = emit_function(graph, f"rt_fn_{index}", debug=loops, **emit_options)
             if loops is not None:
@@ -181,8 +180,8 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                             "structured_outputs": structured_outputs,
                             "input_specs": concrete._input_specs, "variables": list(variables),
                             "callbacks": bool(function_report.callbacks),
-                            "small": not function_report.callbacks and _is_small(graph)})
-            before, after = len(_all_ops(concrete.graph)), len(_all_ops(graph))
+                            "small": not function_report.callbacks and is_small(graph)})
+            before, after = len(all_operations(concrete.graph)), len(all_operations(graph))
             line = f"  {concrete._signature_text()}: {before} nodes, {after} after optimization"
             if function_report.fused:
                 line += f", {function_report.fused} ops fused"
@@ -195,7 +194,7 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
     payload = pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
                             "conversions": _conversions(source_path),
                             "source_hash": hashlib.sha256(source.encode("utf-8")).hexdigest(),
-                            "version": runtime.__version__, "functions": entries}, protocol=4)
+                            "version": version.__version__, "functions": entries}, protocol=4)
     header_name = f"{short}_rt_native.h"
     header = render("native.h.tmpl", source_name=("c_comment", os.path.basename(source_path)),
                     functions=("raw", "\n\n".join(functions_c)),
@@ -212,7 +211,7 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                           extra_link_args=list(LINK_ARGS), report=report)
 
 
-def _remap_outputs(concrete, graph):
+def remap_outputs(concrete, graph):
     """The concrete function's output structure over the optimized graph's output tensors."""
     position = {id(t): i for i, t in enumerate(concrete.graph.outputs)}
     structure = concrete.structured_outputs
@@ -223,8 +222,9 @@ def _remap_outputs(concrete, graph):
     return nest.map_structure(lambda t: None if t is None else graph.outputs[position[id(t)]], structure)
 
 
-def _is_small(graph, limit: int = 4096) -> bool:
-    """Straight-line code over a few static elements: the GIL is cheaper to keep than to release."""
+def is_small(graph, limit: int = 4096) -> bool:
+    """Straight-line code over a few static elements: the GIL is cheaper to keep than to release (the
+    rule of the build and of ``jit_compile``)."""
     total = 0
     for op in graph.operations:
         if op.subgraphs() or op.type == "MatMul":
@@ -241,6 +241,3 @@ def _conversions(source_path: str) -> dict:
     return {key: (marshal.dumps(converted.module_code), converted.code)
             for key, converted in conversion.conversions_in_file(source_path).items()}
 
-
-def _all_ops(graph) -> list:
-    return all_operations(graph)

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import libcst as cst
 
-from transpiler.converters.base import body_of, marker_of, mark_all, stmt, with_marker
+from transpiler.converters.base import body_of, expr, marker_of, mark_all, stmt, with_marker
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _LOOPS = (cst.While, cst.For)
@@ -116,7 +116,6 @@ def add_loop_test(loop: cst.CSTNode, test: cst.BaseExpression) -> cst.CSTNode:
     """``while c`` -> ``while <test> and c``; a ``for`` gets ``rt__.loop_while(<test>)`` as first body statement
     (the control-flow converter turns it into the loop's extra test)."""
     if isinstance(loop, cst.While):
-        from transpiler.converters.base import expr
         return loop.with_changes(test=expr("{t} and {c}", t=test, c=_paren(loop.test)))
     directive = stmt("rt__.loop_while({t})\n", t=test)
     directive = with_marker(directive, marker_of(loop))

@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import runtime as rt
-from runtime import errors, executor, nest
+from runtime import config, errors, executor, nest
+from runtime.ops.array_ops import constant
 from runtime.graph import all_operations
 from runtime.polymorphic_function import ConcreteFunction, Function
 from runtime.shapes import TensorSpec
@@ -133,7 +133,7 @@ def _shape(spec: TensorSpec) -> st.SearchStrategy:
 def _tensor(spec: TensorSpec) -> st.SearchStrategy:
     np_dtype = np.dtype(object) if spec.dtype.name == "string" else np.dtype(spec.dtype.np)
     arrays = _shape(spec).flatmap(lambda shape: hnp.arrays(np_dtype, shape, elements=_elements(spec.dtype)))
-    return arrays.map(lambda array: rt.constant(array, dtype=spec.dtype))
+    return arrays.map(lambda array: constant(array, dtype=spec.dtype))
 
 
 def inputs_strategy(concrete: ConcreteFunction) -> st.SearchStrategy:
@@ -207,14 +207,14 @@ def run_three_ways(sig: BuiltSignature, args: tuple, traced: ConcreteFunction | 
         for mode, run in runs.items():
             for variable, value in zip(variables, saved):
                 variable.assign(value)
-            previous = rt.config.functions_run_eagerly()
-            rt.config.run_functions_eagerly(mode == "eager")
+            previous = config.functions_run_eagerly()
+            config.run_functions_eagerly(mode == "eager")
             try:
                 results[mode] = _as_numpy(run())
             except (errors.OpError, ValueError, TypeError, ArithmeticError, IndexError, RuntimeError) as error:
                 results[mode] = error
             finally:
-                rt.config.run_functions_eagerly(previous)
+                config.run_functions_eagerly(previous)
     finally:
         for variable, value in zip(variables, saved):
             variable.assign(value)

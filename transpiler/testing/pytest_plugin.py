@@ -15,7 +15,8 @@ The ``rt_built`` fixture builds a module into a temporary directory and imports 
         assert models.scaled.get_concrete_function().native
 
 pytest loads this plugin in every run in an environment where rt is installed, so it imports only pytest
-and the standard library at the top; the checker and the build driver load when a run uses them.
+and the standard library: the checker (the runtime, hypothesis) and the build driver are declared with
+``lazy_import`` and load when a run uses them.
 """
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from transpiler.lazy import lazy_import
+
+check = lazy_import("transpiler.testing.check")
+discovery = lazy_import("transpiler.build.discovery")
+driver = lazy_import("transpiler.build.driver")
+hashing = lazy_import("transpiler.build.hashing")
 
 _TARGETS = pytest.StashKey[list]()
 
@@ -81,12 +89,11 @@ def pytest_collect_file(file_path: Path, parent):
 
 
 def _defines_rt_functions(path: Path) -> bool:
-    from transpiler.build.discovery import scan_source
     source = path.read_bytes()
     if b"runtime" not in source:
         return False
     try:
-        return bool(scan_source(source.decode("utf-8")).functions)
+        return bool(discovery.scan_source(source.decode("utf-8")).functions)
     except Exception:  # noqa: BLE001 - a file that does not parse is the import's error to report
         return True
 
@@ -95,9 +102,7 @@ class RtCheckFile(pytest.File):
     """A module that defines ``rt.function``s: one item per built signature."""
 
     def collect(self):
-        from transpiler.build.discovery import module_name_for
-        from transpiler.testing import check
-        root, name = module_name_for(self.path)
+        root, name = discovery.module_name_for(self.path)
         if str(root) not in sys.path:
             sys.path.insert(0, str(root))
         module = importlib.import_module(name)
@@ -120,13 +125,11 @@ class RtCheckItem(pytest.Item):
         self.signature = signature
 
     def runtest(self) -> None:
-        from transpiler.testing import check
         options = self.config.option
         check.check(self.signature, max_examples=options.rt_check_examples, rtol=options.rt_check_rtol,
                     atol=options.rt_check_atol)
 
     def repr_failure(self, excinfo, style=None):
-        from transpiler.testing import check
         if isinstance(excinfo.value, check.Mismatch):
             return f"built code disagrees: {excinfo.value}"
         return super().repr_failure(excinfo, style)
@@ -151,9 +154,6 @@ def rt_built(tmp_path_factory):
     ``__init__``) into a temporary directory, once per session, and returns the built module. The local
     modules it imports are copied beside it as sources. What ``import`` gives elsewhere in the tests is
     unchanged."""
-    from transpiler.build.discovery import FactsCache, discover
-    from transpiler.build.driver import build, copy_if_changed
-    from transpiler.build.hashing import local_dependencies
     outdir = tmp_path_factory.mktemp("rt_built")
     built: dict[Path, object] = {}
 
@@ -163,15 +163,15 @@ def rt_built(tmp_path_factory):
             source = source / "__init__.py"
         if source in built:
             return built[source]
-        modules = discover([source])
+        modules = discovery.discover([source])
         if not modules:
             pytest.fail(f"rt_built: {path} defines no rt.function", pytrace=False)
         output = io.StringIO()
-        if build([source], outdir=outdir, out=output) != 0:
+        if driver.build([source], outdir=outdir, out=output) != 0:
             pytest.fail(f"python -m transpiler build {path} failed:\n{output.getvalue()}", pytrace=False)
         module = modules[0]
-        for dependency in local_dependencies(module, FactsCache()).values():
-            copy_if_changed(dependency, outdir / dependency.relative_to(module.root))
+        for dependency in hashing.local_dependencies(module, discovery.FactsCache()).values():
+            driver.copy_if_changed(dependency, outdir / dependency.relative_to(module.root))
         built[source] = _import_isolated(module.name, outdir)
         return built[source]
     return build_and_import

@@ -226,6 +226,18 @@ def test_an_expansion_may_keep_its_op_whole():
     copy.verify()
 
 
+def test_rt_debug_verifies_after_a_pass_that_says_it_changed_nothing(monkeypatch):
+    def breaks_the_graph_quietly(graph):
+        graph.operations.reverse()
+        return False
+
+    monkeypatch.setattr(optimizer, "PASSES", [("quiet", breaks_the_graph_quietly)] + optimizer.PASSES)
+    monkeypatch.setattr(optimizer, "PASS_NAMES", ["quiet"] + optimizer.PASS_NAMES)
+    monkeypatch.setenv("RT_DEBUG", "1")
+    with pytest.raises(ValueError, match="after the optimization pass 'quiet'"):
+        optimize(graph_of(CASE["loop"]))
+
+
 def test_softmax_expands_into_ops_that_fuse():
     @rt.function(autograph=False)
     def f(x):

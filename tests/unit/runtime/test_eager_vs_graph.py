@@ -236,7 +236,7 @@ PROGRAMS = {
 }
 
 
-def _trace_modes(fn, args, relax=True):
+def _trace_modes(fn, args):
     """Results of fn(*args): traced with exact shapes, with None dims, and on the reference executor.
 
     Returns {mode: (result, exact)}: the reference executor must match eager code bit for bit.
@@ -248,7 +248,7 @@ def _trace_modes(fn, args, relax=True):
     flat = [a._value for a in nest.flatten(list(args)) if isinstance(a, EagerTensor)]
     reference = run_graph(concrete.graph, flat + [])
     results["reference"] = (concrete._pack(reference), True)
-    if relax and all(isinstance(a, EagerTensor) for a in args):
+    if all(isinstance(a, EagerTensor) for a in args):
         specs = [rt.TensorSpec([None] * a.ndim, a.dtype) for a in args]
         relaxed = rt.function(fn, input_signature=specs, autograph=False)
         relaxed.get_concrete_function().graph.verify()
@@ -259,11 +259,9 @@ def _trace_modes(fn, args, relax=True):
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program(name):
     fn, make_args = PROGRAMS[name][:2]
-    # input_signature does not cover defaulted Python parameters yet: see test_tracing.py's xfail
-    relax = not name.startswith("python_values")
     with contextlib.redirect_stderr(io.StringIO()):
         eager = fn(*make_args())
-        for mode, (result, exact) in _trace_modes(fn, make_args(), relax).items():
+        for mode, (result, exact) in _trace_modes(fn, make_args()).items():
             (assert_identical if exact else assert_equivalent)(eager, result)
         rt.config.run_functions_eagerly(True)
         try:

@@ -550,7 +550,7 @@ def test_module_with_variables_and_function_methods():
 
 
 # ---------------------------------------------------------------------------
-# Known core gaps (strict xfails: they start failing, as a reminder, once fixed)
+# Former core gaps (side-effect-only branches, one-element loop lists, pickling after a generic run)
 
 def test_cond_with_side_effect_only_branches():
     def f(p):

@@ -970,8 +970,7 @@ def check_tensor_list_stack():
     fn = lambda x: rt.TensorArray(rt.int32, size=0, dynamic_size=True).unstack(x).stack()  # noqa: E731
     for value in ([1, 2, 3], [[1, 2]], np.zeros((0, 2), np.int32)):
         x = rt.constant(value)
-        # relax=False for the empty case: see test_graph.py's xfail on TensorListStack of an empty unstack
-        assert_matches_numpy(run_both(fn, [x], "TensorListStack", relax=len(value) > 0), np.asarray(x.numpy()))
+        assert_matches_numpy(run_both(fn, [x], "TensorListStack"), np.asarray(x.numpy()))
     empty = rt.function(lambda: rt.TensorArray(rt.float32, size=0, element_shape=[2]).stack(), autograph=False)
     assert_matches_numpy(empty(), np.zeros((0, 2), np.float32))
 
