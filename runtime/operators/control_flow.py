@@ -458,7 +458,7 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
         finally:
             _loops.outer_lists.pop()
         new_state = list(get_state())
-        structure_key = _rt().nest.structure_key
+        structure_key = nest.structure_key
         for i in kept:
             if is_undefined(new_state[i]):
                 raise ValueError(f"{_label(names[i])} is deleted or left undefined by the body of a tensor "
@@ -510,7 +510,7 @@ def _structure(value) -> str:
     if isinstance(value, (tuple, list)):
         inner = ", ".join(_structure(v) for v in value)
         return f"({inner}{',' if len(value) == 1 else ''})" if isinstance(value, tuple) else f"[{inner}]"
-    return "a TensorArray" if isinstance(value, _rt().TensorArray) else "a tensor"
+    return "a TensorArray" if isinstance(value, rt.TensorArray) else "a tensor"
 
 
 def rt_nest_flatten(values):
