@@ -4,8 +4,9 @@ The same Python functions are built ahead of time (``python -m transpiler build`
 below) and wrapped in ``rt.function(jit_compile=True)``, whose signatures nobody built: its first
 call compiles (or loads from the on-disk cache), later calls must run within 1.3x of the built ones.
 
-Run alone with ``python -m benchmarks.jit_compile_bench``; ``run()`` returns the rows
-``(name, figures, ratio, threshold)`` (ratio = jit time / built time, at most the threshold).
+Part of ``python -m benchmarks`` as the "jit_compile" class (``--only jit_compile``); run alone with
+``python -m benchmarks.jit_compile_bench``. ``run()`` returns the rows ``(name, figures, ratio, threshold)``
+(ratio = jit time / built time, at most the threshold).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import runtime as rt
+from benchmarks.harness import Check, Row, bench_class
 
 BUILD_DIR = Path(__file__).resolve().parent / "_build"
 MODULE = "rt_bench_jit"
@@ -118,19 +120,39 @@ def _row(name, built_fn, jit_fn, args) -> tuple:
     return f"jit_compile {name}, unseen signature vs built", figures, j / b, THRESHOLD
 
 
-def run() -> list:
-    """Rows ``(name, figures, ratio, threshold)``: jit-compiled time / ahead-of-time built time."""
-    module = _build()
+def _cases(module) -> list[tuple]:
+    """``(name, built function, jit_compile function, arguments)`` of each case."""
     rng = np.random.default_rng(0)
     m = rt.constant(rng.standard_normal((64, 64)).astype(np.float32))
     n = rt.constant(rng.standard_normal((64, 64)).astype(np.float32))
     a, b = rt.constant(np.float32(2.0)), rt.constant(np.float32(3.0))
     jit = lambda fn: rt.function(fn, jit_compile=True)  # noqa: E731
     return [
-        _row("20-op fn [64,64]", module.twenty_ops_built, jit(module.twenty_ops), (m, n)),
-        _row("1000 Newton steps (tensor while)", module.newton_built, jit(module.newton), (a,)),
-        _row("one-op add (call cost)", module.add_built, jit(module.add), (a, b)),
+        ("jit_compile: 20-op fn [64,64]", module.twenty_ops_built, jit(module.twenty_ops), (m, n)),
+        ("jit_compile: 1000 Newton steps (tensor while)", module.newton_built, jit(module.newton), (a,)),
+        ("jit_compile: one-op add (call cost)", module.add_built, jit(module.add), (a, b)),
     ]
+
+
+def run() -> list:
+    """Rows ``(name, figures, ratio, threshold)``: jit-compiled time / ahead-of-time built time."""
+    return [_row(*case) for case in _cases(_build())]
+
+
+@bench_class("jit_compile", wave="first")
+def jit_compile_class(bench) -> list[Row]:
+    """The rows of ``run()`` in the main table: built vs jit time, target jit / built <= 1.3x."""
+    module = _build()
+    rows = []
+    for (name, built_fn, jit_fn, args) in _cases(module):
+        row = bench.measure(name, {"built": lambda: built_fn(*args)})
+        _row(name, built_fn, jit_fn, args)           # compiles, checks native and equal results
+        row.times["jit_compile"] = bench.time(lambda: jit_fn(*args))
+        row.times["built"] = bench.time(lambda: built_fn(*args))
+        row.checks.append(Check("jit_compile / built", row.times["jit_compile"] / row.times["built"], THRESHOLD,
+                                at_most=True))
+        rows.append(row)
+    return rows
 
 
 def main() -> int:

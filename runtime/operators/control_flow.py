@@ -397,9 +397,11 @@ def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
     return values, invariants
 
 
-def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra_vars=(), where_=""):
+def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra_vars=(), where_="",
+                     relax_shapes=False):
     """Stage a loop with ``rt.while_loop`` over (extra_vars..., state...). ``test(extra)`` and
-    ``body(extra) -> new extra`` see the state through get_state/set_state."""
+    ``body(extra) -> new extra`` see the state through get_state/set_state. ``relax_shapes``: a loop
+    variable may change its shape (a dataset loop, as in TensorFlow), see ``rt.while_loop``."""
     names = list(symbol_names)
     init = list(get_state())
     _check_trackable(init, "loop", where_)
@@ -488,7 +490,8 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
                   (["rt__iterated"] if n_guard else []) + _flat_names(kept_names, kept_values))
     with _located(where_):
         final = rt.while_loop(aug_test, aug_body, loop_init, shape_invariants=invariants,
-                              maximum_iterations=opts.get("maximum_iterations"), loop_var_names=loop_names)
+                              maximum_iterations=opts.get("maximum_iterations"), loop_var_names=loop_names,
+                              relax_shapes=relax_shapes)
     final = list(final)
     if n_guard:
         rt.Assert(final[n_extra], [f"loop must iterate at least once to initialize "
@@ -646,5 +649,7 @@ def _tf_iterable_for_stmt(graph_loop, extra_test, body, get_state, set_state, sy
         body(graph_loop.element(extra))
         return graph_loop.advance(extra)
 
+    # tf.data's loops relax a state variable's shape when an iteration changes it (the element shapes of a
+    # dataset are often unknown): no shape error here, unlike other tensor loops
     _run_tensor_loop(test, _Bound(loop_body, body), get_state, set_state, symbol_names, opts,
-                     tuple(graph_loop.initial()), where_)
+                     tuple(graph_loop.initial()), where_, relax_shapes=True)

@@ -171,11 +171,13 @@ def _dummy(graph, outer):
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None, name=None,
-               loop_var_names=None):
+               loop_var_names=None, relax_shapes=False):
     """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; a ``While`` op in graphs.
 
     Loop variables keep their dtype and shape (``shape_invariants``, parallel to the
-    flattened loop variables, may relax shapes with ``None`` dims).
+    flattened loop variables, may relax shapes with ``None`` dims). With ``relax_shapes`` (a loop over
+    a dataset, as ``tf.data``'s reduce does), a variable without an invariant whose shape changes takes
+    the most specific shape compatible with both, and the loop is traced again.
     """
     single = not isinstance(loop_vars, (tuple, list))
     structure = (loop_vars,) if single else loop_vars
@@ -213,39 +215,46 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     def wrap(values):
         return _rebuild(list(structure), values, arrays)
 
-    cond_graph = Graph(f"{outer.name}_{name or 'while'}_cond", outer)
-    body_graph = Graph(f"{outer.name}_{name or 'while'}_body", outer)
-    cond_inputs = placeholders(cond_graph)
-    body_inputs = placeholders(body_graph)
-    with context.graph_scope(cond_graph):
-        pred = convert(cond(*wrap(cond_inputs)))
-        pred = cond_graph.internalize(pred)
-        if pred.dtype is not dtypes.bool_ or pred.shape.rank not in (0, None):
-            raise TypeError(f"rt.while_loop: the loop condition must be a scalar bool tensor, got {pred}")
-        cond_graph.outputs = [pred]
-    with context.graph_scope(body_graph):
-        out = body(*wrap(body_inputs))
-        out_struct = (out,) if single or (len(structure) == 1 and not isinstance(out, (tuple, list))) else out
-        if not isinstance(out_struct, (tuple, list)) or \
-                nest.structure_key(list(out_struct)) != nest.structure_key(list(structure)):
-            raise ValueError("rt.while_loop: the body must return the same structure as loop_vars; got "
-                             f"{out!r} for loop_vars {loop_vars!r}")
-        out_flat, out_arrays = _flat_leaves(list(out_struct))
-        body_out = [body_graph.internalize(convert(v)) for v in out_flat]
-    for label, t, new, shape, inv in zip(labels, entry, body_out, shapes, invariants):
-        if new.dtype is not t.dtype:
-            raise TypeError(f"{label} has dtype {t.dtype} before the loop, but dtype {new.dtype} after one "
-                            "iteration; a loop variable must keep its dtype (use rt.cast)")
-        if not new.shape.is_subshape_of(shape):
-            # Checked at trace time, as TensorFlow does: a loop variable whose shape grows or becomes
-            # unknown would otherwise run with a wrong static shape (or forever, under `while True`).
-            if inv is not None:
-                raise ValueError(f"{label} has shape {new.shape} after one iteration, which does not conform to "
-                                 f"its shape invariant {shape}")
-            raise ValueError(
-                f"{label} has shape {shape} before the loop, but shape {new.shape} after one iteration; a loop "
-                "variable must keep its shape, or declare the shapes it may take with "
-                "rt.autograph.experimental.set_loop_options(shape_invariants=[(var, rt.TensorShape([None]))])")
+    for _attempt in range(len(entry) + 1):      # each retrace relaxes at least one shape
+        cond_graph = Graph(f"{outer.name}_{name or 'while'}_cond", outer)
+        body_graph = Graph(f"{outer.name}_{name or 'while'}_body", outer)
+        cond_inputs = placeholders(cond_graph)
+        body_inputs = placeholders(body_graph)
+        with context.graph_scope(cond_graph):
+            pred = convert(cond(*wrap(cond_inputs)))
+            pred = cond_graph.internalize(pred)
+            if pred.dtype is not dtypes.bool_ or pred.shape.rank not in (0, None):
+                raise TypeError(f"rt.while_loop: the loop condition must be a scalar bool tensor, got {pred}")
+            cond_graph.outputs = [pred]
+        with context.graph_scope(body_graph):
+            out = body(*wrap(body_inputs))
+            out_struct = (out,) if single or (len(structure) == 1 and not isinstance(out, (tuple, list))) else out
+            if not isinstance(out_struct, (tuple, list)) or \
+                    nest.structure_key(list(out_struct)) != nest.structure_key(list(structure)):
+                raise ValueError("rt.while_loop: the body must return the same structure as loop_vars; got "
+                                 f"{out!r} for loop_vars {loop_vars!r}")
+            out_flat, out_arrays = _flat_leaves(list(out_struct))
+            body_out = [body_graph.internalize(convert(v)) for v in out_flat]
+        relaxed = False
+        for i, (label, t, new, shape, inv) in enumerate(zip(labels, entry, body_out, shapes, invariants)):
+            if new.dtype is not t.dtype:
+                raise TypeError(f"{label} has dtype {t.dtype} before the loop, but dtype {new.dtype} after one "
+                                "iteration; a loop variable must keep its dtype (use rt.cast)")
+            if not new.shape.is_subshape_of(shape) and relax_shapes and inv is None:
+                shapes[i] = shape.most_specific_compatible_shape(new.shape)
+                relaxed = True
+            elif not new.shape.is_subshape_of(shape):
+                # Checked at trace time, as TensorFlow does: a loop variable whose shape grows or becomes
+                # unknown would otherwise run with a wrong static shape (or forever, under `while True`).
+                if inv is not None:
+                    raise ValueError(f"{label} has shape {new.shape} after one iteration, which does not conform to "
+                                     f"its shape invariant {shape}")
+                raise ValueError(
+                    f"{label} has shape {shape} before the loop, but shape {new.shape} after one iteration; a loop "
+                    "variable must keep its shape, or declare the shapes it may take with "
+                    "rt.autograph.experimental.set_loop_options(shape_invariants=[(var, rt.TensorShape([None]))])")
+        if not relaxed:
+            break
     body_graph.outputs = body_out
     captured = _unify_captures([cond_graph, body_graph])
     inputs = entry + captured

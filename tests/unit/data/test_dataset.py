@@ -361,3 +361,29 @@ def test_plain_python_loop_over_a_dataset_in_a_graph_is_an_error_not_a_hang():
     f = rt.function(unconverted_loop, autograph=False)
     with pytest.raises(TypeError, match="cannot be iterated with plain Python"):
         f(rt.data.Dataset.range(3))
+
+
+def test_a_dataset_loop_relaxes_a_state_shape_as_tf_data_does():
+    """Elements of unknown shape (from_generator without shapes) make ``loss += ...`` change the loss's
+    shape: tf.data relaxes it and traces again; any other tensor loop raises."""
+    @rt.function
+    def train(dataset):
+        loss = rt.constant(0)
+        for x, y in dataset:
+            loss += rt.abs(y - x)
+        return loss
+
+    ds = rt.data.Dataset.from_generator(lambda: [(1, 3)] * 4, (rt.int32, rt.int32))
+    assert train(ds).numpy() == 8
+    graph = train.get_concrete_function(ds).graph
+    assert graph.outputs[0].shape.rank is None
+
+    @rt.function
+    def grows(n):
+        v = rt.constant(0)
+        for _ in rt.range(n):
+            v = rt.reshape(v, [-1])
+        return v
+
+    with pytest.raises(ValueError, match="'v' has shape"):
+        grows(rt.constant(3))
