@@ -495,7 +495,7 @@ def test_interrupted_build_leaves_no_partial_output(tmp_path, standin, whole_gro
             os.killpg(process.pid, signal.SIGINT)
         else:
             process.send_signal(signal.SIGINT)
-        out, _ = process.communicate(timeout=30)
+        out, _ = process.communicate(timeout=90)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
