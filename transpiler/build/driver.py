@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TextIO
 
@@ -428,11 +428,15 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
     workers = _Workers(renderer, roots, progress)
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
-        futures = [pool.submit(workers.run, job) for job in todo]
-        for future in as_completed(futures):
-            outcome = future.result()
-            outcomes.append(outcome)
-            progress.show(outcome)
+        pending = {pool.submit(workers.run, job) for job in todo}
+        while pending:
+            # Woken at least every quarter second: the kernel may hand a Ctrl-C to a pool thread, and the
+            # main thread only runs Python's handler (KeyboardInterrupt) once it wakes.
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            for future in done:
+                outcome = future.result()
+                outcomes.append(outcome)
+                progress.show(outcome)
     except KeyboardInterrupt:
         workers.stop()
         pool.shutdown(wait=True, cancel_futures=True)

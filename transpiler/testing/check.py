@@ -167,6 +167,18 @@ def module_variables(module: ModuleType) -> list[Variable]:
     return list(found.values())
 
 
+def graph_variables(graph) -> list[Variable]:
+    """The variables a graph reads or updates, nested graphs included (a Keras layer's kernel, an optimizer's
+    slots: found through the graph, wherever the program keeps them)."""
+    found: dict[int, Variable] = {}
+    for op in all_operations(graph):
+        handle = op.attrs.get("variable")
+        variable = handle.ref() if handle is not None and handle.ref is not None else None
+        if variable is not None:      # a built graph binds its handles on its first call
+            found.setdefault(id(variable), variable)
+    return list(found.values())
+
+
 def _traced_on_reference(sig: BuiltSignature) -> ConcreteFunction:
     """The signature traced again from the Python source, its calls run on the reference executor."""
     function = sig.function
@@ -196,10 +208,12 @@ def _as_numpy(value):
 
 def run_three_ways(sig: BuiltSignature, args: tuple, traced: ConcreteFunction | None = None) -> dict:
     """``{"native": result, "traced": result, "eager": result}``; a result is the output as numpy arrays or
-    the exception raised. Module variables start from the same values in every run and are restored."""
-    variables = module_variables(sig.module)
-    saved = [v.numpy().copy() for v in variables]
+    the exception raised. The variables of the module and those the function reads or updates start from the
+    same values in every run and are restored."""
     traced = traced or _traced_on_reference(sig)
+    variables = list({id(v): v for v in module_variables(sig.module) + graph_variables(sig.concrete.graph)
+                      + graph_variables(traced.graph)}.values())
+    saved = [v.numpy().copy() for v in variables]
     runs = {"native": lambda: sig.concrete(*args), "traced": lambda: traced(*args),
             "eager": lambda: sig.function(*args)}
     results = {}

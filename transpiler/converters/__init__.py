@@ -1,0 +1,1 @@
+"""One libcst transformer per Python construct, applied in order by ``transpiler.conversion``."""
