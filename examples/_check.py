@@ -13,6 +13,8 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 import runtime as rt
 
 
@@ -46,3 +48,30 @@ def error_name(fn: Callable, *args: Any, **kwargs: Any) -> str:
     except Exception as e:  # noqa: BLE001 - the examples show which error a call raises
         return type(e).__name__
     return "no error"
+
+
+def train_natively_and_eagerly(train_step: Callable, model: Any, optimizer: Any, inputs: tuple,
+                               steps: int) -> tuple[list, list, list, list]:
+    """Train ``steps`` native steps, then again from the same start eagerly (weights back, the optimizer's
+    slots zero and its step 0). Returns (native losses, eager losses, native weights, eager weights)."""
+    def weights() -> list:
+        return [v.numpy().copy() for v in model.trainable_variables]
+
+    def train() -> list:
+        return [float(train_step(*inputs)) for _ in range(steps)]
+
+    start = weights()
+    native_losses = train()
+    native_weights = weights()
+    for variable, value in zip(model.trainable_variables, start):
+        variable.assign(value)
+    for variable in optimizer.variables:
+        variable.assign(np.zeros(variable.shape.as_list(), variable.dtype.np))
+    with eager_execution():
+        eager_losses = train()
+    return native_losses, eager_losses, native_weights, weights()
+
+
+def all_close(a: list, b: list, rtol: float, atol: float) -> bool:
+    """Every pair of arrays equal within the tolerances (native sums run in another order than numpy's)."""
+    return all(np.allclose(x, y, rtol=rtol, atol=atol) for x, y in zip(a, b))

@@ -9,7 +9,7 @@ from the same start, eagerly, and compares the losses and the weights.
 import numpy as np
 
 import runtime as rt
-from examples._check import eager_execution
+from examples._check import all_close, train_natively_and_eagerly
 
 STEPS = 30
 SIZE = 8
@@ -56,40 +56,20 @@ def train_step(images, labels):
     return loss
 
 
-def _state() -> list:
-    return [v.numpy().copy() for v in model.trainable_variables]
-
-
-def _restart(weights) -> None:
-    """Back to the starting weights, with a fresh optimizer state (slots zero, step 0)."""
-    for variable, value in zip(model.trainable_variables, weights):
-        variable.assign(value)
-    for variable in optimizer.variables:
-        variable.assign(np.zeros(variable.shape.as_list(), variable.dtype.np))
-
-
-def _train(images, labels) -> list:
-    return [float(train_step(images, labels)) for _ in range(STEPS)]
-
-
-def _close(a, b) -> bool:
-    """Equal to float32 tolerance (native sums run in another order than numpy's)."""
-    return all(np.allclose(x, y, rtol=1e-3, atol=1e-4) for x, y in zip(a, b))
+# native sums run in another order than numpy's: float32 tolerance
+TOLERANCE = dict(rtol=1e-3, atol=1e-4)
 
 
 def run():
     images, labels = bars()
-    start = _state()
-    native_losses = _train(images, labels)
-    native_weights = _state()
-    _restart(start)
-    with eager_execution():
-        eager_losses = _train(images, labels)
-    eager_weights = _state()
+    native_losses, eager_losses, native_weights, eager_weights = train_natively_and_eagerly(
+        train_step, model, optimizer, (images, labels), STEPS)
     accuracy = float(np.mean(np.argmax(model(images).numpy(), axis=1) == labels))
     return [
         (f"loss falls over {STEPS} native steps", native_losses[-1] < native_losses[0] / 4, True),
-        ("native losses equal eager training's (float32 tolerance)", _close(native_losses, eager_losses), True),
-        (f"weights after {STEPS} native steps equal eager training's", _close(native_weights, eager_weights), True),
+        ("native losses equal eager training's (float32 tolerance)",
+         all_close(native_losses, eager_losses, **TOLERANCE), True),
+        (f"weights after {STEPS} native steps equal eager training's",
+         all_close(native_weights, eager_weights, **TOLERANCE), True),
         ("training accuracy above 90%", accuracy > 0.9, True),
     ]

@@ -14,7 +14,7 @@ eagerly, and compares the losses and the weights.
 import numpy as np
 
 import runtime as rt
-from examples._check import eager_execution
+from examples._check import all_close, train_natively_and_eagerly
 
 STEPS = 25
 CLASSES = 3
@@ -45,41 +45,22 @@ def train_step(x, y):
     return loss
 
 
-def _state() -> list:
-    return [v.numpy().copy() for v in model.trainable_variables]
-
-
-def _restart(weights) -> None:
-    """Back to the starting weights, with a fresh optimizer state (slots zero, step 0)."""
-    for variable, value in zip(model.trainable_variables, weights):
-        variable.assign(value)
-    for variable in optimizer.variables:
-        variable.assign(np.zeros(variable.shape.as_list(), variable.dtype.np))
-
-
-def _train(xs, ys) -> list:
-    return [float(train_step(xs, ys)) for _ in range(STEPS)]
-
-
-def _close(a, b) -> bool:
-    """Equal to float32 tolerance (the native code's sums are ordered differently from numpy's)."""
-    return all(np.allclose(x, y, rtol=1e-4, atol=1e-5) for x, y in zip(a, b))
+# native sums run in another order than numpy's: float32 tolerance
+TOLERANCE = dict(rtol=1e-4, atol=1e-5)
 
 
 def run():
     xs, ys = blobs()
-    start = _state()
-    native_losses = _train(xs, ys)
-    native_weights = _state()
-    _restart(start)
-    with eager_execution():
-        eager_losses = _train(xs, ys)
-    eager_weights = _state()
+    native_losses, eager_losses, native_weights, eager_weights = train_natively_and_eagerly(
+        train_step, model, optimizer, (xs, ys), STEPS)
     accuracy = float(np.mean(np.argmax(model(xs).numpy(), axis=1) == ys))
     return [
         (f"loss falls over {STEPS} native steps", native_losses[-1] < native_losses[0] / 4, True),
-        ("native losses equal eager training's (float32 tolerance)", _close(native_losses, eager_losses), True),
-        (f"weights after {STEPS} native steps equal eager training's", _close(native_weights, eager_weights), True),
-        ("the optimizer's slots exist (created by the first step)", len(optimizer.variables), 1 + 2 * len(start)),
+        ("native losses equal eager training's (float32 tolerance)",
+         all_close(native_losses, eager_losses, **TOLERANCE), True),
+        (f"weights after {STEPS} native steps equal eager training's",
+         all_close(native_weights, eager_weights, **TOLERANCE), True),
+        ("the optimizer's slots exist (created by the first step)", len(optimizer.variables),
+         1 + 2 * len(native_weights)),
         ("training accuracy above 90%", accuracy > 0.9, True),
     ]

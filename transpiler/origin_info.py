@@ -17,7 +17,6 @@ import tokenize
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from transpiler.converters.base import marker_of
 
 _MARKER = re.compile(r"\s*#?\s*rt__L(\d+)\s*$")
 

@@ -1,6 +1,7 @@
 """Helpers for the build-driver tests: temp source trees, a stand-in code generator, running the CLI."""
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import signal
@@ -85,6 +86,28 @@ def _import_fresh(root: Path, name: str):
     environment["PYTHONPATH"] = str(PROJECT)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
                           env=environment, timeout=60)
+
+
+def import_built(root: Path, name: str):
+    """``name`` imported from ``root`` in this process, which must be its built extension (not the source)."""
+    sys.modules.pop(name, None)
+    sys.path.insert(0, str(root))
+    try:
+        importlib.invalidate_caches()
+        module = importlib.import_module(name)
+    finally:
+        sys.path.remove(str(root))
+    assert module.__file__.endswith(".so"), module.__file__
+    return module
+
+
+def build_source(root: Path, name: str, source: str, timeout: float = 900):
+    """``source`` written to ``root/<name>.py``, built with ``python -m transpiler build root`` and imported."""
+    (root / f"{name}.py").write_text(source)
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return import_built(root, name)
 
 
 @pytest.fixture(scope="session", autouse=True)

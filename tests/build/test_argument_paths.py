@@ -4,13 +4,11 @@ rejected for an int32 signature, and a numpy scalar is a 0-d tensor that runs th
 Native code also gives numpy's NaN/inf results (relu, sign, floor division and remainder)."""
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import build_source
 
 import runtime as rt
 
@@ -44,17 +42,7 @@ def special(x, y):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("arguments")
-    (root / "rt_argument_paths.py").write_text(MODULE)
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    sys.path.insert(0, str(root))
-    try:
-        importlib.invalidate_caches()
-        module = importlib.import_module("rt_argument_paths")
-    finally:
-        sys.path.remove(str(root))
-    assert module.__file__.endswith(".so"), module.__file__
+    module = build_source(root, "rt_argument_paths", MODULE)
     return module
 
 

@@ -7,7 +7,6 @@ transformation (and a pipeline combining them). Each runs native code with no Py
 """
 from __future__ import annotations
 
-import importlib
 import re
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import import_built
 
 import runtime as rt
 
@@ -154,14 +154,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("data_native")
     (root / "rt_data_programs.py").write_text(SOURCE)
     report = _build(root)
-    sys.modules.pop("rt_data_programs", None)
-    sys.path.insert(0, str(root))
-    try:
-        importlib.invalidate_caches()
-        module = importlib.import_module("rt_data_programs")
-    finally:
-        sys.path.remove(str(root))
-    assert module.__file__.endswith(".so"), module.__file__
+    module = import_built(root, "rt_data_programs")
     return module, report
 
 

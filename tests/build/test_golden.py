@@ -9,12 +9,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import build_source
 
 import runtime as rt
 from transpiler.codegen import render_module
@@ -44,17 +43,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("golden")
     source = root / f"{NAME}.py"
     shutil.copyfile(GOLDEN / "programs.py", source)
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    sys.path.insert(0, str(root))
-    try:
-        sys.modules.pop(NAME, None)
-        importlib.invalidate_caches()
-        module = importlib.import_module(NAME)
-    finally:
-        sys.path.remove(str(root))
-    assert module.__file__.endswith(".so")
+    module = build_source(root, NAME, source.read_text())
     return root, module
 
 

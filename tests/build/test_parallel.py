@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import build_source
 
 import runtime as rt
 from runtime import executor
@@ -69,17 +69,7 @@ def scaled(x):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("parallel")
-    (root / "rt_parallel_programs.py").write_text(PROGRAMS)
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    sys.path.insert(0, str(root))
-    try:
-        importlib.invalidate_caches()
-        module = importlib.import_module("rt_parallel_programs")
-    finally:
-        sys.path.remove(str(root))
-    assert module.__file__.endswith(".so"), module.__file__
+    module = build_source(root, "rt_parallel_programs", PROGRAMS)
     module.ROOT = root
     return module
 

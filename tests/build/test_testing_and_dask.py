@@ -61,6 +61,9 @@ def test_readme_rt_check_of_the_examples(tmp_path):
     result = _run(check, cwd=tmp_path)
     summary = result.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"=+ \d+ passed(, \d+ warnings?)? in .*", summary), result.stdout   # nothing skipped
+    # the README's first command, on the same build: every example matches eager execution, natively
+    examples = _run("python -m examples", cwd=tmp_path)
+    assert re.search(r"(\d+) of \1 examples match eager execution and run natively", examples.stdout)
 
 
 def test_readme_rt_built_fixture(project):

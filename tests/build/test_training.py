@@ -7,13 +7,11 @@ step creates -- must be the module's own objects, updated in place.
 """
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import build_source
 
 import runtime as rt
 
@@ -70,17 +68,7 @@ def power_gradient(x, n):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("training")
-    (root / "rt_training_steps.py").write_text(TRAINING)
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    sys.path.insert(0, str(root))
-    try:
-        importlib.invalidate_caches()
-        module = importlib.import_module("rt_training_steps")
-    finally:
-        sys.path.remove(str(root))
-    assert module.__file__.endswith(".so"), module.__file__
+    module = build_source(root, "rt_training_steps", TRAINING)
     return module
 
 
