@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtime import dtypes
-from transpiler.lowering import control, lists, nn, scatter
 from runtime.ops.registry import all_opdefs, get_opdef
+from transpiler.lowering import control, lists, nn, scatter
 from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Poly, Raw, Var, product
 from transpiler.lowering.kernels import INDEXED, Elements, elementwise, loads
 from transpiler.lowering.plan import QUERIES, unit_ops
