@@ -4,11 +4,13 @@
  * defined; it defines rt_gemm_blocked_<S>: C[m,n] = op(A)[m,k] @ op(B)[k,n], row-major, op(X) = X or X^T,
  * with any row strides.
  *
- * The algorithm is GotoBLAS/BLIS's: B is packed KC x NC at a time into slivers NR columns wide, A is
- * packed MC x KC at a time into slivers MR rows tall, and a micro-kernel keeps an MR x NR tile of C in
- * vector registers while it walks KC rank-1 updates. Packing makes transposed operands free (they are
- * read in another order while packing) and pads ragged edges with zeros. Small products skip packing
- * operands that are already laid out as the micro-kernel reads them. Two micro-kernel shapes: "wide"
+ * The algorithm is GotoBLAS/BLIS's: B is packed KC x NC at a time into slivers NR columns wide, and a
+ * micro-kernel keeps an MR x NR tile of C in vector registers while it walks KC rank-1 updates. Packing B
+ * makes a transposed B free (read in another order while packing) and pads ragged edges with zeros. A is
+ * not packed: the micro-kernel broadcasts its elements from where they are (MR rows lda apart, or MR
+ * contiguous elements when A is transposed), which on the few-hundred-row operands of this runtime costs
+ * less than packing them (only a ragged last MR rows are packed, zero-padded). Small products skip
+ * packing B too when it is already laid out as the micro-kernel reads it. Two micro-kernel shapes: "wide"
  * (MR = RT_GEMM_MR rows x 2 vectors) and "narrow" (2 * RT_GEMM_MR rows x 1 vector) for C with at most
  * one vector of columns, such as a layer's 10 logits.
  * Threads split C into a grid of blocks, each an independent GEMM with its own packing (no barrier
