@@ -4,11 +4,13 @@
  * defined; it defines rt_gemm_blocked_<S>: C[m,n] = op(A)[m,k] @ op(B)[k,n], row-major, op(X) = X or X^T,
  * with any row strides.
  *
- * The algorithm is GotoBLAS/BLIS's: B is packed KC x NC at a time into slivers NR columns wide, A is
- * packed MC x KC at a time into slivers MR rows tall, and a micro-kernel keeps an MR x NR tile of C in
- * vector registers while it walks KC rank-1 updates. Packing makes transposed operands free (they are
- * read in another order while packing) and pads ragged edges with zeros. Small products skip packing
- * operands that are already laid out as the micro-kernel reads them. Two micro-kernel shapes: "wide"
+ * The algorithm is GotoBLAS/BLIS's: B is packed KC x NC at a time into slivers NR columns wide, and a
+ * micro-kernel keeps an MR x NR tile of C in vector registers while it walks KC rank-1 updates. Packing B
+ * makes a transposed B free (read in another order while packing) and pads ragged edges with zeros. A is
+ * not packed: the micro-kernel broadcasts its elements from where they are (MR rows lda apart, or MR
+ * contiguous elements when A is transposed), which on the few-hundred-row operands of this runtime costs
+ * less than packing them (only a ragged last MR rows are packed, zero-padded). Small products skip
+ * packing B too when it is already laid out as the micro-kernel reads it. Two micro-kernel shapes: "wide"
  * (MR = RT_GEMM_MR rows x 2 vectors) and "narrow" (2 * RT_GEMM_MR rows x 1 vector) for C with at most
  * one vector of columns, such as a layer's 10 logits.
  * Threads split C into a grid of blocks, each an independent GEMM with its own packing (no barrier
@@ -179,32 +181,38 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
         }
         return 0;
     }
-    /* packing buffers per call (malloc keeps freed blocks of this size at hand: no page faults after the first) */
+    /* B's packing buffer per call (malloc keeps freed blocks of this size at hand: no page faults after the
+     * first). A is read where it is: rows rsa apart, columns csa apart, so its slivers need no packing (on
+     * [256, 784] @ [784, 128] packing A's rows into slivers cost an eighth of the time); only a last ragged
+     * sliver of rows is packed, zero-padded, because the micro-kernel reads MR rows. */
     const int64_t nc_max = n < RT_G_NC ? (n + nr_t - 1) / nr_t * nr_t : RT_G_NC;
-    void *buf_a = NULL, *buf_b = NULL;
-    if (posix_memalign(&buf_a, 64, sizeof(RT_G_T) * (size_t)(RT_G_MC + RT_G_MR_MAX) * RT_G_KC) != 0) return -1;
-    if (posix_memalign(&buf_b, 64, sizeof(RT_G_T) * (size_t)RT_G_KC * (size_t)nc_max) != 0) { free(buf_a); return -1; }
-    RT_G_T *pa = (RT_G_T *)buf_a, *pb = (RT_G_T *)buf_b;
+    void *buf_b = NULL;
+    if (posix_memalign(&buf_b, 64, sizeof(RT_G_T) * (size_t)RT_G_KC * (size_t)nc_max) != 0) return -1;
+    RT_G_T *pb = (RT_G_T *)buf_b;
+    RT_G_T edge_a[RT_G_MR_MAX * RT_G_KC] __attribute__((aligned(64)));
+    const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
+    const int64_t m_full = m / mr_t * mr_t;
     for (int64_t j0 = 0; j0 < n; j0 += RT_G_NC) {
         const int64_t nc = n - j0 < RT_G_NC ? n - j0 : RT_G_NC;
         for (int64_t p0 = 0; p0 < k; p0 += RT_G_KC) {
             const int64_t kc = k - p0 < RT_G_KC ? k - p0 : RT_G_KC;
             RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, j0, nc, nr_t, pb);
+            if (m_full < m) RT_G_FN(rt_gemm_pack_a)(a, lda, ta, m_full, m - m_full, p0, kc, mr_t, edge_a);
             for (int64_t i0 = 0; i0 < m; i0 += RT_G_MC) {
                 const int64_t mc = m - i0 < RT_G_MC ? m - i0 : RT_G_MC;
-                RT_G_FN(rt_gemm_pack_a)(a, lda, ta, i0, mc, p0, kc, mr_t, pa);
                 for (int64_t j = 0; j < nc; j += nr_t) {
                     const int nr = (int)(nc - j < nr_t ? nc - j : nr_t);
-                    for (int64_t i = 0; i < mc; i += mr_t) {
-                        const int mr = (int)(mc - i < mr_t ? mc - i : mr_t);
-                        micro(kc, pa + i * kc, 1, mr_t, pb + j * kc, nr_t, c + (i0 + i) * ldc + j0 + j, ldc, mr, nr,
-                              p0 > 0);
+                    for (int64_t i = i0; i < i0 + mc; i += mr_t) {
+                        RT_G_T *cij = c + i * ldc + j0 + j;
+                        if (i < m_full)
+                            micro(kc, a + i * rsa + p0 * csa, rsa, csa, pb + j * kc, nr_t, cij, ldc, mr_t, nr, p0 > 0);
+                        else
+                            micro(kc, edge_a, 1, mr_t, pb + j * kc, nr_t, cij, ldc, (int)(m - i), nr, p0 > 0);
                     }
                 }
             }
         }
     }
-    free(buf_a);
     free(buf_b);
     return 0;
 }

@@ -510,6 +510,13 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
  * the compiler specialises when the sizes are literals.
  *   void rt_matmul_S(const T *a, const T *b, T *c, int64_t m, int64_t k, int64_t n);
  *       the one-thread, untransposed form (older generated code).
+ *   void rt_matmul_small_S(const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc,
+ *                          int64_t m, int64_t k, int64_t n, int transpose_a, int transpose_b);
+ *       rt_gemm_ld_S for small products whose sizes are literals at the call (the generated code calls it
+ *       below transpiler.lowering.ops.SMALL_MATMUL): one thread, no packing, nothing to fail. It is not
+ *       inlined (a chain of 100 products would not fit the instruction cache), but each set of literal
+ *       arguments gets its own copy (GCC's interprocedural constant propagation clones it), in which the
+ *       loops over the sizes are fully known.
  */
 #if defined(__AVX512F__)
 #define RT_VEC_BYTES 64
@@ -560,6 +567,66 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
                 for (int64_t j = 0; j < n; j++) crow[j] = (T)((U)crow[j] + av * (U)brow[j]); \
             } \
         } \
+    }
+
+/* Small products at literal sizes: i-k-j with a block of RT_MATMUL_SMALL_ROWS rows of C, one vector of W bytes
+ * each, in registers while p walks k (row p of B is one unaligned vector load, each element of A a broadcast).
+ * The columns go in 64-byte vectors, then one of 32 and one of 16 bytes for what is left, then a last
+ * 16-byte vector that ends at column n; that one, and the last block of rows (it ends at row m), may overlap
+ * the block before them and compute those elements again (C is only written): no edge needs a scalar loop.
+ * Integers multiply and add in the unsigned type U of the same size: overflow wraps as numpy's does.
+ * Transposed B (its rows are C's columns) and rows of C narrower than 16 bytes take the plain loops. */
+#if defined(__AVX512F__)
+#define RT_MATMUL_SMALL_ROWS 8
+#else
+#define RT_MATMUL_SMALL_ROWS 4
+#endif
+#define RT_DEFINE_MATMUL_SMALL_W(T, U, S, W) \
+    typedef U rt_small_vec##W##_##S __attribute__((vector_size(W), aligned(sizeof(T)), may_alias)); \
+    /* columns [j0, j1) of c = op(a) @ b, in vectors starting at j0, j0 + vl, ... (j1 - j0 a multiple of vl) */ \
+    static inline __attribute__((always_inline)) void rt_matmul_small##W##_##S( \
+            const T *restrict a, int64_t lda, const T *restrict b, int64_t ldb, T *restrict c, int64_t ldc, \
+            int64_t m, int64_t k, int64_t j0, int64_t j1, int ta) { \
+        typedef rt_small_vec##W##_##S vec; \
+        const int64_t vl = W / (int64_t)sizeof(T); \
+        const int rows = m < RT_MATMUL_SMALL_ROWS ? (int)m : RT_MATMUL_SMALL_ROWS; \
+        for (int64_t i0 = 0; i0 < m; i0 += rows) { \
+            const int64_t i = i0 + rows <= m ? i0 : m - rows; \
+            for (int64_t j = j0; j < j1; j += vl) { \
+                vec acc[RT_MATMUL_SMALL_ROWS]; \
+                _Pragma("GCC unroll 8") \
+                for (int r = 0; r < RT_MATMUL_SMALL_ROWS; r++) acc[r] = (vec){0}; \
+                for (int64_t p = 0; p < k; p++) { \
+                    const vec bp = *(const vec *)(b + p * ldb + j); \
+                    _Pragma("GCC unroll 8") \
+                    for (int r = 0; r < rows; r++) \
+                        acc[r] += (U)(ta ? a[p * lda + i + r] : a[(i + r) * lda + p]) * bp; \
+                } \
+                _Pragma("GCC unroll 8") \
+                for (int r = 0; r < rows; r++) *(vec *)(c + (i + r) * ldc + j) = acc[r]; \
+            } \
+        } \
+    }
+#define RT_DEFINE_MATMUL_SMALL(T, U, S) \
+    RT_DEFINE_MATMUL_SMALL_W(T, U, S, 64) \
+    RT_DEFINE_MATMUL_SMALL_W(T, U, S, 32) \
+    RT_DEFINE_MATMUL_SMALL_W(T, U, S, 16) \
+    static __attribute__((noinline)) void rt_matmul_small_vec_##S( \
+            const T *restrict a, int64_t lda, const T *restrict b, int64_t ldb, T *restrict c, int64_t ldc, \
+            int64_t m, int64_t k, int64_t n, int ta) { \
+        const int64_t l64 = 64 / (int64_t)sizeof(T), l32 = l64 / 2, l16 = l64 / 4; \
+        int64_t j = n / l64 * l64; \
+        rt_matmul_small64_##S(a, lda, b, ldb, c, ldc, m, k, 0, j, ta); \
+        if (n - j >= l32) { rt_matmul_small32_##S(a, lda, b, ldb, c, ldc, m, k, j, j + l32, ta); j += l32; } \
+        if (n - j >= l16) { rt_matmul_small16_##S(a, lda, b, ldb, c, ldc, m, k, j, j + l16, ta); j += l16; } \
+        if (j < n) rt_matmul_small16_##S(a, lda, b, ldb, c, ldc, m, k, n - l16, n, ta); \
+    } \
+    static inline __attribute__((always_inline)) void rt_matmul_small_##S( \
+            const T *restrict a, int64_t lda, const T *restrict b, int64_t ldb, T *restrict c, int64_t ldc, \
+            int64_t m, int64_t k, int64_t n, int ta, int tb) { \
+        if (m <= 0 || n <= 0) return; \
+        if (tb || n * (int64_t)sizeof(T) < 16) rt_matmul_loop_##S(a, lda, b, ldb, c, ldc, 0, m, k, n, ta, tb); \
+        else rt_matmul_small_vec_##S(a, lda, b, ldb, c, ldc, m, k, n, ta); \
     }
 
 /* Integer products: the loops, split by rows over threads when big enough. Returns 0. */
@@ -640,6 +707,13 @@ RT_DEFINE_MATMUL_LOOP(int64_t, uint64_t, int64)
 RT_DEFINE_MATMUL_LOOP(uint8_t, uint32_t, uint8)
 RT_DEFINE_MATMUL_LOOP(float, float, float32)
 RT_DEFINE_MATMUL_LOOP(double, double, float64)
+RT_DEFINE_MATMUL_SMALL(int8_t, uint8_t, int8)
+RT_DEFINE_MATMUL_SMALL(int16_t, uint16_t, int16)
+RT_DEFINE_MATMUL_SMALL(int32_t, uint32_t, int32)
+RT_DEFINE_MATMUL_SMALL(int64_t, uint64_t, int64)
+RT_DEFINE_MATMUL_SMALL(uint8_t, uint8_t, uint8)
+RT_DEFINE_MATMUL_SMALL(float, float, float32)
+RT_DEFINE_MATMUL_SMALL(double, double, float64)
 RT_DEFINE_GEMM_INT(int8_t, int8)
 RT_DEFINE_GEMM_INT(int16_t, int16)
 RT_DEFINE_GEMM_INT(int32_t, int32)

@@ -1,6 +1,7 @@
 /* The kernel library's GEMM entry points against a double-precision reference, for one ISA level
- * (tests/build/test_gemm_isa.py compiles this file once per -march). Operands are small integers, so
- * float sums are exact and every entry must match. Prints "ok" or the first mismatches; exit status 1
+ * (tests/build/test_gemm_isa.py compiles this file once per -march), and the fixed-size kernel
+ * rt_matmul_small_S of every type. Operands are small integers, so float sums are exact and every entry
+ * must match. Prints "ok" or the first mismatches; exit status 1
  * on any. */
 #include "rt_kernels.h"
 #include <stdio.h>
@@ -35,6 +36,41 @@ static int fails = 0;
 CHECK_T(float, float32, 0)
 CHECK_T(double, float64, 0)
 CHECK_T(int32_t, int32, 0)
+
+/* rt_matmul_small_S on row-strided operands (ld = size + 3): every element of C against a reference computed
+ * in W (uint32/uint64 for integers: the products wrap as numpy's do, so the operands are big enough to
+ * overflow; double for floats, exact on small integers); nothing outside C's [m, n] block is written. */
+#define CHECK_SMALL(T, W, S, BIG) \
+    static void check_small_##S(int64_t m, int64_t k, int64_t n, int ta, int tb) { \
+        const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 3, ldc = n + 3; \
+        T *a = malloc(sizeof(T) * (size_t)(lda * (ta ? k : m))), *b = malloc(sizeof(T) * (size_t)(ldb * (tb ? n : k))); \
+        T *c = malloc(sizeof(T) * (size_t)(ldc * m)); \
+        for (int64_t i = 0; i < lda * (ta ? k : m); i++) a[i] = (T)(((i * 7 + 3) % 13 - 6) * (BIG)); \
+        for (int64_t i = 0; i < ldb * (tb ? n : k); i++) b[i] = (T)(((i * 5 + 1) % 11 - 5) * (BIG)); \
+        for (int64_t i = 0; i < ldc * m; i++) c[i] = (T)77; \
+        rt_matmul_small_##S(a, lda, b, ldb, c, ldc, m, k, n, ta, tb); \
+        for (int64_t i = 0; i < m; i++) \
+            for (int64_t j = 0; j < ldc; j++) { \
+                W s = 77; \
+                if (j < n) { \
+                    s = 0; \
+                    for (int64_t p = 0; p < k; p++) \
+                        s += (W)(ta ? a[p * lda + i] : a[i * lda + p]) * (W)(tb ? b[j * ldb + p] : b[p * ldb + j]); \
+                } \
+                if ((T)s != c[i * ldc + j] && fails++ < 10) \
+                    printf("small " #S " %lldx%lldx%lld ta%d tb%d: c[%lld][%lld] wrong\n", (long long)m, \
+                           (long long)k, (long long)n, ta, tb, (long long)i, (long long)j); \
+            } \
+        free(a); free(b); free(c); \
+    }
+
+CHECK_SMALL(float, double, float32, 1)
+CHECK_SMALL(double, double, float64, 1)
+CHECK_SMALL(int32_t, uint32_t, int32, 40000)
+CHECK_SMALL(int64_t, uint64_t, int64, 3000000000LL)
+CHECK_SMALL(int16_t, uint32_t, int16, 300)
+CHECK_SMALL(int8_t, uint32_t, int8, 20)
+CHECK_SMALL(uint8_t, uint32_t, uint8, 20)
 
 static void check_strided(int ta, int tb) {
     const int64_t m = 37, k = 45, n = 70, lda = 100, ldb = 90, ldc = 80;
@@ -101,6 +137,23 @@ int main(void) {
     check_float32(256, 784, 10, 0, 0, 2);
     check_float32(4096, 5, 3, 0, 1, 2);
     for (int t = 0; t < 4; t++) check_strided(t & 1, t >> 1);
+    const int64_t small[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 15, 16, 17, 20, 24, 31, 33, 40, 65};
+    const int small_count = sizeof small / sizeof small[0];
+    for (int x = 0; x < small_count; x++)
+        for (int y = 0; y < small_count; y += 2)
+            for (int z = 0; z < small_count; z++)
+                for (int t = 0; t < 4; t++) {
+                    const int64_t m = small[x], k = small[y], n = small[z];
+                    check_small_float32(m, k, n, t & 1, t >> 1);
+                    check_small_int32(m, k, n, t & 1, t >> 1);
+                    if ((x + z) % 3 == 0) {
+                        check_small_float64(m, k, n, t & 1, t >> 1);
+                        check_small_int64(m, k, n, t & 1, t >> 1);
+                        check_small_int16(m, k, n, t & 1, t >> 1);
+                        check_small_int8(m, k, n, t & 1, t >> 1);
+                        check_small_uint8(m, k, n, t & 1, t >> 1);
+                    }
+                }
     check_batch();
     printf("%s (%d failures)\n", fails ? "FAIL" : "ok", fails);
     return fails != 0;

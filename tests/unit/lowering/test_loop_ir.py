@@ -4,8 +4,9 @@ from __future__ import annotations
 import runtime as rt
 from runtime.optimizer import optimize
 from transpiler.lowering import Poly, lower_function
-from transpiler.lowering.ir import Alloc, Assign, For, Loop, Store, walk_stmts
+from transpiler.lowering.ir import Alloc, Assign, Call, For, Loop, Store, walk_stmts
 from transpiler.lowering.kernels import loads
+from transpiler.lowering.ops import SMALL_MATMUL
 
 F = rt.float32
 
@@ -111,3 +112,29 @@ def test_the_ir_prints_readably():
     text = str(_lower(lambda x: rt.reduce_sum(x * x, axis=1), rt.TensorSpec([None, 16], F)).ir)
     assert text.startswith("function rt_fn_test(x: float32[?,16]):")
     assert "reduce(+:acc" in text and "Mul(" in text and "alloc float[n1]" in text
+
+
+def _calls(ir) -> list[str]:
+    return [s.name for s in walk_stmts(ir.body) if isinstance(s, Call)]
+
+
+def test_small_static_matmuls_take_the_fixed_size_kernel_and_the_rest_the_gemm():
+    def products(a, b, big, x):
+        return rt.matmul(a, b), rt.matmul(a, b, transpose_a=True, transpose_b=True), rt.matmul(big, big), \
+            rt.matmul(x, x)
+    lowered = _lower(products, rt.TensorSpec([10, 10], rt.int32), rt.TensorSpec([10, 10], rt.int32),
+                     rt.TensorSpec([64, 64], F), rt.TensorSpec([None, None], F))
+    assert SMALL_MATMUL < 64 ** 3
+    assert _calls(lowered.ir) == ["rt_matmul_small_int32", "rt_matmul_small_int32", "rt_gemm_ld_float32",
+                                  "rt_gemm_ld_float32"]
+    small = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Call) and "small" in s.name]
+    assert small[0].args[1] == small[0].args[3] == small[0].args[5] == "10"      # literal row strides
+    assert small[0].args[-5:] == ["10", "10", "10", "0", "0"] and small[1].args[-2:] == ["1", "1"]
+
+
+def test_a_batch_of_small_products_loops_over_the_fixed_size_kernel_in_parallel_when_big():
+    lowered = _lower(lambda a, b: rt.matmul(a, b), rt.TensorSpec([None, 8, 8], F), rt.TensorSpec([None, 8, 8], F))
+    (call,) = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Call) and "matmul" in s.name]
+    assert call.name == "rt_matmul_small_float32"
+    (loop,) = [f for f in _loops(lowered.ir) if call in f.body]
+    assert "RT_GEMM_PARALLEL_MIN" in loop.parallel

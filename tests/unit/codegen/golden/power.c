@@ -8,13 +8,13 @@ static int rt_fn_power(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     int32_t * p7 = NULL;
     /* MatMul = MatMul */
     p3 = buf4;
-    if (rt_gemm_ld_int32(ctx, x1, 3, k2, 3, p3, 3, 3, 3, 3, 0, 0)) goto fail;
+    rt_matmul_small_int32(x1, 3, k2, 3, p3, 3, 3, 3, 3, 0, 0);
     /* MatMul_1 = MatMul */
     p5 = buf6;
-    if (rt_gemm_ld_int32(ctx, x1, 3, p3, 3, p5, 3, 3, 3, 3, 0, 0)) goto fail;
+    rt_matmul_small_int32(x1, 3, p3, 3, p5, 3, 3, 3, 3, 0, 0);
     /* MatMul_2 = MatMul */
     if (!(p7 = (int32_t *)rt_alloc_array(ctx, 9, sizeof(int32_t)))) goto fail;
-    if (rt_gemm_ld_int32(ctx, x1, 3, p5, 3, p7, 3, 3, 3, 3, 0, 0)) goto fail;
+    rt_matmul_small_int32(x1, 3, p5, 3, p7, 3, 3, 3, 3, 0, 0);
     out[0].data = (void *)(p7); out[0].ndim = 2; out[0].shape[0] = 3; out[0].shape[1] = 3; out[0].dtype = 3; out[0].owner = NULL;
     return 0;
 fail:
