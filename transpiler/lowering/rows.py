@@ -9,14 +9,17 @@ each exponential in a per-thread row buffer when several passes need it), pass 3
 """
 from __future__ import annotations
 
+from copy import deepcopy
 from dataclasses import dataclass, field
 
-from transpiler.lowering.ir import Assign, Declare, Load, Poly, Store, Var, expensive, product
+from transpiler.lowering.ir import Assign, Declare, For, Load, Poly, Store, Var, expensive, product
 from transpiler.lowering.kernels import (
     SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, merged_loops, parallel_condition, versions, wrap_loops,
 )
 from transpiler.lowering.plan import Region
-from transpiler.lowering.values import Scalar
+from transpiler.lowering.values import Array, Scalar
+
+CHUNK = 512     # elements of a row that a float32 sum adds up in float before adding them to its double total
 
 
 @dataclass
@@ -31,6 +34,7 @@ class RowState:
     pass_stmts: list | None = None                    # statements of the current pass's loop body
     row_values: dict = field(default_factory=dict)    # id(tensor) -> Var of a row value
     scratch: dict = field(default_factory=dict)       # id(tensor) -> scratch buffer name
+    hosted: dict = field(default_factory=dict)        # id(tensor) -> the Array whose row holds it instead
     computed: dict = field(default_factory=dict)      # id(tensor) -> Var computed in the current pass
     saved: set = field(default_factory=set)           # ids of scratch values stored by an earlier pass
     computing: set = field(default_factory=set)       # full values being computed now (no self-reads)
@@ -65,15 +69,23 @@ class RowState:
         if id(t) in self.computed:
             return self.computed[id(t)]
         if id(t) in self.saved:
-            return Load(self.scratch[id(t)], self._col_offset(), t.dtype.c_type)
-        if id(t) in self.scratch and self.pass_stmts is not None:
+            return self._slot(t)
+        if (id(t) in self.scratch or id(t) in self.hosted) and self.pass_stmts is not None:
             value = el.compute(t.op, t.index, index)
             tmp = self.lw.fresh("e")
+            slot = self._slot(t)
             self.pass_stmts.append(Declare(tmp, t.dtype.c_type, value))
-            self.pass_stmts.append(Store(self.scratch[id(t)], self._col_offset(), Var(tmp, t.dtype.c_type)))
+            self.pass_stmts.append(Store(slot.ptr, slot.index, Var(tmp, t.dtype.c_type)))
             self.computed[id(t)] = Var(tmp, t.dtype.c_type)
             return self.computed[id(t)]
         return None
+
+    def _slot(self, t) -> Load:
+        """Where a shared value's element at this row and column is kept: its scratch row, or the row of the
+        output hosting it."""
+        if id(t) in self.hosted:
+            return self.hosted[id(t)].load(tuple(Poly.sym(n) for n in self.knames + self.rnames))
+        return Load(self.scratch[id(t)], self._col_offset(), t.dtype.c_type)
 
     def _col_offset(self) -> Poly:
         dims = self.region.domain[len(self.knames):]
@@ -133,9 +145,12 @@ def _build(lw, region: Region) -> list:
             lw.values[id(t)] = None
             targets[id(t)] = target
     shared = _shared(lw, region, members, member_ids)
+    full = [t for t in stored if lw.dims[id(t)] == domain and members[id(t)].opdef.reduction is None]
+    hosts = _hosts(lw, shared, full, targets)
     cols = product(domain[k:])
     if cols.const is None or cols.const > SCRATCH_MAX:
-        shared = []
+        shared = [t for t in shared if id(t) in hosts]
+    full.sort(key=lambda t: id(t) in hosts.values())     # a host's store last: the others read its row first
 
     def build(el):
         knames = [lw.fresh("k") for _ in range(k)]
@@ -143,6 +158,9 @@ def _build(lw, region: Region) -> list:
         state = RowState(lw, region, knames, rnames, members)
         el.region = state
         for t in shared:
+            if id(t) in hosts:
+                state.hosted[id(t)] = targets[hosts[id(t)]]
+                continue
             state.scratch[id(t)] = lw.fresh("scratch")
             state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=cols.const))
         index = tuple(Poly.sym(n) for n in knames + rnames)
@@ -154,21 +172,24 @@ def _build(lw, region: Region) -> list:
             out = op.outputs[0]
             acc = Accumulator(op, lw.fresh("acc"), acc_ctype(op, op.inputs[0].dtype), out.dtype,
                               product(domain[k:]))
-            body = state.pass_stmts + acc.update(lw, value)
+            part = _partial(lw, acc, op)
+            body = state.pass_stmts + (part or acc).update(lw, value)
             state.saved |= set(state.computed)
             loops, body = merged_loops(lw, list(domain[k:]), rnames, body)
-            state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
+            if part is None or not loops:
+                state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
+            else:
+                inner = _chunked(lw, loops[-1], body, part, acc)
+                state.row_stmts += acc.declare() + part.declare() + wrap_loops(loops[:-1], inner, simd=False)
             final = lw.fresh("row")
             state.row_stmts.append(Declare(final, out.dtype.c_type, acc.final()))
             state.row_values[id(out)] = Var(final, out.dtype.c_type)
         state.pass_stmts = []
         state.computed = {}
         stores = []
-        for t in stored:
-            target = targets[id(t)]
-            if lw.dims[id(t)] == domain and members[id(t)].opdef.reduction is None:
-                value = el.compute(members[id(t)], t.index, index)
-                stores.append(_store(target, index, value))
+        for t in full:
+            value = el.compute(members[id(t)], t.index, index)
+            stores.append(_store(targets[id(t)], index, value))
         if stores:
             loops, body = merged_loops(lw, list(domain[k:]), rnames, state.pass_stmts + stores)
             state.row_stmts += wrap_loops(loops, body)
@@ -185,6 +206,40 @@ def _build(lw, region: Region) -> list:
             cond = None
         return wrap_loops(loops, body, cond, simd=False)
     return prelude + versions(lw, build) + _values(lw, stored, targets)
+
+
+def _partial(lw, acc: Accumulator, op) -> Accumulator | None:
+    """A float32 sum's partial accumulator: chunks of a row add up in float, the chunks in double.
+
+    Converting every element to double halves the vector width and doubles the adds; a float partial
+    over ``CHUNK`` elements (``CHUNK / lanes`` per vector lane, then the lanes) keeps the rounding error of
+    each chunk near numpy's pairwise float32 sum, and the double total keeps it from growing with the row.
+    """
+    if acc.red.omp != "+" or acc.ctype != "double" or op.inputs[0].dtype.c_type != "float":
+        return None
+    return Accumulator(op, lw.fresh("part"), "float", acc.dtype, acc.count)
+
+
+def _chunked(lw, loop, body: list, part: Accumulator, acc: Accumulator) -> list:
+    """The innermost reduction loop ``(var, extent, kind)`` as full chunks of ``CHUNK`` then the rest, each
+    summed in ``part`` (vectorised) and added to ``acc``."""
+    var, extent, _ = loop
+    full = Poly.sym(lw.fresh("chunks")) if extent.const is None else Poly.of(extent.const // CHUNK)
+    out = [] if extent.const is not None else [Declare(str(full), "int64_t", f"({extent}) / {CHUNK}")]
+
+    def chunk(start: Poly, stop: Poly, stmts: list, first: bool = False) -> list:
+        reset = [] if first else [Assign(part.name, part.init())]     # ``part`` was declared with its start value
+        return reset + [For(var, start, stop, stmts, simd=True, reductions=part.clauses())] \
+            + acc.combine_with(part.name)
+    if full != 0:
+        if full == 1:
+            out += chunk(Poly.of(0), Poly.of(CHUNK), deepcopy(body), first=True)
+        else:
+            c = lw.fresh("c")
+            out.append(For(c, Poly.of(0), full, chunk(Poly.sym(c) * CHUNK, Poly.sym(c) * CHUNK + CHUNK, deepcopy(body))))
+    if extent.const is None or extent.const % CHUNK:
+        out += chunk(full * CHUNK, extent, body, first=full == 0)
+    return out
 
 
 def _values(lw, stored, targets) -> list:
@@ -213,6 +268,25 @@ def _shared(lw, region, members, member_ids) -> list:
                     and _expensive(op):
                 out.append(t)
     return out
+
+
+def _hosts(lw, shared, full, targets) -> dict:
+    """id(shared value) -> id(output) for the one shared value kept in the row of a full-domain output.
+
+    The output's row is written only by the last pass, after every pass that reads the shared value, and its
+    element is read there just before it is overwritten: no scratch row (4 KiB of L1 for 1024 floats) and no
+    copy. The output must be memory of its own (not a loop's or branch's destination, not a scalar) and not a
+    shared value itself.
+    """
+    shared_ids = {id(t) for t in shared}
+    for t in shared:
+        for out in full:
+            target = targets[id(out)]
+            if isinstance(target, Array) and target.storage in ("arena", "stack", "reserve") \
+                    and id(out) not in lw.dests and id(out) not in shared_ids \
+                    and out.dtype.c_type == t.dtype.c_type:
+                return {id(t): id(out)}
+    return {}
 
 
 def _expensive(op) -> bool:
