@@ -213,6 +213,14 @@ def outer_softmax(a, b):
     return e / rt.reduce_sum(e, axis=-1, keepdims=True)
 
 
+@rt.function
+def shares(x):
+    return x / rt.reduce_sum(x, axis=-1, keepdims=True)
+
+
+shares.get_concrete_function(spec(2))
+shares.get_concrete_function(spec(2, rt.float64))
+
 ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024)]
 for shape in ROW_SHAPES + [(None, None)]:
     softmaxes.get_concrete_function(rt.TensorSpec(shape, F))
@@ -653,6 +661,25 @@ def test_rows_with_inf_and_nan_propagate_as_in_numpy(programs):
               [rows, rt.ones([1030])])
     soft = built(programs.softmax_only, rt.TensorSpec([None, None], rt.float32))(rt.constant(x)).numpy()
     assert np.isnan(soft[:2]).all() and soft[2, 1029] == 0 and np.isnan(soft[3]).all() and np.isfinite(soft[4]).all()
+
+
+def test_divisions_by_a_row_value_out_of_the_reciprocals_range_are_exact(programs):
+    """``x / sum(x)`` multiplies by ``1 / sum`` only where that reciprocal is a normal number: a subnormal,
+    huge, zero, infinite or NaN sum divides, as numpy does."""
+    for dtype, tiny, huge in ((np.float32, 1e-39, 2e38), (np.float64, 1e-309, 1e308)):
+        x = np.zeros((7, 3), dtype)
+        x[0] = [tiny, tiny, 0]                 # 1 / sum overflows
+        x[1] = [huge, -huge / 2, 0]            # 1 / sum is subnormal
+        x[2] = [huge, huge, 0]                 # the sum is inf in float32 (and in float64 after a second huge)
+        x[2, 2] = huge if dtype == np.float64 else 0
+        x[3] = [0, 0, 0]
+        x[4] = [1, np.nan, 2]
+        x[5] = [np.inf, 1, 2]
+        x[6] = [1, 2, 5]
+        spec = rt.TensorSpec([None, None], rt.as_dtype(dtype))
+        check(programs.shares, (spec,), [rt.constant(x)], atol=0)
+        got = built(programs.shares, spec)(rt.constant(x)).numpy()
+        np.testing.assert_array_equal(got[:2], x[:2] / x[:2].sum(-1, keepdims=True))
 
 
 @HYP

@@ -12,7 +12,9 @@ from __future__ import annotations
 from copy import deepcopy
 from dataclasses import dataclass, field
 
-from transpiler.lowering.ir import Assign, Declare, For, Load, Poly, Store, Var, expensive, product
+from transpiler.lowering.ir import (
+    Apply, Assign, CExpr, Declare, Expr, For, If, Load, Poly, Store, Var, expensive, map_expr, product,
+)
 from transpiler.lowering.kernels import (
     SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, merged_loops, parallel_condition, versions, wrap_loops,
 )
@@ -191,8 +193,14 @@ def _build(lw, region: Region) -> list:
             value = el.compute(members[id(t)], t.index, index)
             stores.append(_store(targets[id(t)], index, value))
         if stores:
-            loops, body = merged_loops(lw, list(domain[k:]), rnames, state.pass_stmts + stores)
-            state.row_stmts += wrap_loops(loops, body)
+            body = state.pass_stmts + stores
+            fast, cond = _reciprocals(lw, state, deepcopy(body))
+            loops, body = merged_loops(lw, list(domain[k:]), rnames, body)
+            if cond is None:
+                state.row_stmts += wrap_loops(loops, body)
+            else:
+                fast_loops, fast = merged_loops(lw, list(domain[k:]), rnames, fast)
+                state.row_stmts.append(If(cond, wrap_loops(fast_loops, fast), wrap_loops(loops, body)))
         for t in stored:
             target = targets[id(t)]
             if lw.dims[id(t)] != domain or members[id(t)].opdef.reduction is not None:
@@ -206,6 +214,45 @@ def _build(lw, region: Region) -> list:
             cond = None
         return wrap_loops(loops, body, cond, simd=False)
     return prelude + versions(lw, build) + _values(lw, stored, targets)
+
+
+_NORMAL = {"float": ("fabsf", "0x1p-126f", "0x1p126f"), "double": ("fabs", "0x1p-1022", "0x1p1022")}
+
+
+def _reciprocals(lw, state: RowState, body: list) -> tuple[list, str | None]:
+    """``body`` with each division by a row value (``e / sum``, ``(x - mean) / std``) a multiplication by its
+    reciprocal, computed once per row, and the C condition under which that version runs (None: no such
+    division).
+
+    ``a * (1 / d)`` differs from ``a / d`` by at most an ulp or so while ``1 / d`` is a normal number; rows
+    whose divisor is out of that range (0, subnormal, huge, inf, NaN) run the divisions as written, so that
+    infinities, NaN and underflow come out as numpy's.
+    """
+    row_vars = {v.name: v for v in state.row_values.values()}
+    inverses: dict[str, Var] = {}
+
+    def swap(e):
+        if isinstance(e, Apply) and e.opdef.type == "RealDiv" and isinstance(e.args[1], Var) \
+                and e.args[1].name in row_vars and e.out_dtype.c_type in _NORMAL \
+                and all(t.c_type == e.out_dtype.c_type for t in e.in_dtypes):
+            d = e.args[1]
+            if d.name not in inverses:
+                inverses[d.name] = Var(lw.fresh("inv"), d.ctype)
+                state.row_stmts.append(Declare(inverses[d.name].name, d.ctype, f"({d.ctype})1 / {d.name}"))
+            return CExpr("({0} * {1})", (map_expr(e.args[0], on_node=swap), inverses[d.name]), e.ctype)
+        return None
+    for stmt in body:
+        if isinstance(stmt, Store):
+            stmt.value = map_expr(stmt.value, on_node=swap)
+        elif isinstance(stmt, Declare) and isinstance(stmt.init, Expr):
+            stmt.init = map_expr(stmt.init, on_node=swap)
+    if not inverses:
+        return body, None
+    conds = []
+    for name in inverses:
+        fabs, low, high = _NORMAL[row_vars[name].ctype]
+        conds.append(f"{fabs}({name}) >= {low} && {fabs}({name}) <= {high}")
+    return body, " && ".join(conds)
 
 
 def _partial(lw, acc: Accumulator, op) -> Accumulator | None:

@@ -26,9 +26,17 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
             }
             acc10 = (acc10 + part11);
             float row12 = ((float)acc10);
-            #pragma omp simd
-            for (int64_t r5 = 0; r5 < 16; r5++) {
-                p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row12)));
+            float inv13 = (float)1 / row12;
+            if (fabsf(row12) >= 0x1p-126f && fabsf(row12) <= 0x1p126f) {
+                #pragma omp simd
+                for (int64_t r5 = 0; r5 < 16; r5++) {
+                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv13));
+                }
+            } else {
+                #pragma omp simd
+                for (int64_t r5 = 0; r5 < 16; r5++) {
+                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row12)));
+                }
             }
         }
     } else {
@@ -52,9 +60,17 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
             }
             acc10 = (acc10 + part11);
             float row12 = ((float)acc10);
-            #pragma omp simd
-            for (int64_t r5 = 0; r5 < 16; r5++) {
-                p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row12)));
+            float inv13 = (float)1 / row12;
+            if (fabsf(row12) >= 0x1p-126f && fabsf(row12) <= 0x1p126f) {
+                #pragma omp simd
+                for (int64_t r5 = 0; r5 < 16; r5++) {
+                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv13));
+                }
+            } else {
+                #pragma omp simd
+                for (int64_t r5 = 0; r5 < 16; r5++) {
+                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row12)));
+                }
             }
         }
     }
