@@ -13,15 +13,14 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 
 from transpiler.lowering.ir import (
-    Apply, Assign, CExpr, Declare, Expr, For, If, Load, Poly, Store, Var, expensive, map_expr, product,
+    Apply, Assign, CExpr, Declare, Expr, If, Load, Poly, Store, Var, expensive, map_expr, product,
 )
 from transpiler.lowering.kernels import (
-    SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, merged_loops, parallel_condition, versions, wrap_loops,
+    SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, chunked_sum, float_partial, merged_loops, parallel_condition,
+    versions, wrap_loops,
 )
 from transpiler.lowering.plan import Region
 from transpiler.lowering.values import Array, Scalar
-
-CHUNK = 512     # elements of a row that a float32 sum adds up in float before adding them to its double total
 
 
 @dataclass
@@ -174,14 +173,14 @@ def _build(lw, region: Region) -> list:
             out = op.outputs[0]
             acc = Accumulator(op, lw.fresh("acc"), acc_ctype(op, op.inputs[0].dtype), out.dtype,
                               product(domain[k:]))
-            part = _partial(lw, acc, op)
+            part = float_partial(lw, acc, op)
             body = state.pass_stmts + (part or acc).update(lw, value)
             state.saved |= set(state.computed)
             loops, body = merged_loops(lw, list(domain[k:]), rnames, body)
             if part is None or not loops:
                 state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
             else:
-                inner = _chunked(lw, loops[-1], body, part, acc)
+                inner = chunked_sum(lw, loops[-1], body, part, acc)
                 state.row_stmts += acc.declare() + part.declare() + wrap_loops(loops[:-1], inner, simd=False)
             final = lw.fresh("row")
             state.row_stmts.append(Declare(final, out.dtype.c_type, acc.final()))
@@ -253,40 +252,6 @@ def _reciprocals(lw, state: RowState, body: list) -> tuple[list, str | None]:
         fabs, low, high = _NORMAL[row_vars[name].ctype]
         conds.append(f"{fabs}({name}) >= {low} && {fabs}({name}) <= {high}")
     return body, " && ".join(conds)
-
-
-def _partial(lw, acc: Accumulator, op) -> Accumulator | None:
-    """A float32 sum's partial accumulator: chunks of a row add up in float, the chunks in double.
-
-    Converting every element to double halves the vector width and doubles the adds; a float partial
-    over ``CHUNK`` elements (``CHUNK / lanes`` per vector lane, then the lanes) keeps the rounding error of
-    each chunk near numpy's pairwise float32 sum, and the double total keeps it from growing with the row.
-    """
-    if acc.red.omp != "+" or acc.ctype != "double" or op.inputs[0].dtype.c_type != "float":
-        return None
-    return Accumulator(op, lw.fresh("part"), "float", acc.dtype, acc.count)
-
-
-def _chunked(lw, loop, body: list, part: Accumulator, acc: Accumulator) -> list:
-    """The innermost reduction loop ``(var, extent, kind)`` as full chunks of ``CHUNK`` then the rest, each
-    summed in ``part`` (vectorised) and added to ``acc``."""
-    var, extent, _ = loop
-    full = Poly.sym(lw.fresh("chunks")) if extent.const is None else Poly.of(extent.const // CHUNK)
-    out = [] if extent.const is not None else [Declare(str(full), "int64_t", f"({extent}) / {CHUNK}")]
-
-    def chunk(start: Poly, stop: Poly, stmts: list, first: bool = False) -> list:
-        reset = [] if first else [Assign(part.name, part.init())]     # ``part`` was declared with its start value
-        return reset + [For(var, start, stop, stmts, simd=True, reductions=part.clauses())] \
-            + acc.combine_with(part.name)
-    if full != 0:
-        if full == 1:
-            out += chunk(Poly.of(0), Poly.of(CHUNK), deepcopy(body), first=True)
-        else:
-            c = lw.fresh("c")
-            out.append(For(c, Poly.of(0), full, chunk(Poly.sym(c) * CHUNK, Poly.sym(c) * CHUNK + CHUNK, deepcopy(body))))
-    if extent.const is None or extent.const % CHUNK:
-        out += chunk(full * CHUNK, extent, body, first=full == 0)
-    return out
 
 
 def _values(lw, stored, targets) -> list:

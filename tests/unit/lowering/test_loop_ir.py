@@ -132,4 +132,4 @@ def test_a_callback_is_reported():
 def test_the_ir_prints_readably():
     text = str(_lower(lambda x: rt.reduce_sum(x * x, axis=1), rt.TensorSpec([None, 16], F)).ir)
     assert text.startswith("function rt_fn_test(x: float32[?,16]):")
-    assert "reduce(+:acc" in text and "Mul(" in text and "alloc float[n1]" in text
+    assert "reduce(+:part" in text and "Mul(" in text and "alloc float[n1]" in text
