@@ -2,10 +2,13 @@
 
 A group over a domain ``[*rows, *cols]`` becomes one loop over rows (in parallel), and in each row
 one pass per reduction over the columns, accumulating in a register, then a last pass storing the
-group's results. For a softmax: pass 1 finds the row's max, pass 2 sums ``exp(x - max)`` (keeping
-each exponential in a per-thread row buffer when several passes need it), pass 3 writes
-``e / sum``; a layer norm is two reduction passes and a store pass. Values of one row (a mean, a
-``1 / sqrt(var + eps)``) are computed once per row, in registers.
+group's results. For a softmax: pass 1 finds the row's max, pass 2 sums ``exp(x - max)``, keeping
+each exponential where a later pass reads it (in the result's own row when the group stores a
+full-size result, else a per-thread row buffer), pass 3 writes ``e / sum`` over it; a layer norm is
+two reduction passes and a store pass. Values of one row (a mean, a ``sqrt(var + eps)``) are
+computed once per row, in registers; float32 sums add chunks of ``SUM_CHUNK`` columns in float and
+the chunks in double; a division by a row value is a multiplication by its reciprocal in rows where
+that reciprocal is a normal number.
 """
 from __future__ import annotations
 
