@@ -9,7 +9,9 @@ graphs: ``rt.eye(3)`` would otherwise become a constant) and hypothesis draws in
   and transposed (strided) inputs, empty ones included;
 - loops whose carried values change shape (a growing vector, a halving one), matrix loops, scalar
   loops, a loop of TensorArray writes, a loop around an ``if``;
-- row groups (softmax, layer norm) at sizes under and over the parallel threshold.
+- row groups (softmax, log-softmax, layer and RMS norms) at sizes under and over the parallel threshold,
+  rows shorter and longer than a float32 sum's chunk, one row, zero rows, inf and NaN, strided and
+  broadcast inputs.
 
 A registry walk checks that every op type the lowering handles natively runs natively in this module.
 """
@@ -172,6 +174,59 @@ def normalize(x, gamma, beta):
     var = rt.reduce_mean(rt.square(x - mean), axis=-1, keepdims=True)
     y = (x - mean) / rt.sqrt(var + 1e-5) * gamma + beta
     return y, rt.nn.softmax(y * 2.0), rt.reduce_max(y, axis=1)
+
+
+@rt.function
+def softmaxes(x):
+    shifted = x - rt.reduce_max(x, axis=-1, keepdims=True)
+    log_softmax = shifted - rt.math.log(rt.reduce_sum(rt.exp(shifted), axis=-1, keepdims=True))
+    e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
+    return e / rt.reduce_sum(e, axis=-1, keepdims=True), log_softmax, e * 2.0     # e read after the host's store
+
+
+@rt.function
+def softmax_only(x):
+    e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
+    return e / rt.reduce_sum(e, axis=-1, keepdims=True)
+
+
+@rt.function
+def norms(x, gamma):
+    rms = x / rt.sqrt(rt.reduce_mean(rt.square(x), axis=-1, keepdims=True) + 1e-6) * gamma
+    mean = rt.reduce_mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    var = rt.reduce_mean(centered * centered, axis=-1, keepdims=True)
+    return rms, centered / rt.sqrt(var + 1e-5), var, rt.reduce_sum(x, axis=-1), mean
+
+
+@rt.function(input_signature=[spec(2)])
+def transposed_rows(x):
+    t = rt.transpose(x)
+    e = rt.exp(t - rt.reduce_max(t, axis=-1, keepdims=True))
+    return e / rt.reduce_sum(e, axis=-1, keepdims=True)
+
+
+@rt.function(input_signature=[spec(1), spec(1)])
+def outer_softmax(a, b):
+    logits = a[:, None] * b[None, :]
+    e = rt.exp(logits - rt.reduce_max(logits, axis=-1, keepdims=True))
+    return e / rt.reduce_sum(e, axis=-1, keepdims=True)
+
+
+@rt.function
+def shares(x):
+    return x / rt.reduce_sum(x, axis=-1, keepdims=True)
+
+
+shares.get_concrete_function(spec(2))
+shares.get_concrete_function(spec(2, rt.float64))
+
+ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024)]
+for shape in ROW_SHAPES + [(None, None)]:
+    softmaxes.get_concrete_function(rt.TensorSpec(shape, F))
+    softmax_only.get_concrete_function(rt.TensorSpec(shape, F))
+    norms.get_concrete_function(rt.TensorSpec(shape, F), rt.TensorSpec(shape[1:], F))
+norms.get_concrete_function(rt.TensorSpec([3, 0], F), rt.TensorSpec([0], F))
 
 
 @rt.function(input_signature=[spec(2), spec(2)])
@@ -556,6 +611,83 @@ def test_row_groups_and_big_loops_on_threads(programs):
         finally:
             rt.config.threading.set_intra_op_parallelism_threads(0)
     assert "pragma omp parallel" in _generated_c(programs)
+
+
+ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024)]
+
+
+def test_row_programs_of_every_row_length(programs):
+    """Static and run-time row lengths under, at and over the float32 sums' chunk (512): one chunk, chunks and
+    a rest, a rest only; one row, zero rows; softmax hosting its exponentials in the result row."""
+    rng = np.random.default_rng(3)
+    dynamic = rt.TensorSpec([None, None], rt.float32)
+    for shape in ROW_SHAPES:
+        x = rt.constant((rng.standard_normal(shape) * 4 + 1).astype(np.float32))
+        gamma = rt.constant(rng.uniform(0.5, 1.5, shape[1:]).astype(np.float32))
+        for threads in (1, 2):
+            rt.config.threading.set_intra_op_parallelism_threads(threads)
+            try:
+                for spec in (rt.TensorSpec(shape, rt.float32), dynamic):
+                    check(programs.softmaxes, (spec,), [x])
+                    check(programs.softmax_only, (spec,), [x])
+                    check(programs.norms, (spec, rt.TensorSpec(spec.shape.dims[1:], rt.float32)), [x, gamma])
+            finally:
+                rt.config.threading.set_intra_op_parallelism_threads(0)
+    empty = built(programs.norms, rt.TensorSpec([3, 0], rt.float32), rt.TensorSpec([0], rt.float32))
+    rms, normalized, var, total, mean = empty(rt.zeros([3, 0]), rt.zeros([0]))
+    assert rms.shape == normalized.shape == (3, 0) and np.isnan(var.numpy()).all() and (total.numpy() == 0).all()
+    assert np.isnan(mean.numpy()).all()
+
+
+def test_row_sums_keep_float64_accuracy_across_chunks(programs):
+    """Chunks of a row sum in float32, the chunks in double: a long row of 0.1s sums like numpy's float64
+    sum to float32 accuracy (a float32 register per vector lane would drift by 1e-4)."""
+    x = np.full((2, 200_000), 0.1, np.float32)
+    x[1, ::7] = 3.0
+    *_, total, mean = built(programs.norms, rt.TensorSpec([None, None], rt.float32),
+                            rt.TensorSpec([None], rt.float32))(rt.constant(x), rt.ones([200_000]))
+    np.testing.assert_allclose(total.numpy(), x.astype(np.float64).sum(-1), rtol=1e-6)
+    np.testing.assert_allclose(mean.numpy()[:, 0], x.astype(np.float64).mean(-1), rtol=1e-6)
+
+
+def test_rows_with_inf_and_nan_propagate_as_in_numpy(programs):
+    x = np.random.default_rng(4).standard_normal((5, 1030)).astype(np.float32)
+    x[0, 3], x[1, 700], x[2, 1029], x[3, 5], x[3, 900] = np.inf, np.nan, -np.inf, np.inf, -np.inf
+    for spec in (rt.TensorSpec([2, 1030], rt.float32), rt.TensorSpec([None, None], rt.float32)):
+        rows = rt.constant(x) if spec.shape.dims[0] is None else rt.constant(x[:2])
+        check(programs.softmaxes, (spec,), [rows])
+        check(programs.softmax_only, (spec,), [rows])
+        check(programs.norms, (spec, rt.TensorSpec([None] if spec.shape.dims[0] is None else [1030], rt.float32)),
+              [rows, rt.ones([1030])])
+    soft = built(programs.softmax_only, rt.TensorSpec([None, None], rt.float32))(rt.constant(x)).numpy()
+    assert np.isnan(soft[:2]).all() and soft[2, 1029] == 0 and np.isnan(soft[3]).all() and np.isfinite(soft[4]).all()
+
+
+def test_divisions_by_a_row_value_out_of_the_reciprocals_range_are_exact(programs):
+    """``x / sum(x)`` multiplies by ``1 / sum`` only where that reciprocal is a normal number: a subnormal,
+    huge, zero, infinite or NaN sum divides, as numpy does."""
+    for dtype, tiny, huge in ((np.float32, 1e-39, 2e38), (np.float64, 1e-309, 1e308)):
+        x = np.zeros((7, 3), dtype)
+        x[0] = [tiny, tiny, 0]                 # 1 / sum overflows
+        x[1] = [huge, -huge / 2, 0]            # 1 / sum is subnormal
+        x[2] = [huge, huge, 0]                 # the sum is inf in float32 (and in float64 after a second huge)
+        x[2, 2] = huge if dtype == np.float64 else 0
+        x[3] = [0, 0, 0]
+        x[4] = [1, np.nan, 2]
+        x[5] = [np.inf, 1, 2]
+        x[6] = [1, 2, 5]
+        spec = rt.TensorSpec([None, None], rt.as_dtype(dtype))
+        check(programs.shares, (spec,), [rt.constant(x)], atol=0)
+        got = built(programs.shares, spec)(rt.constant(x)).numpy()
+        np.testing.assert_array_equal(got[:2], x[:2] / x[:2].sum(-1, keepdims=True))
+
+
+@HYP
+@given(st.integers(1, 5), st.integers(1, 40), st.data())
+def test_row_groups_of_strided_and_broadcast_inputs(programs, rows, cols, data):
+    check(programs.transposed_rows, (rt.TensorSpec([None, None], rt.float32),), [_tensor([cols, rows], data)])
+    v = rt.TensorSpec([None], rt.float32)
+    check(programs.outer_softmax, (v, v), [_tensor([rows], data), _tensor([cols], data)])
 
 
 def _generated_c(programs) -> str:

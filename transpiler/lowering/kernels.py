@@ -30,6 +30,7 @@ from transpiler.lowering.values import Array, Obj, Scalar
 UNROLL_MAX = 8         # a reduction over at most this many static elements is unrolled (the row loop vectorises)
 CHUNKS = 16            # a big full reduction: partial results per chunk, combined in order (deterministic)
 SCRATCH_MAX = 16384    # elements of a per-row scratch buffer (on the stack of each thread)
+SUM_CHUNK = 512        # elements of a row that a float32 sum adds up in float before adding them to its double total
 
 
 class NotInRow(Exception):
@@ -530,6 +531,40 @@ class Accumulator:
         return CExpr(f"(({ctype}){{0}})", (acc,), ctype)
 
 
+def float_partial(lw, acc: Accumulator, op) -> Accumulator | None:
+    """A float32 sum's partial accumulator: chunks of a row add up in float, the chunks in double.
+
+    Converting every element to double halves the vector width and doubles the adds; a float partial
+    over ``SUM_CHUNK`` elements (``SUM_CHUNK / lanes`` per vector lane, then the lanes) keeps the rounding error of
+    each chunk near numpy's pairwise float32 sum, and the double total keeps it from growing with the row.
+    """
+    if acc.red.omp != "+" or acc.ctype != "double" or op.inputs[0].dtype.c_type != "float":
+        return None
+    return Accumulator(op, lw.fresh("part"), "float", acc.dtype, acc.count)
+
+
+def chunked_sum(lw, loop, body: list, part: Accumulator, acc: Accumulator) -> list:
+    """The innermost reduction loop ``(var, extent, kind)`` as full chunks of ``SUM_CHUNK`` then the rest, each
+    summed in ``part`` (vectorised) and added to ``acc``."""
+    var, extent, _ = loop
+    full = Poly.sym(lw.fresh("chunks")) if extent.const is None else Poly.of(extent.const // SUM_CHUNK)
+    out = [] if extent.const is not None else [Declare(str(full), "int64_t", f"({extent}) / {SUM_CHUNK}")]
+
+    def chunk(start: Poly, stop: Poly, stmts: list, first: bool = False) -> list:
+        reset = [] if first else [Assign(part.name, part.init())]     # ``part`` was declared with its start value
+        return reset + [For(var, start, stop, stmts, simd=True, reductions=part.clauses())] \
+            + acc.combine_with(part.name)
+    if full != 0:
+        if full == 1:
+            out += chunk(Poly.of(0), Poly.of(SUM_CHUNK), deepcopy(body), first=True)
+        else:
+            c = lw.fresh("c")
+            out.append(For(c, Poly.of(0), full, chunk(Poly.sym(c) * SUM_CHUNK, Poly.sym(c) * SUM_CHUNK + SUM_CHUNK, deepcopy(body))))
+    if extent.const is None or extent.const % SUM_CHUNK:
+        out += chunk(full * SUM_CHUNK, extent, body, first=full == 0)
+    return out
+
+
 def reduce_axes(lw, op) -> list[int]:
     rank = len(lw.dims[id(op.inputs[0])])
     axes = op.attrs["axis"]
@@ -585,8 +620,12 @@ def _row_schedule(lw, acc, head, tail, value, out_at, target) -> list:
         return _full_reduction(lw, acc, tail, inner) + _store(target, Poly.of(0), acc.final())
     count = product([e for _, e, _ in tail]).const
     short = count is not None and count <= UNROLL_MAX
+    part = float_partial(lw, acc, acc.op)
     if short:       # e.g. the 3 coordinates of a distance: unrolled, and the loop over rows vectorised
         reduced = unroll(lw, tail, inner)
+    elif part is not None:
+        sums = chunked_sum(lw, tail[-1], part.update(lw, value), part, acc)
+        reduced = part.declare() + wrap_loops(tail[:-1], sums, simd=False)
     else:
         reduced = wrap_loops(tail, inner, reductions=acc.clauses())
     body = acc.declare() + reduced + _store(target, out_at, acc.final())

@@ -2,21 +2,28 @@
 
 A group over a domain ``[*rows, *cols]`` becomes one loop over rows (in parallel), and in each row
 one pass per reduction over the columns, accumulating in a register, then a last pass storing the
-group's results. For a softmax: pass 1 finds the row's max, pass 2 sums ``exp(x - max)`` (keeping
-each exponential in a per-thread row buffer when several passes need it), pass 3 writes
-``e / sum``; a layer norm is two reduction passes and a store pass. Values of one row (a mean, a
-``1 / sqrt(var + eps)``) are computed once per row, in registers.
+group's results. For a softmax: pass 1 finds the row's max, pass 2 sums ``exp(x - max)``, keeping
+each exponential where a later pass reads it (in the result's own row when the group stores a
+full-size result, else a per-thread row buffer), pass 3 writes ``e / sum`` over it; a layer norm is
+two reduction passes and a store pass. Values of one row (a mean, a ``sqrt(var + eps)``) are
+computed once per row, in registers; float32 sums add chunks of ``SUM_CHUNK`` columns in float and
+the chunks in double; a division by a row value is a multiplication by its reciprocal in rows where
+that reciprocal is a normal number.
 """
 from __future__ import annotations
 
+from copy import deepcopy
 from dataclasses import dataclass, field
 
-from transpiler.lowering.ir import Assign, Declare, Load, Poly, Store, Var, expensive, product
+from transpiler.lowering.ir import (
+    Apply, Assign, CExpr, Declare, Expr, If, Load, Poly, Store, Var, expensive, map_expr, product,
+)
 from transpiler.lowering.kernels import (
-    SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, merged_loops, parallel_condition, versions, wrap_loops,
+    SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, chunked_sum, float_partial, merged_loops, parallel_condition,
+    versions, wrap_loops,
 )
 from transpiler.lowering.plan import Region
-from transpiler.lowering.values import Scalar
+from transpiler.lowering.values import Array, Scalar
 
 
 @dataclass
@@ -31,6 +38,7 @@ class RowState:
     pass_stmts: list | None = None                    # statements of the current pass's loop body
     row_values: dict = field(default_factory=dict)    # id(tensor) -> Var of a row value
     scratch: dict = field(default_factory=dict)       # id(tensor) -> scratch buffer name
+    hosted: dict = field(default_factory=dict)        # id(tensor) -> the Array whose row holds it instead
     computed: dict = field(default_factory=dict)      # id(tensor) -> Var computed in the current pass
     saved: set = field(default_factory=set)           # ids of scratch values stored by an earlier pass
     computing: set = field(default_factory=set)       # full values being computed now (no self-reads)
@@ -65,15 +73,23 @@ class RowState:
         if id(t) in self.computed:
             return self.computed[id(t)]
         if id(t) in self.saved:
-            return Load(self.scratch[id(t)], self._col_offset(), t.dtype.c_type)
-        if id(t) in self.scratch and self.pass_stmts is not None:
+            return self._slot(t)
+        if (id(t) in self.scratch or id(t) in self.hosted) and self.pass_stmts is not None:
             value = el.compute(t.op, t.index, index)
             tmp = self.lw.fresh("e")
+            slot = self._slot(t)
             self.pass_stmts.append(Declare(tmp, t.dtype.c_type, value))
-            self.pass_stmts.append(Store(self.scratch[id(t)], self._col_offset(), Var(tmp, t.dtype.c_type)))
+            self.pass_stmts.append(Store(slot.ptr, slot.index, Var(tmp, t.dtype.c_type)))
             self.computed[id(t)] = Var(tmp, t.dtype.c_type)
             return self.computed[id(t)]
         return None
+
+    def _slot(self, t) -> Load:
+        """Where a shared value's element at this row and column is kept: its scratch row, or the row of the
+        output hosting it."""
+        if id(t) in self.hosted:
+            return self.hosted[id(t)].load(tuple(Poly.sym(n) for n in self.knames + self.rnames))
+        return Load(self.scratch[id(t)], self._col_offset(), t.dtype.c_type)
 
     def _col_offset(self) -> Poly:
         dims = self.region.domain[len(self.knames):]
@@ -133,9 +149,12 @@ def _build(lw, region: Region) -> list:
             lw.values[id(t)] = None
             targets[id(t)] = target
     shared = _shared(lw, region, members, member_ids)
+    full = [t for t in stored if lw.dims[id(t)] == domain and members[id(t)].opdef.reduction is None]
+    hosts = _hosts(lw, shared, full, targets)
     cols = product(domain[k:])
     if cols.const is None or cols.const > SCRATCH_MAX:
-        shared = []
+        shared = [t for t in shared if id(t) in hosts]
+    full.sort(key=lambda t: id(t) in hosts.values())     # a host's store last: the others read its row first
 
     def build(el):
         knames = [lw.fresh("k") for _ in range(k)]
@@ -143,6 +162,9 @@ def _build(lw, region: Region) -> list:
         state = RowState(lw, region, knames, rnames, members)
         el.region = state
         for t in shared:
+            if id(t) in hosts:
+                state.hosted[id(t)] = targets[hosts[id(t)]]
+                continue
             state.scratch[id(t)] = lw.fresh("scratch")
             state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=cols.const))
         index = tuple(Poly.sym(n) for n in knames + rnames)
@@ -154,24 +176,33 @@ def _build(lw, region: Region) -> list:
             out = op.outputs[0]
             acc = Accumulator(op, lw.fresh("acc"), acc_ctype(op, op.inputs[0].dtype), out.dtype,
                               product(domain[k:]))
-            body = state.pass_stmts + acc.update(lw, value)
+            part = float_partial(lw, acc, op)
+            body = state.pass_stmts + (part or acc).update(lw, value)
             state.saved |= set(state.computed)
             loops, body = merged_loops(lw, list(domain[k:]), rnames, body)
-            state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
+            if part is None or not loops:
+                state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
+            else:
+                inner = chunked_sum(lw, loops[-1], body, part, acc)
+                state.row_stmts += acc.declare() + part.declare() + wrap_loops(loops[:-1], inner, simd=False)
             final = lw.fresh("row")
             state.row_stmts.append(Declare(final, out.dtype.c_type, acc.final()))
             state.row_values[id(out)] = Var(final, out.dtype.c_type)
         state.pass_stmts = []
         state.computed = {}
         stores = []
-        for t in stored:
-            target = targets[id(t)]
-            if lw.dims[id(t)] == domain and members[id(t)].opdef.reduction is None:
-                value = el.compute(members[id(t)], t.index, index)
-                stores.append(_store(target, index, value))
+        for t in full:
+            value = el.compute(members[id(t)], t.index, index)
+            stores.append(_store(targets[id(t)], index, value))
         if stores:
-            loops, body = merged_loops(lw, list(domain[k:]), rnames, state.pass_stmts + stores)
-            state.row_stmts += wrap_loops(loops, body)
+            body = state.pass_stmts + stores
+            fast, cond = _reciprocals(lw, state, deepcopy(body))
+            loops, body = merged_loops(lw, list(domain[k:]), rnames, body)
+            if cond is None:
+                state.row_stmts += wrap_loops(loops, body)
+            else:
+                fast_loops, fast = merged_loops(lw, list(domain[k:]), rnames, fast)
+                state.row_stmts.append(If(cond, wrap_loops(fast_loops, fast), wrap_loops(loops, body)))
         for t in stored:
             target = targets[id(t)]
             if lw.dims[id(t)] != domain or members[id(t)].opdef.reduction is not None:
@@ -185,6 +216,45 @@ def _build(lw, region: Region) -> list:
             cond = None
         return wrap_loops(loops, body, cond, simd=False)
     return prelude + versions(lw, build) + _values(lw, stored, targets)
+
+
+_NORMAL = {"float": ("fabsf", "0x1p-126f", "0x1p126f"), "double": ("fabs", "0x1p-1022", "0x1p1022")}
+
+
+def _reciprocals(lw, state: RowState, body: list) -> tuple[list, str | None]:
+    """``body`` with each division by a row value (``e / sum``, ``(x - mean) / std``) a multiplication by its
+    reciprocal, computed once per row, and the C condition under which that version runs (None: no such
+    division).
+
+    ``a * (1 / d)`` differs from ``a / d`` by at most an ulp or so while ``1 / d`` is a normal number; rows
+    whose divisor is out of that range (0, subnormal, huge, inf, NaN) run the divisions as written, so that
+    infinities, NaN and underflow come out as numpy's.
+    """
+    row_vars = {v.name: v for v in state.row_values.values()}
+    inverses: dict[str, Var] = {}
+
+    def swap(e):
+        if isinstance(e, Apply) and e.opdef.type == "RealDiv" and isinstance(e.args[1], Var) \
+                and e.args[1].name in row_vars and e.out_dtype.c_type in _NORMAL \
+                and all(t.c_type == e.out_dtype.c_type for t in e.in_dtypes):
+            d = e.args[1]
+            if d.name not in inverses:
+                inverses[d.name] = Var(lw.fresh("inv"), d.ctype)
+                state.row_stmts.append(Declare(inverses[d.name].name, d.ctype, f"({d.ctype})1 / {d.name}"))
+            return CExpr("({0} * {1})", (map_expr(e.args[0], on_node=swap), inverses[d.name]), e.ctype)
+        return None
+    for stmt in body:
+        if isinstance(stmt, Store):
+            stmt.value = map_expr(stmt.value, on_node=swap)
+        elif isinstance(stmt, Declare) and isinstance(stmt.init, Expr):
+            stmt.init = map_expr(stmt.init, on_node=swap)
+    if not inverses:
+        return body, None
+    conds = []
+    for name in inverses:
+        fabs, low, high = _NORMAL[row_vars[name].ctype]
+        conds.append(f"{fabs}({name}) >= {low} && {fabs}({name}) <= {high}")
+    return body, " && ".join(conds)
 
 
 def _values(lw, stored, targets) -> list:
@@ -213,6 +283,25 @@ def _shared(lw, region, members, member_ids) -> list:
                     and _expensive(op):
                 out.append(t)
     return out
+
+
+def _hosts(lw, shared, full, targets) -> dict:
+    """id(shared value) -> id(output) for the one shared value kept in the row of a full-domain output.
+
+    The output's row is written only by the last pass, after every pass that reads the shared value, and its
+    element is read there just before it is overwritten: no scratch row (4 KiB of L1 for 1024 floats) and no
+    copy. The output must be memory of its own (not a loop's or branch's destination, not a scalar) and not a
+    shared value itself.
+    """
+    shared_ids = {id(t) for t in shared}
+    for t in shared:
+        for out in full:
+            target = targets[id(out)]
+            if isinstance(target, Array) and target.storage in ("arena", "stack", "reserve") \
+                    and id(out) not in lw.dests and id(out) not in shared_ids \
+                    and out.dtype.c_type == t.dtype.c_type:
+                return {id(t): id(out)}
+    return {}
 
 
 def _expensive(op) -> bool:

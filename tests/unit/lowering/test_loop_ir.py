@@ -4,7 +4,7 @@ from __future__ import annotations
 import runtime as rt
 from runtime.optimizer import optimize
 from transpiler.lowering import Poly, lower_function
-from transpiler.lowering.ir import Alloc, Assign, Call, For, Loop, Store, walk_stmts
+from transpiler.lowering.ir import Alloc, Assign, Call, Declare, For, If, Loop, Store, walk_stmts
 from transpiler.lowering.kernels import loads
 from transpiler.lowering.ops import SMALL_MATMUL
 
@@ -61,9 +61,31 @@ def test_softmax_and_layer_norm_are_one_loop_over_rows():
         outer = [s for s in lowered.ir.body if isinstance(s, For)]
         assert lowered.report.groups == 1 and len(outer) == 1 and outer[0].parallel
         passes = [s for s in outer[0].body if isinstance(s, For)]
+        divided = [s for s in outer[0].body if isinstance(s, If)]      # the store, by a reciprocal or not
+        assert len(divided) == 1 and len(divided[0].then) == len(divided[0].orelse) == 1
+        passes.append(divided[0].then[0])
         assert len(passes) == 3 and all(p.simd for p in passes)         # two reductions and the store
         allocs = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
         assert len(allocs) == 1                                          # only the result
+
+
+def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_the_result_and_divide_by_a_reciprocal():
+    def softmax(x):
+        e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
+        return e / rt.reduce_sum(e, axis=-1, keepdims=True)
+    lowered = _lower(softmax, rt.TensorSpec([64, 1100], F))
+    (outer,) = [s for s in lowered.ir.body if isinstance(s, For)]
+    assert not [s for s in walk_stmts(outer.body) if isinstance(s, Declare) and s.size]    # no scratch row
+    (result,) = [s.ptr for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
+    chunks = [s for s in outer.body if isinstance(s, For) and not s.simd]
+    assert len(chunks) == 1 and chunks[0].stop == Poly.of(2)                              # 2 chunks of 512
+    (inner,) = chunks[0].body[1:2]
+    assert inner.simd and inner.reductions[0][1].startswith("part") and inner.stop - inner.start == Poly.of(512)
+    tail = [s for s in outer.body if isinstance(s, For) and s.simd and s.start == Poly.of(1024)]
+    assert len(tail) == 1 and tail[0].stop == Poly.of(1100)
+    assert any(isinstance(s, Store) and s.ptr == result for s in walk_stmts(tail[0].body))  # e into the result
+    (divided,) = [s for s in outer.body if isinstance(s, If)]
+    assert "fabsf(" in divided.cond and "RealDiv" not in str(divided.then) and "RealDiv" in str(divided.orelse)
 
 
 def test_pairwise_distances_never_build_the_broadcast_tensor():
@@ -111,7 +133,7 @@ def test_a_callback_is_reported():
 def test_the_ir_prints_readably():
     text = str(_lower(lambda x: rt.reduce_sum(x * x, axis=1), rt.TensorSpec([None, 16], F)).ir)
     assert text.startswith("function rt_fn_test(x: float32[?,16]):")
-    assert "reduce(+:acc" in text and "Mul(" in text and "alloc float[n1]" in text
+    assert "reduce(+:part" in text and "Mul(" in text and "alloc float[n1]" in text
 
 
 def _calls(ir) -> list[str]:

@@ -7,52 +7,70 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     if ((16 * n1) >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
         for (int64_t k4 = 0; k4 < n1; k4++) {
-            __attribute__((aligned(64))) float scratch6[16];
-            float acc7 = -INFINITY;
-            int acc7_nan = 0;
-            #pragma omp simd reduction(max:acc7) reduction(|:acc7_nan)
+            float acc6 = -INFINITY;
+            int acc6_nan = 0;
+            #pragma omp simd reduction(max:acc6) reduction(|:acc6_nan)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float v8 = x2[16 * k4 + r5];
-                acc7 = (v8 > acc7 ? v8 : acc7);
-                acc7_nan = acc7_nan | (v8 != v8);
+                float v7 = x2[16 * k4 + r5];
+                acc6 = (v7 > acc6 ? v7 : acc6);
+                acc6_nan = acc6_nan | (v7 != v7);
             }
-            float row9 = (acc7_nan ? (float)NAN : acc7);
-            double acc11 = 0;
-            #pragma omp simd reduction(+:acc11)
+            float row8 = (acc6_nan ? (float)NAN : acc6);
+            double acc10 = 0;
+            float part11 = 0;
+            #pragma omp simd reduction(+:part11)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float e10 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row9))));
-                scratch6[r5] = e10;
-                acc11 = (acc11 + ((double)e10));
+                float e9 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row8))));
+                p3[16 * k4 + r5] = e9;
+                part11 = (part11 + ((float)e9));
             }
-            float row12 = ((float)acc11);
-            #pragma omp simd
-            for (int64_t r5 = 0; r5 < 16; r5++) {
-                p3[16 * k4 + r5] = ((float)((float)(scratch6[r5] / row12)));
+            acc10 = (acc10 + part11);
+            float row12 = ((float)acc10);
+            float inv13 = (float)1 / row12;
+            if (fabsf(row12) >= 0x1p-126f && fabsf(row12) <= 0x1p126f) {
+                #pragma omp simd
+                for (int64_t r5 = 0; r5 < 16; r5++) {
+                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv13));
+                }
+            } else {
+                #pragma omp simd
+                for (int64_t r5 = 0; r5 < 16; r5++) {
+                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row12)));
+                }
             }
         }
     } else {
         for (int64_t k4 = 0; k4 < n1; k4++) {
-            __attribute__((aligned(64))) float scratch6[16];
-            float acc7 = -INFINITY;
-            int acc7_nan = 0;
-            #pragma omp simd reduction(max:acc7) reduction(|:acc7_nan)
+            float acc6 = -INFINITY;
+            int acc6_nan = 0;
+            #pragma omp simd reduction(max:acc6) reduction(|:acc6_nan)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float v8 = x2[16 * k4 + r5];
-                acc7 = (v8 > acc7 ? v8 : acc7);
-                acc7_nan = acc7_nan | (v8 != v8);
+                float v7 = x2[16 * k4 + r5];
+                acc6 = (v7 > acc6 ? v7 : acc6);
+                acc6_nan = acc6_nan | (v7 != v7);
             }
-            float row9 = (acc7_nan ? (float)NAN : acc7);
-            double acc11 = 0;
-            #pragma omp simd reduction(+:acc11)
+            float row8 = (acc6_nan ? (float)NAN : acc6);
+            double acc10 = 0;
+            float part11 = 0;
+            #pragma omp simd reduction(+:part11)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float e10 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row9))));
-                scratch6[r5] = e10;
-                acc11 = (acc11 + ((double)e10));
+                float e9 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row8))));
+                p3[16 * k4 + r5] = e9;
+                part11 = (part11 + ((float)e9));
             }
-            float row12 = ((float)acc11);
-            #pragma omp simd
-            for (int64_t r5 = 0; r5 < 16; r5++) {
-                p3[16 * k4 + r5] = ((float)((float)(scratch6[r5] / row12)));
+            acc10 = (acc10 + part11);
+            float row12 = ((float)acc10);
+            float inv13 = (float)1 / row12;
+            if (fabsf(row12) >= 0x1p-126f && fabsf(row12) <= 0x1p126f) {
+                #pragma omp simd
+                for (int64_t r5 = 0; r5 < 16; r5++) {
+                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv13));
+                }
+            } else {
+                #pragma omp simd
+                for (int64_t r5 = 0; r5 < 16; r5++) {
+                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row12)));
+                }
             }
         }
     }
