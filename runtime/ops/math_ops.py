@@ -395,7 +395,7 @@ def _cast_kernel(inputs, attrs):
         return (inputs[0].astype(attrs["DstT"].np),)
 
 
-register(OpDef("Cast", "Cast", _cast_infer, _cast_kernel, 1, c_expr="(({T}){0})"))
+register(OpDef("Cast", "Cast", _cast_infer, _cast_kernel, 1, c_expr="{0}"))   # c_expression converts to {T}
 
 
 @gradient("Cast")

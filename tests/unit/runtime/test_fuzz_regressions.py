@@ -1,0 +1,37 @@
+"""Disagreements between modes found by the differential fuzzer (tests/fuzz_programs.py), minimised: each
+program must give the same answer eagerly, traced on the generic executor and on the reference executor
+(the answer TensorFlow gives). tests/build/test_fuzz_programs_native.py runs the same programs natively."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import runtime as rt
+from runtime import executor
+
+
+def cast_to_bool(x, v):
+    # the generic executor's compiled Cast converted to uint8: 0.5 -> False, 256 -> False, NaN -> False
+    return rt.cast(x, rt.bool), rt.cast(v, rt.bool), rt.cast(rt.cast(x * 0.5, rt.float64), rt.bool)
+
+
+CASES = [
+    (cast_to_bool, (np.array([0.5, np.nan, -0.0, -0.25, 0.0, np.inf], np.float32), np.array([256, 0, -512], np.int32)),
+     (np.array([True, True, False, True, False, True]), np.array([True, False, True]),
+      np.array([True, True, False, True, False, True]))),
+]
+
+
+def _values(result):
+    return [np.asarray(r.numpy() if hasattr(r, "numpy") else r) for r in result]
+
+
+@pytest.mark.parametrize("function, args, expected", CASES, ids=[c[0].__name__ for c in CASES])
+def test_every_mode_gives_the_tensorflow_answer(function, args, expected):
+    traced = rt.function(function)
+    outcomes = {"eager": _values(function(*[rt.constant(a) for a in args])), "traced": _values(traced(*args)),
+                "reference": [np.asarray(v) for v in executor.run_graph(traced.get_concrete_function(*args).graph,
+                                                                          list(args))]}
+    for mode, got in outcomes.items():
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            np.testing.assert_array_equal(g, e, err_msg=f"{mode}, output {i}")
