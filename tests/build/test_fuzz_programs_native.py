@@ -24,6 +24,11 @@ REGRESSIONS = '''
 @rt.function(input_signature=[F, I])
 def cast_to_bool(x, v):
     return rt.cast(x, rt.bool), rt.cast(v, rt.bool), rt.cast(rt.cast(x * 0.5, rt.float64), rt.bool)
+
+
+@rt.function(input_signature=[M])
+def extrema_of_no_rows(m):
+    return rt.reduce_max(m, axis=1), rt.reduce_min(m, axis=-1, keepdims=True), rt.nn.log_softmax(m), rt.nn.softmax(m)
 '''
 
 
@@ -60,3 +65,10 @@ def test_cast_to_bool_is_nonzero(built):
     np.testing.assert_array_equal(got[0], expected)
     np.testing.assert_array_equal(got[1], [True, False, True])
     np.testing.assert_array_equal(got[2], expected)
+
+
+def test_reductions_of_no_rows(built):
+    native = built[2].extrema_of_no_rows
+    assert native.get_concrete_function().native
+    got = [np.asarray(t) for t in native(np.zeros((0, 3), np.float32))]
+    assert [g.shape for g in got] == [(0,), (0, 1), (0, 3), (0, 3)]

@@ -15,10 +15,18 @@ def cast_to_bool(x, v):
     return rt.cast(x, rt.bool), rt.cast(v, rt.bool), rt.cast(rt.cast(x * 0.5, rt.float64), rt.bool)
 
 
+def extrema_of_no_rows(m):
+    # a max over the columns of a (0, 3) matrix reduces nothing into nothing: every mode raised "reduction
+    # over an empty dimension has no identity" (TF: an empty result); built log_softmax/softmax too
+    return rt.reduce_max(m, axis=1), rt.reduce_min(m, axis=-1, keepdims=True), rt.nn.log_softmax(m), rt.nn.softmax(m)
+
+
 CASES = [
     (cast_to_bool, (np.array([0.5, np.nan, -0.0, -0.25, 0.0, np.inf], np.float32), np.array([256, 0, -512], np.int32)),
      (np.array([True, True, False, True, False, True]), np.array([True, False, True]),
       np.array([True, True, False, True, False, True]))),
+    (extrema_of_no_rows, (np.zeros((0, 3), np.float32),),
+     (np.zeros(0, np.float32), np.zeros((0, 1), np.float32), np.zeros((0, 3), np.float32), np.zeros((0, 3), np.float32))),
 ]
 
 
@@ -34,4 +42,11 @@ def test_every_mode_gives_the_tensorflow_answer(function, args, expected):
                                                                           list(args))]}
     for mode, got in outcomes.items():
         for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            assert g.dtype == e.dtype, f"{mode}, output {i}: {g.dtype}"
             np.testing.assert_array_equal(g, e, err_msg=f"{mode}, output {i}")
+
+
+def test_an_output_element_that_reduces_nothing_is_still_an_error():
+    for axis in (0, None):
+        with pytest.raises(rt.errors.InvalidArgumentError, match="reduction over an empty dimension"):
+            rt.reduce_max(rt.zeros([0, 3]), axis=axis)
