@@ -22,6 +22,7 @@ import argparse
 import importlib
 import importlib.util
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -78,8 +79,17 @@ EXACT_FLOATS = {"N": "300.0", "M": "300.0", "S": "300.0", "D": "300.0"}
 # Expressions by the type of their value. {N}/{M}/{S}/{I}/{J}/{B}/{A}/{AM}/{AS}/{D}/{C} are replaced by
 # expressions of the types: exact float32 vector [n], matrix [n, 3], scalar; int32 vector, int32 scalar;
 # bool vector; approximate float32 vector, matrix, scalar; float64 vector; the broadcast input c.
+# {J:1} is one expression however often the template uses it.
 CATALOGUE = {
-    "N": ["rt.cast(rt.cast({N}, rt.bool), rt.float32) * {N}", "rt.floormod({N}, -3.0)", "rt.floordiv({N}, -4.0)", "rt.cast(rt.cast(rt.cast({N}, rt.int32), rt.int8), rt.float32)", "rt.pad({N}, [[2, 1]])[1:-2]", "rt.concat([{N}[rt.abs({J}) % rt.size({N}):], {N}[:rt.abs({J}) % rt.size({N})]], 0)", "rt.concat([{N}[rt.abs({J}) % rt.size({N})::-1], {N}[:rt.abs({J}) % rt.size({N}):-1]], 0)", "rt.linspace(0.0, rt.cast(rt.size({N}), rt.float32) - 1.0, rt.size({N})) + {N}", "rt.cast(rt.cast({N}, rt.float16), rt.float32)", "rt.cast(rt.cast({N} * 0.5, rt.int32), rt.float32)", "rt.floordiv({N} * 0.5, 1.0)", "rt.pow(rt.abs({N}) % 4.0, 2.0)", "rt.sign({N}) * rt.abs({N})", "rt.matmul(rt.clip_by_value(rt.matmul({M}, {M}, transpose_b=True), -50.0, 50.0), rt.expand_dims({N}, 1))[:, 0]",
+    "N": ["rt.cast(rt.cast({N}, rt.bool), rt.float32) * {N}", "rt.floormod({N}, -3.0)", "rt.floordiv({N}, -4.0)",
+          "rt.cast(rt.cast(rt.cast({N}, rt.int32), rt.int8), rt.float32)", "rt.pad({N}, [[2, 1]])[1:-2]",
+          "rt.concat([{N}[rt.abs({J:1}) % rt.size({N}):], {N}[:rt.abs({J:1}) % rt.size({N})]], 0)",
+          "rt.concat([{N}[rt.abs({J:1}) % rt.size({N})::-1], {N}[:rt.abs({J:1}) % rt.size({N}):-1]], 0)",
+          "rt.linspace(0.0, rt.cast(rt.size({N}), rt.float32) - 1.0, rt.size({N})) + {N}",
+          "rt.cast(rt.cast({N}, rt.float16), rt.float32)", "rt.cast(rt.cast({N} * 0.5, rt.int32), rt.float32)",
+          "rt.floordiv({N} * 0.5, 1.0)", "rt.pow(rt.abs({N}) % 4.0, 2.0)", "rt.sign({N}) * rt.abs({N})",
+          ("rt.matmul(rt.clip_by_value(rt.matmul({M}, {M}, transpose_b=True), -50.0, 50.0), "
+           "rt.expand_dims({N}, 1))[:, 0]"),
           "{N} + {N}", "{N} - {N} * 2.0", "rt.maximum({N}, {N})", "rt.minimum({N}, -{N})", "rt.abs({N}) - 3.0",
           "{N} * {S}", "rt.floormod({N}, 7.0)", "rt.floordiv({N}, 3.0)", "rt.floordiv({N}, rt.abs({S}) + 1.0)",
           "rt.cast({I}, rt.float32) + {N}", "rt.gather({N}, rt.floormod({I} + {J}, rt.size({N})))",
@@ -91,44 +101,57 @@ CATALOGUE = {
           "rt.reduce_sum(rt.matmul({M}, {M}, transpose_b=True), axis=0)", "rt.unstack({M}, axis=1)[2]",
           "rt.reduce_sum(rt.stack([{N}, {N}], axis=1), axis=1)", "rt.stack([{N}, {N}])[1]",
           "rt.squeeze(rt.expand_dims({N}, 1), axis=1)", "rt.reshape({M}, [-1])[1::3]",
-          "rt.tile({N}, [2])[:rt.size({N})]", "rt.clip_by_value({N}, -2.0, {S})", "rt.gather({M}, [2, 0, 1], axis=1)[:, 0]",
+          "rt.tile({N}, [2])[:rt.size({N})]", "rt.clip_by_value({N}, -2.0, {S})",
+          "rt.gather({M}, [2, 0, 1], axis=1)[:, 0]",
           "rt.cast({D}, rt.float32)", "rt.where({N} > {S}, {N}, rt.zeros_like({N}))", "{N} * rt.cast({B}, rt.float32)",
           "rt.reduce_sum({M} * w, axis=1)", "rt.gather(w, rt.floormod({I}, 3)) + {N}",
           "rt.cast(rt.cast({N}, rt.int64) * 2, rt.float32)", "rt.ones_like({N}) * {S}",
           "rt.fill(rt.shape({N}), {S})"],
-    "M": ["rt.one_hot(rt.floormod({I}, 4), 3) * {S}", "rt.reduce_sum({M}, axis=0, keepdims=True) + {M}", "{M} - rt.reduce_min({M}, axis=0)", "rt.cast(rt.cast({M}, rt.bool), rt.float32)",
+    "M": ["rt.one_hot(rt.floormod({I}, 4), 3) * {S}", "rt.reduce_sum({M}, axis=0, keepdims=True) + {M}",
+          "{M} - rt.reduce_min({M}, axis=0)", "rt.cast(rt.cast({M}, rt.bool), rt.float32)",
           "{M} + rt.expand_dims({N}, 1)", "{M} * ROW", "rt.matmul({M}, W)", "{M} - {S}", "{M}[:, ::-1]",
           "rt.maximum({M}, 0.0) - 1.0", "{M} + {N}[:, rt.newaxis] * 0.0 + rt.cast(rt.expand_dims({I}, 1), rt.float32)",
           "rt.transpose(rt.transpose({M})) * 2.0", "rt.concat([{M}[:, 1:], {M}[:, :1]], 1)",
           "rt.stack([{N}, {N}, {N}], axis=1)", "rt.tile(rt.expand_dims({N}, 1), [1, 3])",
-          "rt.reshape(rt.reshape({M}, [-1]), [-1, 3])", "rt.cumsum({M}, axis=1)", "rt.cumsum({M}, axis=0, reverse=True)",
+          "rt.reshape(rt.reshape({M}, [-1]), [-1, 3])", "rt.cumsum({M}, axis=1)",
+          "rt.cumsum({M}, axis=0, reverse=True)",
           "rt.where({M} > 0.0, {M}, -{M})", "rt.gather({M}, rt.floormod({I}, rt.shape({M})[0]))",
           "rt.matmul(rt.transpose({M}), W, transpose_a=True)", "rt.matmul({M}, rt.transpose(W), transpose_b=True)",
           "{M} * w", "{M}[::-1] - w", "{M} + rt.expand_dims({C}, 1)"],
-    "S": ["rt.reduce_sum(rt.unsorted_segment_sum({N}, rt.floormod({I}, 4), 3) * w)", "rt.reduce_sum(rt.matmul(rt.expand_dims({N}, 0), {M}))", "rt.reduce_sum(rt.reduce_max({M}, axis=0) * w)",
+    "S": ["rt.reduce_sum(rt.unsorted_segment_sum({N}, rt.floormod({I}, 4), 3) * w)",
+          "rt.reduce_sum(rt.matmul(rt.expand_dims({N}, 0), {M}))", "rt.reduce_sum(rt.reduce_max({M}, axis=0) * w)",
           "rt.reduce_sum({N})", "rt.reduce_max({N}) - {S}", "{S} + rt.reduce_min({M})",
           "rt.reduce_sum(rt.matmul(rt.transpose({M}), {M}))", "{S} * 2.0 - rt.cast({J}, rt.float32)",
-          "rt.cast(rt.reduce_sum({I}), rt.float32)", "{N}[0] + {S}", "{S} - {N}[-1]", "rt.reduce_prod(rt.sign({N})) * {S}",
+          "rt.cast(rt.reduce_sum({I}), rt.float32)", "{N}[0] + {S}", "{S} - {N}[-1]",
+          "rt.reduce_prod(rt.sign({N})) * {S}",
           "rt.reduce_sum(rt.gather({N}, [0, 0]))", "rt.reduce_max({M}, axis=[0, 1])", "rt.reduce_sum({M}, axis=[1, 0])",
           "{N}[rt.floormod({J}, rt.size({N}))]", "rt.reduce_min(rt.reduce_max({M}, axis=0))", "rt.reduce_sum({C})",
           "rt.cast({J}, rt.float32)", "VS.read_value()", "rt.reduce_sum(VV.read_value())", "w[1] * {S}"],
-    "I": ["rt.range(rt.size({I}), 0, -1) + {I}", "rt.cast(rt.cast({I}, rt.uint8), rt.int32)", "rt.cast(rt.cast({I}, rt.int8) * rt.cast(100, rt.int8), rt.int32)", "rt.pow({I}, 2) % 1000", "rt.cast(rt.cast({I}, rt.int64) * rt.cast({J}, rt.int64) % 1000, rt.int32)", "rt.floormod({I}, -3)", "rt.floordiv({I}, -4)", "rt.where({B}, {I}, rt.zeros_like({I}))", "rt.cast(rt.cast({I}, rt.bool), rt.int32)",
+    "I": ["rt.range(rt.size({I}), 0, -1) + {I}", "rt.cast(rt.cast({I}, rt.uint8), rt.int32)",
+          "rt.cast(rt.cast({I}, rt.int8) * rt.cast(100, rt.int8), rt.int32)", "rt.pow({I}, 2) % 1000",
+          "rt.cast(rt.cast({I}, rt.int64) * rt.cast({J}, rt.int64) % 1000, rt.int32)", "rt.floormod({I}, -3)",
+          "rt.floordiv({I}, -4)", "rt.where({B}, {I}, rt.zeros_like({I}))",
+          "rt.cast(rt.cast({I}, rt.bool), rt.int32)",
           "{I} + {J}", "{I} * 2 - 1", "rt.floormod({I}, 4)", "rt.floordiv({I}, 3)", "rt.cast({N}, rt.int32)",
           "rt.gather({I}, rt.floormod({I}, rt.size({I})))", "rt.where({B}, {I}, -{I})", "rt.abs({I}) - {J}",
           "rt.cumsum({I}, reverse=True)", "rt.cast(rt.argmax({M}, axis=1), rt.int32)", "{I}[::-1]",
           "rt.floordiv({I}, rt.abs({J}) + 1)", "rt.floormod({I}, rt.abs({J}) + 2)", "rt.minimum({I}, {J})",
           "rt.cast(rt.cast({I}, rt.int64) * 3, rt.int32)", "rt.cast(rt.cast({I}, rt.int16), rt.int32)",
-          "rt.cast(rt.argmin({N}, output_type=rt.int32) + {I}, rt.int32)", "rt.reduce_sum(rt.cast(rt.stack([{B}, {B}]), rt.int32), 0)"],
-    "J": ["rt.reduce_prod(rt.clip_by_value({I}, -2, 2))", "rt.cast(rt.argmin({M}[:, 1]), rt.int32)", "rt.reduce_min(rt.cast(rt.one_hot({I}, 3), rt.int32))",
+          "rt.cast(rt.argmin({N}, output_type=rt.int32) + {I}, rt.int32)",
+          "rt.reduce_sum(rt.cast(rt.stack([{B}, {B}]), rt.int32), 0)"],
+    "J": ["rt.reduce_prod(rt.clip_by_value({I}, -2, 2))", "rt.cast(rt.argmin({M}[:, 1]), rt.int32)",
+          "rt.reduce_min(rt.cast(rt.one_hot({I}, 3), rt.int32))",
           "{J} + {J}", "{J} - 1", "rt.reduce_sum({I}) % 5", "rt.cast(rt.argmax({N}), rt.int32)", "rt.size({N}) + {J}",
-          "rt.cast({S}, rt.int32) % 11", "{J} * 2 % 7", "rt.maximum({J}, k)", "k - {J}", "{I}[0] + {J}", "{J} // 2 - {J} % 3",
+          "rt.cast({S}, rt.int32) % 11", "{J} * 2 % 7", "rt.maximum({J}, k)", "k - {J}", "{I}[0] + {J}",
+          "{J} // 2 - {J} % 3",
           "rt.reduce_max({I})", "rt.shape({M})[0]", "rt.reduce_sum(rt.cast({B}, rt.int32))", "VI.read_value()",
           "rt.cast(rt.reduce_any({B}), rt.int32)"],
     "B": ["rt.cast({N}, rt.bool)", "rt.cast({I} * 0, rt.bool)", "rt.logical_not(rt.cast({I}, rt.bool))",
           "{N} > {S}", "{I} >= {J}", "rt.logical_and({B}, {N} < 2.0)", "rt.logical_or({B}, {I} == 0)",
           "rt.logical_not({B})", "rt.equal(rt.floormod({I}, 2), 0)", "{N} != {N}", "rt.reduce_any({M} > 0.0, axis=1)",
           "rt.reduce_all({M} >= {S}, axis=1)", "rt.logical_xor({B}, {C} > 0.0)"],
-    "A": ["rt.tanh({A})", "rt.sigmoid({A}) * 3.0", "rt.sin({A}) + rt.cos({N})", "rt.exp(rt.clip_by_value({A}, -5.0, 5.0))",
+    "A": ["rt.tanh({A})", "rt.sigmoid({A}) * 3.0", "rt.sin({A}) + rt.cos({N})",
+          "rt.exp(rt.clip_by_value({A}, -5.0, 5.0))",
           "rt.log(rt.abs({A}) + 1.0)", "rt.sqrt(rt.abs({A}))", "{A} / (rt.abs({N}) + 1.0)", "{A} * 0.37 + {N}",
           "rt.reduce_mean({AM}, axis=1)", "rt.reduce_logsumexp({AM}, axis=1)", "rt.nn.softmax({AM}, axis=1)[:, 0]",
           "rt.nn.relu({A} - {AS})", "rt.pow(rt.abs({A}) + 1.0, 0.5)", "{A} + {C} * 0.5", "rt.cumsum({A}, reverse=True)",
@@ -156,6 +179,9 @@ CONDITIONS = ["{J} > {J}", "{S} > 0.0", "rt.reduce_sum({I}) % 2 == 0", "rt.reduc
 BOUNDS = ["k", "rt.minimum(k, 3)", "rt.size(x)", "{J} % 4", "rt.reduce_sum(rt.cast({B}, rt.int32))"]
 
 
+PLACEHOLDER = re.compile(r"\{([A-Z]+(?::\w+)?)\}")
+
+
 class Generator:
     """One program from one seed."""
 
@@ -174,37 +200,28 @@ class Generator:
         if depth <= 0 or rng.random() < 0.3:
             leaves = LEAVES[kind] + (scalars if kind == "J" else [])
             return rng.choice(leaves)
-        template = rng.choice(CATALOGUE[kind])
-        out, i = [], 0
-        while i < len(template):
-            if template[i] == "{":
-                j = template.index("}", i)
-                out.append(self.expr(template[i + 1:j], depth - 1, scalars))
-                i = j + 1
-            else:
-                out.append(template[i])
-                i += 1
-        text = "".join(out)
+        text = self._fill(rng.choice(CATALOGUE[kind]), depth - 1, scalars)
         if kind in EXACT_FLOATS:     # every exact float stays an integer far below 2**24: no rounding anywhere
             bound = EXACT_FLOATS[kind]
             return f"rt.clip_by_value({text}, -{bound}, {bound})"
         return f"({text})"
 
     def condition(self, scalars):
-        template = self.rng.choice(CONDITIONS)
-        return self._fill(template, scalars)
+        return self._fill(self.rng.choice(CONDITIONS), 1, scalars)
 
-    def _fill(self, template, scalars):
-        out, i = [], 0
-        while i < len(template):
-            if template[i] == "{":
-                j = template.index("}", i)
-                out.append(self.expr(template[i + 1:j], 1, scalars))
-                i = j + 1
-            else:
-                out.append(template[i])
-                i += 1
-        return "".join(out)
+    def _fill(self, template: str, depth: int, scalars) -> str:
+        """``template`` with each ``{KIND}`` replaced by a new expression of that kind and every ``{KIND:tag}``
+        by one expression shared by the template's uses of that tag (the same run-time index twice)."""
+        shared: dict[str, str] = {}
+
+        def replace(match):
+            kind, _, tag = match.group(1).partition(":")
+            if not tag:
+                return self.expr(kind, depth, scalars)
+            if match.group(1) not in shared:
+                shared[match.group(1)] = self.expr(kind, depth, scalars)
+            return shared[match.group(1)]
+        return PLACEHOLDER.sub(replace, template)
 
     def assignment(self, scalars) -> list[str]:
         var = self.rng.choice(sorted(VARIABLES))
@@ -257,7 +274,7 @@ class Generator:
             elif kind in ("for", "foreach", "dataset", "while"):
                 i = self.name("i")
                 if kind == "for":
-                    lines.append(f"for {i} in rt.range({self._fill(rng.choice(BOUNDS), scalars)}):")
+                    lines.append(f"for {i} in rt.range({self._fill(rng.choice(BOUNDS), 1, scalars)}):")
                 elif kind == "foreach":
                     lines.append(f"for {i} in {rng.choice(['v', 'iv', 'rt.cast(x, rt.int32)', 'v[::-1]'])}:")
                 elif kind == "dataset":
