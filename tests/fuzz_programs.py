@@ -6,10 +6,15 @@ executor == built native code. ``python tests/fuzz_programs.py --help`` runs the
 fed with 1 or n elements (broadcast against n at run time) and ``w: float32[3]``. Statements assign typed
 variables from a catalogue of expressions (elementwise math, broadcasting, reductions over axis subsets,
 slices with negative steps, gathers with run-time indices, concat/stack/unstack, where, cumsum, matmul
-with transposes, casts, float64/int64 round trips), tensor ``if``/``while``/``for`` (over ranges, tensors
+with transposes, casts to bool/int8/uint8/float16/int64/float64, negative divisors, pad, linspace, one_hot,
+unsorted_segment_sum, rotations by a run-time index), tensor ``if``/``while``/``for`` (over ranges, tensors
 and datasets) with ``break``/``continue``/``return``, Python loops that unroll, a vector whose length
 varies in loops (declared with ``shape_invariants``), a TensorArray and module-level variables updated
-with ``assign``/``assign_add``.
+with ``assign``/``assign_add``. ``inputs(seed)`` draws n from 0 to 17 (empty, short, past vector widths
+and GEMM tiles) and feeds contiguous or strided arrays.
+
+When the eager run raises, the graph modes are compared with each other: tracing drops ops nothing uses, so
+an error in dead code is raised eagerly only (as in TensorFlow).
 
 Two worlds of values keep every mode's control flow identical: *exact* values (integers, and floats that
 hold integers below 2**24 in magnitude, clipped after every assignment) decide every condition and index;
