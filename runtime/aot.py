@@ -16,6 +16,7 @@ import os
 import pickle
 import re
 import warnings
+import zlib
 
 from runtime import autograph, context
 from runtime._native import NativeFunction
@@ -34,7 +35,8 @@ def source_hash(text: str) -> str:
 
 def install(module_globals: dict, payload: bytes, capsules: list) -> None:
     """Run the embedded module source in ``module_globals`` with the native functions attached."""
-    data = pickle.loads(payload)
+    # zlib-compressed since 2026-11; an extension built before embeds the pickle itself (it starts with PROTO)
+    data = pickle.loads(payload if payload[:1] == pickle.PROTO else zlib.decompress(payload))
     name = module_globals["__name__"]
     source, filename = data["source"], data["filename"]
     _warn_if_stale(module_globals, data)

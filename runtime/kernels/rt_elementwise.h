@@ -147,9 +147,9 @@ static void rt_ew_Cast_bool_to_bool(void *const *ins, void *out, int64_t n, cons
     rt_bool *o = (rt_bool *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_bool_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -157,9 +157,9 @@ static void rt_ew_Cast_bool_to_int8(void *const *ins, void *out, int64_t n, cons
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_bool_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -167,9 +167,9 @@ static void rt_ew_Cast_bool_to_int16(void *const *ins, void *out, int64_t n, con
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_bool_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -177,9 +177,9 @@ static void rt_ew_Cast_bool_to_int32(void *const *ins, void *out, int64_t n, con
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_bool_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -187,9 +187,9 @@ static void rt_ew_Cast_bool_to_int64(void *const *ins, void *out, int64_t n, con
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_bool_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -197,9 +197,9 @@ static void rt_ew_Cast_bool_to_uint8(void *const *ins, void *out, int64_t n, con
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_bool_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -207,9 +207,9 @@ static void rt_ew_Cast_bool_to_float32(void *const *ins, void *out, int64_t n, c
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_bool_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -217,9 +217,9 @@ static void rt_ew_Cast_bool_to_float64(void *const *ins, void *out, int64_t n, c
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int8_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -227,9 +227,9 @@ static void rt_ew_Cast_int8_to_bool(void *const *ins, void *out, int64_t n, cons
     rt_bool *o = (rt_bool *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     }
 }
 static void rt_ew_Cast_int8_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -237,9 +237,9 @@ static void rt_ew_Cast_int8_to_int8(void *const *ins, void *out, int64_t n, cons
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int8_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -247,9 +247,9 @@ static void rt_ew_Cast_int8_to_int16(void *const *ins, void *out, int64_t n, con
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int8_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -257,9 +257,9 @@ static void rt_ew_Cast_int8_to_int32(void *const *ins, void *out, int64_t n, con
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int8_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -267,9 +267,9 @@ static void rt_ew_Cast_int8_to_int64(void *const *ins, void *out, int64_t n, con
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int8_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -277,9 +277,9 @@ static void rt_ew_Cast_int8_to_uint8(void *const *ins, void *out, int64_t n, con
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int8_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -287,9 +287,9 @@ static void rt_ew_Cast_int8_to_float32(void *const *ins, void *out, int64_t n, c
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int8_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -297,9 +297,9 @@ static void rt_ew_Cast_int8_to_float64(void *const *ins, void *out, int64_t n, c
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int16_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -307,9 +307,9 @@ static void rt_ew_Cast_int16_to_bool(void *const *ins, void *out, int64_t n, con
     rt_bool *o = (rt_bool *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     }
 }
 static void rt_ew_Cast_int16_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -317,9 +317,9 @@ static void rt_ew_Cast_int16_to_int8(void *const *ins, void *out, int64_t n, con
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int16_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -327,9 +327,9 @@ static void rt_ew_Cast_int16_to_int16(void *const *ins, void *out, int64_t n, co
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int16_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -337,9 +337,9 @@ static void rt_ew_Cast_int16_to_int32(void *const *ins, void *out, int64_t n, co
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int16_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -347,9 +347,9 @@ static void rt_ew_Cast_int16_to_int64(void *const *ins, void *out, int64_t n, co
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int16_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -357,9 +357,9 @@ static void rt_ew_Cast_int16_to_uint8(void *const *ins, void *out, int64_t n, co
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int16_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -367,9 +367,9 @@ static void rt_ew_Cast_int16_to_float32(void *const *ins, void *out, int64_t n, 
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int16_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -377,9 +377,9 @@ static void rt_ew_Cast_int16_to_float64(void *const *ins, void *out, int64_t n, 
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int32_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -387,9 +387,9 @@ static void rt_ew_Cast_int32_to_bool(void *const *ins, void *out, int64_t n, con
     rt_bool *o = (rt_bool *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     }
 }
 static void rt_ew_Cast_int32_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -397,9 +397,9 @@ static void rt_ew_Cast_int32_to_int8(void *const *ins, void *out, int64_t n, con
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int32_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -407,9 +407,9 @@ static void rt_ew_Cast_int32_to_int16(void *const *ins, void *out, int64_t n, co
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int32_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -417,9 +417,9 @@ static void rt_ew_Cast_int32_to_int32(void *const *ins, void *out, int64_t n, co
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int32_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -427,9 +427,9 @@ static void rt_ew_Cast_int32_to_int64(void *const *ins, void *out, int64_t n, co
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int32_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -437,9 +437,9 @@ static void rt_ew_Cast_int32_to_uint8(void *const *ins, void *out, int64_t n, co
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int32_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -447,9 +447,9 @@ static void rt_ew_Cast_int32_to_float32(void *const *ins, void *out, int64_t n, 
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int32_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -457,9 +457,9 @@ static void rt_ew_Cast_int32_to_float64(void *const *ins, void *out, int64_t n, 
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int64_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -467,9 +467,9 @@ static void rt_ew_Cast_int64_to_bool(void *const *ins, void *out, int64_t n, con
     rt_bool *o = (rt_bool *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     }
 }
 static void rt_ew_Cast_int64_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -477,9 +477,9 @@ static void rt_ew_Cast_int64_to_int8(void *const *ins, void *out, int64_t n, con
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int64_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -487,9 +487,9 @@ static void rt_ew_Cast_int64_to_int16(void *const *ins, void *out, int64_t n, co
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int64_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -497,9 +497,9 @@ static void rt_ew_Cast_int64_to_int32(void *const *ins, void *out, int64_t n, co
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int64_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -507,9 +507,9 @@ static void rt_ew_Cast_int64_to_int64(void *const *ins, void *out, int64_t n, co
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int64_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -517,9 +517,9 @@ static void rt_ew_Cast_int64_to_uint8(void *const *ins, void *out, int64_t n, co
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int64_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -527,9 +527,9 @@ static void rt_ew_Cast_int64_to_float32(void *const *ins, void *out, int64_t n, 
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_int64_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -537,9 +537,9 @@ static void rt_ew_Cast_int64_to_float64(void *const *ins, void *out, int64_t n, 
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_uint8_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -547,9 +547,9 @@ static void rt_ew_Cast_uint8_to_bool(void *const *ins, void *out, int64_t n, con
     rt_bool *o = (rt_bool *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     }
 }
 static void rt_ew_Cast_uint8_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -557,9 +557,9 @@ static void rt_ew_Cast_uint8_to_int8(void *const *ins, void *out, int64_t n, con
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_uint8_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -567,9 +567,9 @@ static void rt_ew_Cast_uint8_to_int16(void *const *ins, void *out, int64_t n, co
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_uint8_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -577,9 +577,9 @@ static void rt_ew_Cast_uint8_to_int32(void *const *ins, void *out, int64_t n, co
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_uint8_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -587,9 +587,9 @@ static void rt_ew_Cast_uint8_to_int64(void *const *ins, void *out, int64_t n, co
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_uint8_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -597,9 +597,9 @@ static void rt_ew_Cast_uint8_to_uint8(void *const *ins, void *out, int64_t n, co
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_uint8_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -607,9 +607,9 @@ static void rt_ew_Cast_uint8_to_float32(void *const *ins, void *out, int64_t n, 
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_uint8_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -617,9 +617,9 @@ static void rt_ew_Cast_uint8_to_float64(void *const *ins, void *out, int64_t n, 
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float32_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -627,9 +627,9 @@ static void rt_ew_Cast_float32_to_bool(void *const *ins, void *out, int64_t n, c
     rt_bool *o = (rt_bool *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     }
 }
 static void rt_ew_Cast_float32_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -637,9 +637,9 @@ static void rt_ew_Cast_float32_to_int8(void *const *ins, void *out, int64_t n, c
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float32_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -647,9 +647,9 @@ static void rt_ew_Cast_float32_to_int16(void *const *ins, void *out, int64_t n, 
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float32_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -657,9 +657,9 @@ static void rt_ew_Cast_float32_to_int32(void *const *ins, void *out, int64_t n, 
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float32_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -667,9 +667,9 @@ static void rt_ew_Cast_float32_to_int64(void *const *ins, void *out, int64_t n, 
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float32_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -677,9 +677,9 @@ static void rt_ew_Cast_float32_to_uint8(void *const *ins, void *out, int64_t n, 
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float32_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -687,9 +687,9 @@ static void rt_ew_Cast_float32_to_float32(void *const *ins, void *out, int64_t n
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float32_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -697,9 +697,9 @@ static void rt_ew_Cast_float32_to_float64(void *const *ins, void *out, int64_t n
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float64_to_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -707,9 +707,9 @@ static void rt_ew_Cast_float64_to_bool(void *const *ins, void *out, int64_t n, c
     rt_bool *o = (rt_bool *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((rt_bool)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)((x0[k * s[0]]) != 0));
     }
 }
 static void rt_ew_Cast_float64_to_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -717,9 +717,9 @@ static void rt_ew_Cast_float64_to_int8(void *const *ins, void *out, int64_t n, c
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)((int8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float64_to_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -727,9 +727,9 @@ static void rt_ew_Cast_float64_to_int16(void *const *ins, void *out, int64_t n, 
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)((int16_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float64_to_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -737,9 +737,9 @@ static void rt_ew_Cast_float64_to_int32(void *const *ins, void *out, int64_t n, 
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)((int32_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float64_to_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -747,9 +747,9 @@ static void rt_ew_Cast_float64_to_int64(void *const *ins, void *out, int64_t n, 
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)((int64_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float64_to_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -757,9 +757,9 @@ static void rt_ew_Cast_float64_to_uint8(void *const *ins, void *out, int64_t n, 
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)((uint8_t)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float64_to_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -767,9 +767,9 @@ static void rt_ew_Cast_float64_to_float32(void *const *ins, void *out, int64_t n
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)((float)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cast_float64_to_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -777,9 +777,9 @@ static void rt_ew_Cast_float64_to_float64(void *const *ins, void *out, int64_t n
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)((double)x0[k * s[0]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
 static void rt_ew_Cos_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {

@@ -395,7 +395,7 @@ def _cast_kernel(inputs, attrs):
         return (inputs[0].astype(attrs["DstT"].np),)
 
 
-register(OpDef("Cast", "Cast", _cast_infer, _cast_kernel, 1, c_expr="(({T}){0})"))
+register(OpDef("Cast", "Cast", _cast_infer, _cast_kernel, 1, c_expr="{0}"))   # c_expression converts to {T}
 
 
 @gradient("Cast")
@@ -535,7 +535,12 @@ def _define_reduction(op_type, name, fn, allowed, reduction: Reduction, out_dtyp
         x = inputs[0]
         axis = attrs["axis"]
         if reduction.identity is None and x.size == 0:
-            raise errors.InvalidArgumentError(f"{op_type}: reduction over an empty dimension has no identity")
+            axes = range(x.ndim) if axis is None else [a % x.ndim for a in axis]
+            keep = attrs["keepdims"]
+            out_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+            if int(np.prod(out_shape)) != 0:    # an output element reduces no input (TF: the lowest value)
+                raise errors.InvalidArgumentError(f"{op_type}: reduction over an empty dimension has no identity")
+            return (np.empty(out_shape, x.dtype),)      # an empty result: nothing to reduce
         with np.errstate(all="ignore"):
             return (np.asarray(fn(x, axis=axis, keepdims=attrs["keepdims"])),)
     register(OpDef(op_type, name, _reduce_infer(op_type, allowed, out_dtype), run, 1, reduction=reduction))

@@ -92,6 +92,10 @@ def c_expression(opdef: OpDef, args: list[str], input_dtypes: list, output_dtype
         text = text.replace("{i" + str(i) + "}", a)
     for i, a in enumerate(args):
         text = text.replace("{" + str(i) + "}", a)
+    if opdef.type == "Cast" and output_dtype.is_bool and not input_dtypes[0].is_bool:
+        # a cast to bool is whether the value is nonzero (rt_bool is uint8_t: C's conversion would make 0.5,
+        # 256 and NaN false)
+        return f"(({output_dtype.c_type})(({text}) != 0))"
     return f"(({output_dtype.c_type}){text})"
 
 

@@ -12,6 +12,7 @@ import marshal
 import os
 import pickle
 import types
+import zlib
 from dataclasses import dataclass, field
 
 from runtime import autograph, nest, version
@@ -191,10 +192,12 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
                 line += ", through Python: " + ", ".join(
                     f"{k} x{v}" for k, v in sorted(function_report.callbacks.items()))
             report.append(line)
-    payload = pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
+    # compressed: the C compiler reads the payload as a string literal of 4 characters a byte (a module of 50
+    # control-flow-heavy functions made a 130 MB C file), and pickled graphs compress about 7 times
+    payload = zlib.compress(pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
                             "conversions": _conversions(source_path),
                             "source_hash": hashlib.sha256(source.encode("utf-8")).hexdigest(),
-                            "version": version.__version__, "functions": entries}, protocol=4)
+                            "version": version.__version__, "functions": entries}, protocol=4), 6)
     header_name = f"{short}_rt_native.h"
     header = render("native.h.tmpl", source_name=("c_comment", os.path.basename(source_path)),
                     functions=("raw", "\n\n".join(functions_c)),

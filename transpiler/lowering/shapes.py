@@ -168,12 +168,13 @@ def _reduction(lw, op):
     else:
         out = tuple(dims[d] for d in range(len(dims)) if d not in axes)
     if op.opdef.reduction.identity is None:
-        count = product(dims)
-        if count.const == 0:
-            _code(lw, op, lambda: lw.emit(Fail(lw.message(op, "reduction over an empty dimension has no identity"))))
-        elif count.const is None:
-            _code(lw, op, lambda: lw.emit(Check(f"({count}) == 0", lw.message(
-                op, "reduction over an empty dimension has no identity"))))
+        # an error only when an output element reduces no input: (0, 3) reduced over its columns is empty
+        reduced, total = product(dims[d] for d in axes), product(out)
+        message = "reduction over an empty dimension has no identity"
+        if reduced.const == 0 and total.const is not None and total.const != 0:
+            _code(lw, op, lambda: lw.emit(Fail(lw.message(op, message))))
+        elif (reduced.const is None or reduced.const == 0) and total.const != 0:
+            _code(lw, op, lambda: lw.emit(Check(f"({reduced}) == 0 && ({total}) != 0", lw.message(op, message))))
     return [out]
 
 

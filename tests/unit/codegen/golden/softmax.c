@@ -2,7 +2,6 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     int64_t n1 = in[0].shape[0];
     float * x2 = (float *)in[0].data;
     float * p3 = NULL;
-    if ((16 * n1) == 0) { snprintf(ctx->msg, sizeof(ctx->msg), "Max: reduction over an empty dimension has no identity\n  [[op 'reduce_max' (Max) created at File \"<golden>/programs.py\", line 51, in softmax]]"); goto fail; }
     if (!(p3 = (float *)rt_alloc_array(ctx, 16 * n1, sizeof(float)))) goto fail;
     if ((16 * n1) >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
