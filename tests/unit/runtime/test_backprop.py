@@ -392,3 +392,50 @@ def test_an_op_without_a_gradient_stops_it():
         tape.watch(x)
         y = rt.reduce_sum(x * rt.ones_like(x) + rt.zeros_like(x) * x)
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [1.0, 1.0])
+
+
+# ---------------------------------------------------------------------------
+# TensorFlow's remaining tape options: the UnconnectedGradients enum, jacobian(unconnected_gradients=),
+# batch_jacobian.
+
+def test_unconnected_gradients_enum_and_string_agree():
+    def program(x, u):
+        with rt.GradientTape() as tape:
+            tape.watch([x, u])
+            y = x * x
+        return tape.gradient(y, [x, u], unconnected_gradients=rt.UnconnectedGradients.ZERO)
+
+    dx, du = grads_both(program, rt.constant(3.0), rt.constant([1.0, 2.0]))
+    assert float(dx) == 6.0 and du.numpy().tolist() == [0.0, 0.0] and du.dtype == rt.float32
+    with pytest.raises(ValueError, match="unconnected_gradients"):
+        with rt.GradientTape() as tape:
+            x = rt.constant(1.0)
+            tape.watch(x)
+        tape.gradient(x * 2.0, x, unconnected_gradients="zeros")
+
+
+def test_jacobian_with_zero_for_unconnected_sources():
+    def program(x, u):
+        with rt.GradientTape() as tape:
+            tape.watch([x, u])
+            y = x * x
+        return tape.jacobian(y, [x, u], unconnected_gradients="zero")
+
+    jx, ju = grads_both(program, rt.constant([1.0, 2.0, 3.0]), rt.constant(2.0))
+    np.testing.assert_array_equal(jx.numpy(), np.diag([2.0, 4.0, 6.0]))
+    assert ju.shape == (3,) and ju.numpy().tolist() == [0.0, 0.0, 0.0]
+
+
+def test_batch_jacobian_keeps_each_examples_block():
+    def program(x, w):
+        with rt.GradientTape() as tape:
+            tape.watch(x)
+            y = rt.tanh(rt.matmul(x, w))                 # [batch, 2] from [batch, 3]
+        return tape.batch_jacobian(y, x)
+
+    x = rt.constant(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
+    w = rt.constant(np.array([[1.0, -1.0], [0.5, 2.0], [-0.3, 0.1]], np.float32))
+    jac = grads_both(program, x, w)
+    assert jac.shape == (4, 2, 3)
+    expected = (1 - np.tanh(x.numpy() @ w.numpy()) ** 2)[:, :, None] * w.numpy().T[None]
+    np.testing.assert_allclose(jac.numpy(), expected, rtol=1e-5)
