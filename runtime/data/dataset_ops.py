@@ -39,6 +39,7 @@ from runtime.tensor import EagerTensor, Tensor, is_symbolic
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 AUTOTUNE = -1
+PASS_SEED_STRIDE = 1_000_003      # a seeded, reshuffling shuffle's seed for pass k is seed + k * this
 
 _INT64_SCALAR = TensorSpec((), dtypes.int64)
 
@@ -579,8 +580,14 @@ def _stack(rows: list) -> list:
 
 
 class ShuffleDataset(Dataset):
-    """``shuffle(buffer_size, seed)``: components buffer_size and seed (a fresh random seed per pass
-    when none is given)."""
+    """``shuffle(buffer_size, seed)``: components buffer_size and seed.
+
+    The seed is fresh and random for every pass when none is given. With a seed and
+    ``reshuffle_each_iteration=True`` each pass (each Python iteration, each call of a Function that
+    takes the dataset) derives its own seed from it -- the orders differ between passes, as in
+    tf.data, and repeat in the same sequence when the program runs again; with
+    ``reshuffle_each_iteration=False`` every pass uses the seed itself.
+    """
 
     def __init__(self, input_dataset, buffer_size, seed, reshuffle_each_iteration):
         self._inputs = (input_dataset,)
@@ -589,6 +596,7 @@ class ShuffleDataset(Dataset):
             raise ValueError(f"Dataset.shuffle: buffer_size must be positive, got {int(size)}")
         self._values = [size, None if seed is None else _count(seed, "Dataset.shuffle seed")]
         self._reshuffle = bool(reshuffle_each_iteration)
+        self._passes = itertools.count()
         self.element_spec = input_dataset.element_spec
 
     def _own_specs(self):
@@ -598,6 +606,9 @@ class ShuffleDataset(Dataset):
         size, seed = self._values
         if seed is None:
             seed = EagerTensor(np.array(np.random.randint(0, 2**31 - 1), np.int64), dtypes.int64)
+        elif self._reshuffle and isinstance(seed, EagerTensor):
+            derived = (int(seed) + next(self._passes) * PASS_SEED_STRIDE) % (lowering.RNG_MODULUS - 1)
+            seed = EagerTensor(np.array(derived, np.int64), dtypes.int64)
         return [size, seed]
 
     def _node_key(self):

@@ -178,8 +178,22 @@ def test_shuffle_reshuffles_each_epoch_unless_asked_not_to():
     assert epochs[:10] != epochs[10:] and sorted(epochs[10:]) == list(range(10))
     fixed = [int(x) for x in _shuffled(5, repeat=2, reshuffle=False)]
     assert fixed[:10] == fixed[10:]
-    for ds in (_shuffled(5, repeat=2), _shuffled(5, repeat=2, reshuffle=False)):
-        assert int(fingerprint(ds)) == _fingerprint(_elements(ds))
+    for reshuffle in (True, False):     # a fresh dataset's first pass: the same order in a graph and eagerly
+        assert int(fingerprint(_shuffled(5, repeat=2, reshuffle=reshuffle))) == \
+            _fingerprint(_elements(_shuffled(5, repeat=2, reshuffle=reshuffle)))
+
+
+def test_seeded_shuffle_reshuffles_between_iterations_of_one_dataset():
+    ds = rt.data.Dataset.range(20).shuffle(20, seed=1)
+    first, second = [int(x) for x in ds], [int(x) for x in ds]
+    assert first != second and sorted(second) == list(range(20)), "each pass reshuffles, as in tf.data"
+    assert first == [int(x) for x in rt.data.Dataset.range(20).shuffle(20, seed=1)], "the seed fixes the sequence"
+    f = rt.function(fingerprint.python_function)
+    assert len({int(f(ds)) for _ in range(3)}) == 3, "every call of a Function gets the next pass"
+    fixed = rt.data.Dataset.range(20).shuffle(20, seed=1, reshuffle_each_iteration=False)
+    assert [int(x) for x in fixed] == [int(x) for x in fixed]
+    assert len({int(f(fixed)) for _ in range(3)}) == 1
+    assert [int(x) for x in ds.prefetch(rt.data.experimental.AUTOTUNE).take(3)] != []
 
 
 def test_shuffle_without_seed_varies_between_passes():
