@@ -23,7 +23,7 @@ import enum
 import numpy as np
 
 from runtime import context, nest
-from runtime.ops import array_ops
+from runtime.ops import array_ops, script_ops
 from runtime.ops.gradients import backprop, differentiable_dtype, variables_read
 from runtime.ops.registry import convert
 from runtime.tensor import Tensor
@@ -263,3 +263,6 @@ class GradientTape:
         pairs = array_ops.reshape(array_ops.transpose(full, perm), [n * n] + rest)
         return array_ops.gather(pairs, [b * n + b for b in range(n)]) if n else \
             array_ops.zeros([0] + rest, target.dtype)
+
+
+script_ops.register_gradient_tape(GradientTape)

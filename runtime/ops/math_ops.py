@@ -87,8 +87,10 @@ def _only_ones(tensors, from_end: int) -> bool:
 def _kept_dims(x, axes):
     """The shape of ``reduce_*(x, axes, keepdims=True)`` as a shape tensor (``axes`` None: all)."""
     rank = x.shape.rank
+    if rank is None and axes is None:           # a full reduction of unknown rank (a py_function's output)
+        return add(multiply(shape_tensor(x), 0), 1)
     if rank is None:
-        raise ValueError(f"the gradient of a reduction needs the rank of its input, unknown for {x}")
+        raise ValueError(f"the gradient of a reduction over given axes needs the rank of its input, unknown for {x}")
     axes = set(range(rank) if axes is None else (a % rank for a in axes))
     if x.shape.is_fully_defined():
         return convert(np.array([1 if i in axes else d for i, d in enumerate(x.shape.dims)], np.int32))

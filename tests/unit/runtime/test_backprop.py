@@ -439,3 +439,32 @@ def test_batch_jacobian_keeps_each_examples_block():
     assert jac.shape == (4, 2, 3)
     expected = (1 - np.tanh(x.numpy() @ w.numpy()) ** 2)[:, :, None] * w.numpy().T[None]
     np.testing.assert_allclose(jac.numpy(), expected, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# rt.py_function is differentiable (its function's ops), as tf.py_function is; numpy_function is not.
+
+def test_py_function_gradient_eagerly_in_a_function_and_second_order():
+    def program(x, y):
+        with rt.GradientTape() as tape:
+            tape.watch([x, y])
+            z, _ = rt.py_function(lambda a, b: (a * a * b, rt.size(a)), [x, y], [rt.float32, rt.int32])
+            loss = rt.reduce_sum(z) * 2.0
+        return tape.gradient(loss, [x, y])
+
+    dx, dy = grads_both(program, rt.constant([1.0, 2.0]), rt.constant([3.0, 4.0]))
+    assert dx.numpy().tolist() == [12.0, 32.0] and dy.numpy().tolist() == [2.0, 8.0]
+
+    x = rt.constant(3.0)
+    with rt.GradientTape() as outer:
+        outer.watch(x)
+        with rt.GradientTape() as inner:
+            inner.watch(x)
+            y = rt.py_function(lambda a: a * a * a, [x], rt.float32)
+        dy = inner.gradient(y, x)
+    assert float(dy) == 27.0 and float(outer.gradient(dy, x)) == 18.0
+
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        y = rt.numpy_function(lambda a: a * a, [x], rt.float32)
+    assert tape.gradient(y, x) is None
