@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops.registry import OpDef, Reduction, apply, convert, convert_same, gradient, not_differentiable, register
+from runtime.ops.registry import (OpDef, Reduction, apply, argument_error, convert, convert_same, gradient,
+                                  not_differentiable, register)
 from runtime.shapes import TensorShape
 
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
@@ -494,7 +495,7 @@ def _norm_axes(op_type, axis, rank):
     for a in axes:
         a = int(a)
         if not -rank <= a < rank:
-            raise ValueError(f"{op_type}: axis {a} is out of range for a tensor of rank {rank}")
+            raise argument_error(f"{op_type}: axis {a} is out of range for a tensor of rank {rank}")
         out.append(a % rank)
     return tuple(sorted(set(out)))
 
