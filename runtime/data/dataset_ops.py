@@ -219,6 +219,24 @@ class Dataset(CompositeValue):
     def prefetch(self, buffer_size=None, name=None) -> "Dataset":
         return PrefetchDataset(self)
 
+    @staticmethod
+    def zip(*args, datasets=None, name=None) -> "Dataset":
+        """Elements of several datasets side by side: ``zip((a, b))`` or ``zip(a, b)`` gives ``(x_a, x_b)``.
+
+        A (nested) tuple or dict of datasets gives elements of that structure; it ends with the shortest.
+        """
+        if datasets is not None and args:
+            raise TypeError("Dataset.zip: pass the datasets either positionally or as datasets=, not both")
+        if datasets is None:
+            if not args:
+                raise TypeError("Dataset.zip needs at least one dataset")
+            datasets = args[0] if len(args) == 1 else args
+        return ZipDataset(datasets)
+
+    def enumerate(self, start=0, name=None) -> "Dataset":
+        """``(index, element)`` pairs, the index an int64 counting from ``start``."""
+        return ZipDataset((RangeDataset((start, np.iinfo(np.int64).max), dtypes.int64), self))
+
     def cardinality(self):
         """The number of elements (``INFINITE_CARDINALITY`` = -1, ``UNKNOWN_CARDINALITY`` = -2), an int64."""
         return EagerTensor(np.array(self._cardinality(), np.int64), dtypes.int64)
@@ -639,6 +657,42 @@ class ShuffleDataset(Dataset):
 
     def _cardinality(self):
         return self._inputs[0]._cardinality()
+
+
+class ZipDataset(Dataset):
+    """``Dataset.zip(datasets)``: the inputs' elements in the structure of ``datasets``."""
+
+    def __init__(self, datasets):
+        inputs = nest.flatten(datasets)
+        if not inputs or not all(isinstance(d, Dataset) for d in inputs):
+            raise TypeError(f"Dataset.zip expects a (nested) structure of datasets, got {datasets!r}")
+        self._inputs = tuple(inputs)
+        self._shape = nest.map_structure(lambda _: None, datasets)
+        self.element_spec = nest.pack_sequence_as(datasets, [d.element_spec for d in inputs])
+
+    def _node_key(self):
+        return (nest.structure_key(self._shape),)
+
+    def _stage(self, own, inputs):
+        return lowering.ZipStage(leaves_of(self.element_spec), inputs)
+
+    def _eager(self, carry):
+        upstreams = [d._eager(carry) for d in self._inputs]
+        while True:
+            row = []
+            for upstream in upstreams:
+                flat = next(upstream, None)
+                if flat is None:
+                    return
+                row += list(flat)
+            yield row
+
+    def _cardinality(self):
+        counts = [d._cardinality() for d in self._inputs]
+        if UNKNOWN_CARDINALITY in counts:
+            return UNKNOWN_CARDINALITY
+        finite = [c for c in counts if c != INFINITE_CARDINALITY]
+        return min(finite) if finite else INFINITE_CARDINALITY
 
 
 class _CountNode(Dataset):

@@ -401,3 +401,38 @@ def test_a_dataset_loop_relaxes_a_state_shape_as_tf_data_does():
 
     with pytest.raises(ValueError, match="'v' has shape"):
         grows(rt.constant(3))
+
+
+# ---------------------------------------------------------------------------
+# zip and enumerate (tf.data's), eagerly and as one graph loop.
+
+def _weighted_sum(ds):
+    total = rt.constant(0, rt.int64)
+    for i, (a, b) in ds:
+        total += i * (a + b["v"])
+    return total
+
+
+def test_zip_and_enumerate_match_eagerly_and_in_a_function():
+    a = rt.data.Dataset.range(5).shuffle(5, seed=2)
+    b = rt.data.Dataset.from_tensor_slices({"v": np.array([10, 20, 30], np.int64)})
+    ds = rt.data.Dataset.zip((a, b)).enumerate(start=1).repeat(2)
+    rows = [(int(i), int(x), int(y["v"])) for i, (x, y) in ds]
+    assert len(rows) == 6 and [r[0] for r in rows] == [1, 2, 3, 1, 2, 3]
+    assert [r[2] for r in rows] == [10, 20, 30] * 2, "zip ends with its shortest input"
+    assert int(ds.cardinality()) == 6
+    traced = rt.function(_weighted_sum)
+    fresh = rt.data.Dataset.zip((rt.data.Dataset.range(5).shuffle(5, seed=2), b)).enumerate(start=1).repeat(2)
+    eager = sum(i * (x + y) for i, x, y in [(int(i), int(x), int(y["v"])) for i, (x, y) in fresh])
+    fresh = rt.data.Dataset.zip((rt.data.Dataset.range(5).shuffle(5, seed=2), b)).enumerate(start=1).repeat(2)
+    assert int(traced(fresh)) == eager
+
+
+def test_zip_forms_and_errors():
+    x, y = rt.data.Dataset.range(3), rt.data.Dataset.range(10, 12)
+    assert [(int(p), int(q)) for p, q in rt.data.Dataset.zip(x, y)] == [(0, 10), (1, 11)]
+    assert [(int(p), int(q)) for p, q in rt.data.Dataset.zip(datasets=(x, y))] == [(0, 10), (1, 11)]
+    assert int(rt.data.Dataset.zip((x, y.repeat())).cardinality()) == 3
+    assert [int(i) for i, _ in x.enumerate()] == [0, 1, 2]
+    with pytest.raises(TypeError, match="structure of datasets"):
+        rt.data.Dataset.zip((x, [1, 2]))
