@@ -176,6 +176,6 @@ def convert_same(op_name: str, values: list, dtype: dtypes.DType | None = None) 
                     raise argument_error(
                         f"{op_name}: all inputs must have the same dtype, got {others} "
                         f"(no implicit promotion between tensors; use rt.cast)", TypeError) from None
-                raise TypeError(f"{op_name}: {e}") from None
+                raise argument_error(f"{op_name}: {e}", TypeError) from None
         out.append(t)
     return out

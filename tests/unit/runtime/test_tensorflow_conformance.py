@@ -14,6 +14,7 @@ import runtime as rt
     (lambda: rt.squeeze(rt.ones([1, 2, 1]), axis=1), ValueError),
     (lambda: rt.reduce_sum([1, 2], 2), ValueError),
     (lambda: rt.add(rt.constant(1), rt.constant(2.0)), TypeError),
+    (lambda: rt.constant([1, 2]) + 1.5, TypeError),
     (lambda: rt.sqrt(rt.constant([4])), TypeError),
 ])
 def test_eager_bad_arguments_raise_invalid_argument_error_as_tensorflow_does(bad_call, python_error):
