@@ -34,7 +34,7 @@ from runtime.shapes import TensorShape, TensorSpec
 from runtime.tensor import Tensor, is_symbolic, is_tensor
 from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
-from runtime.backprop import GradientTape
+from runtime.backprop import GradientTape, UnconnectedGradients
 from runtime import keras
 from runtime import jit as _jit
 from runtime.version import __version__  # noqa: F401

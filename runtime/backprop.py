@@ -18,15 +18,32 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import enum
 
 import numpy as np
 
 from runtime import context, nest
-from runtime.ops import array_ops
+from runtime.ops import array_ops, script_ops
 from runtime.ops.gradients import backprop, differentiable_dtype, variables_read
 from runtime.ops.registry import convert
 from runtime.tensor import Tensor
 from runtime.variables import Variable
+
+
+class UnconnectedGradients(enum.Enum):
+    """What ``GradientTape.gradient`` gives for a source the target does not depend on (``tf.UnconnectedGradients``)."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+def _unconnected_mode(value) -> UnconnectedGradients:
+    """``unconnected_gradients`` as the enum: ``"none"``/``"zero"`` or an ``UnconnectedGradients`` member."""
+    try:
+        return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients) else value)
+    except ValueError:
+        raise ValueError(f"unconnected_gradients must be 'none' or 'zero' (or rt.UnconnectedGradients.NONE/ZERO), "
+                         f"got {value!r}") from None
 
 
 class GradientTape:
@@ -140,11 +157,10 @@ class GradientTape:
             if len(weights) != len(targets):
                 raise ValueError(f"GradientTape.gradient: {len(weights)} output_gradients for {len(targets)} targets")
         flat = nest.flatten(sources)
+        mode = _unconnected_mode(unconnected_gradients)
         results = self._differentiate(targets, weights, flat)
-        if unconnected_gradients == "zero":
+        if mode is UnconnectedGradients.ZERO:
             results = [array_ops.zeros_like(convert(s)) if g is None else g for s, g in zip(flat, results)]
-        elif unconnected_gradients != "none":
-            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
         if not self._persistent:
             self._records = None
         if isinstance(sources, (Tensor, Variable)):
@@ -176,38 +192,77 @@ class GradientTape:
         return [variable_grads.get(id(s.handle)) if isinstance(s, Variable) else by_tensor.get(id(s))
                 for s in sources]
 
-    def jacobian(self, target, sources, unconnected_gradients="none"):
+    def jacobian(self, target, sources, unconnected_gradients="none", parallel_iterations=None,
+                 experimental_use_pfor=True):
         """d(target[i])/d(source[j]) for every element: shape ``target.shape + source.shape`` per source.
 
-        The target's shape must be known (each element is one backward pass).
+        The target's shape must be known (each element is one backward pass). A source the target
+        does not depend on gets None (zeros of that shape with ``unconnected_gradients="zero"``).
         """
         if self._records is None:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of gradients "
                                "(or jacobians)")
+        mode = _unconnected_mode(unconnected_gradients)
         target = convert(target)
         size = target.shape.num_elements()
         if size is None:
             raise ValueError(f"GradientTape.jacobian needs a target of known shape, got {target.shape}")
         flat = nest.flatten(sources)
-        rows: list[list] = [[] for _ in flat]
         dims = tuple(target.shape.dims)
-        for i in range(size):
-            weight = np.zeros(size, target.dtype.np)
-            weight[i] = 1
-            grads = self._differentiate([target], [convert(weight.reshape(dims))], flat)
-            for j, (s, g) in enumerate(zip(flat, grads)):
-                rows[j].append(array_ops.zeros_like(convert(s)) if g is None else g)
+        rows = self._rows(target, size, flat)
         results = []
         for s, row in zip(flat, rows):
-            if all(g is None for g in row):
+            source = convert(s)
+            if all(g is None for g in row) and mode is UnconnectedGradients.NONE:
                 results.append(None)
                 continue
-            stacked = array_ops.stack(row) if row else array_ops.zeros_like(convert(s))
-            results.append(array_ops.reshape(stacked, list(dims) + convert(s).shape.as_list()))
-        if unconnected_gradients != "none":
-            raise ValueError("jacobian supports unconnected_gradients='none' only")
+            row = [array_ops.zeros_like(source) if g is None else g for g in row]
+            stacked = array_ops.stack(row) if row else array_ops.zeros_like(source)
+            results.append(array_ops.reshape(stacked, list(dims) + source.shape.as_list()))
         if not self._persistent:
             self._records = None
         if isinstance(sources, (Tensor, Variable)):
             return results[0]
         return nest.pack_sequence_as(sources, results)
+
+    def _rows(self, target: Tensor, size: int, flat: list) -> list[list]:
+        """One backward pass per element of ``target``: ``rows[j][i]`` is d(target[i])/d(flat[j]) (or None)."""
+        rows: list[list] = [[] for _ in flat]
+        dims = tuple(target.shape.dims)
+        for i in range(size):
+            weight = np.zeros(size, target.dtype.np)
+            weight[i] = 1
+            for row, g in zip(rows, self._differentiate([target], [convert(weight.reshape(dims))], flat)):
+                row.append(g)
+        return rows
+
+    def batch_jacobian(self, target, source, unconnected_gradients="none", parallel_iterations=None,
+                       experimental_use_pfor=True):
+        """Per-example jacobians: ``result[b, i..., j...]`` is d(target[b, i...])/d(source[b, j...]).
+
+        Assumes, as TensorFlow does, that example ``b`` of ``target`` depends only on example ``b``
+        of ``source``; both need a known first (batch) dimension, equal in both.
+        """
+        target, source_tensor = convert(target), convert(source)
+        if target.shape.rank is None or target.shape.rank < 1 or source_tensor.shape.rank is None or \
+                source_tensor.shape.rank < 1:
+            raise ValueError(f"GradientTape.batch_jacobian needs a target and a source with a batch dimension, "
+                             f"got shapes {target.shape} and {source_tensor.shape}")
+        batch = target.shape[0]
+        if batch is None or source_tensor.shape[0] != batch:
+            raise ValueError(f"GradientTape.batch_jacobian: the target's and the source's first (batch) dimensions "
+                             f"must be known and equal, got {target.shape} and {source_tensor.shape}")
+        full = self.jacobian(target, source, unconnected_gradients)
+        if full is None:
+            return None
+        # full: [batch, *target_rest, batch, *source_rest]; keep the diagonal of the two batch axes.
+        t_rest, s_rest = target.shape.rank - 1, source_tensor.shape.rank - 1
+        perm = [0, 1 + t_rest] + list(range(1, 1 + t_rest)) + list(range(2 + t_rest, 2 + t_rest + s_rest))
+        n = int(batch)
+        rest = target.shape.as_list()[1:] + source_tensor.shape.as_list()[1:]
+        pairs = array_ops.reshape(array_ops.transpose(full, perm), [n * n] + rest)
+        return array_ops.gather(pairs, [b * n + b for b in range(n)]) if n else \
+            array_ops.zeros([0] + rest, target.dtype)
+
+
+script_ops.register_gradient_tape(GradientTape)

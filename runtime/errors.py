@@ -16,6 +16,16 @@ class InvalidArgumentError(OpError):
     """An op received an invalid argument at run time (bad index, shape mismatch ...)."""
 
 
+class InvalidArgumentValueError(InvalidArgumentError, ValueError):
+    """A bad shape or value an eagerly run op's shape rule rejects: TensorFlow raises ``InvalidArgumentError``
+    eagerly and ``ValueError`` while tracing; this is both, so either ``except`` clause catches it."""
+
+
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """A bad dtype an eagerly run op rejects (``InvalidArgumentError`` eagerly in TensorFlow, ``TypeError`` while
+    tracing); this is both."""
+
+
 class OutOfRangeError(OpError):
     """An index or iterator went past its end."""
 

@@ -448,8 +448,8 @@ class Function(_FunctionBase):
         values = self._argument_values(bound)
         key = tuple(_structure_key(v) for v in values)
         concrete = self._cache.get(key)
-        if concrete is None:
-            concrete = self._trace(bound, values)
+        if concrete is None:            # as a call does: an existing, more general trace serves these arguments
+            concrete = self._compatible(values) or self._trace(bound, values)
             self._cache[key] = concrete
         return concrete
 
@@ -615,7 +615,10 @@ class ConcreteFunction:
                 return False
             for got, want in zip(nest.flatten(value), nest.flatten(expected)):
                 if isinstance(want, TensorSpec):
-                    if not _is_tensor_leaf(got) or not want.is_compatible_with(_spec_of(got)):
+                    if not _is_tensor_leaf(got):
+                        return False
+                    spec = _spec_of(got)        # a TensorSpec argument fits only a signature at least as general
+                    if spec.dtype is not want.dtype or not spec.shape.is_subshape_of(want.shape):
                         return False
                 elif _leaf_key(got) != _leaf_key(want):
                     return False

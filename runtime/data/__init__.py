@@ -6,6 +6,12 @@ Example:
     >>> [(float(x), float(y)) for x, y in ds.take(2)]
     [(1.0, 2.0), (2.0, 4.0)]
 """
-from runtime.data.dataset_ops import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, Iterator)
+from types import SimpleNamespace
 
-__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "Iterator"]
+from runtime.data.dataset_ops import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, Iterator
+
+# tf.data.experimental's constants, where older guides spell them (``rt.data.experimental.AUTOTUNE``).
+experimental = SimpleNamespace(AUTOTUNE=AUTOTUNE, INFINITE_CARDINALITY=INFINITE_CARDINALITY,
+                               UNKNOWN_CARDINALITY=UNKNOWN_CARDINALITY)
+
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "Iterator", "experimental"]

@@ -39,6 +39,7 @@ from runtime.tensor import EagerTensor, Tensor, is_symbolic
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
 AUTOTUNE = -1
+PASS_SEED_STRIDE = 1_000_003      # a seeded, reshuffling shuffle's seed for pass k is seed + k * this
 
 _INT64_SCALAR = TensorSpec((), dtypes.int64)
 
@@ -217,6 +218,24 @@ class Dataset(CompositeValue):
 
     def prefetch(self, buffer_size=None, name=None) -> "Dataset":
         return PrefetchDataset(self)
+
+    @staticmethod
+    def zip(*args, datasets=None, name=None) -> "Dataset":
+        """Elements of several datasets side by side: ``zip((a, b))`` or ``zip(a, b)`` gives ``(x_a, x_b)``.
+
+        A (nested) tuple or dict of datasets gives elements of that structure; it ends with the shortest.
+        """
+        if datasets is not None and args:
+            raise TypeError("Dataset.zip: pass the datasets either positionally or as datasets=, not both")
+        if datasets is None:
+            if not args:
+                raise TypeError("Dataset.zip needs at least one dataset")
+            datasets = args[0] if len(args) == 1 else args
+        return ZipDataset(datasets)
+
+    def enumerate(self, start=0, name=None) -> "Dataset":
+        """``(index, element)`` pairs, the index an int64 counting from ``start``."""
+        return ZipDataset((RangeDataset((start, np.iinfo(np.int64).max), dtypes.int64), self))
 
     def cardinality(self):
         """The number of elements (``INFINITE_CARDINALITY`` = -1, ``UNKNOWN_CARDINALITY`` = -2), an int64."""
@@ -579,8 +598,14 @@ def _stack(rows: list) -> list:
 
 
 class ShuffleDataset(Dataset):
-    """``shuffle(buffer_size, seed)``: components buffer_size and seed (a fresh random seed per pass
-    when none is given)."""
+    """``shuffle(buffer_size, seed)``: components buffer_size and seed.
+
+    The seed is fresh and random for every pass when none is given. With a seed and
+    ``reshuffle_each_iteration=True`` each pass (each Python iteration, each call of a Function that
+    takes the dataset) derives its own seed from it -- the orders differ between passes, as in
+    tf.data, and repeat in the same sequence when the program runs again; with
+    ``reshuffle_each_iteration=False`` every pass uses the seed itself.
+    """
 
     def __init__(self, input_dataset, buffer_size, seed, reshuffle_each_iteration):
         self._inputs = (input_dataset,)
@@ -589,6 +614,7 @@ class ShuffleDataset(Dataset):
             raise ValueError(f"Dataset.shuffle: buffer_size must be positive, got {int(size)}")
         self._values = [size, None if seed is None else _count(seed, "Dataset.shuffle seed")]
         self._reshuffle = bool(reshuffle_each_iteration)
+        self._passes = itertools.count()
         self.element_spec = input_dataset.element_spec
 
     def _own_specs(self):
@@ -598,6 +624,9 @@ class ShuffleDataset(Dataset):
         size, seed = self._values
         if seed is None:
             seed = EagerTensor(np.array(np.random.randint(0, 2**31 - 1), np.int64), dtypes.int64)
+        elif self._reshuffle and isinstance(seed, EagerTensor):
+            derived = (int(seed) + next(self._passes) * PASS_SEED_STRIDE) % (lowering.RNG_MODULUS - 1)
+            seed = EagerTensor(np.array(derived, np.int64), dtypes.int64)
         return [size, seed]
 
     def _node_key(self):
@@ -628,6 +657,42 @@ class ShuffleDataset(Dataset):
 
     def _cardinality(self):
         return self._inputs[0]._cardinality()
+
+
+class ZipDataset(Dataset):
+    """``Dataset.zip(datasets)``: the inputs' elements in the structure of ``datasets``."""
+
+    def __init__(self, datasets):
+        inputs = nest.flatten(datasets)
+        if not inputs or not all(isinstance(d, Dataset) for d in inputs):
+            raise TypeError(f"Dataset.zip expects a (nested) structure of datasets, got {datasets!r}")
+        self._inputs = tuple(inputs)
+        self._shape = nest.map_structure(lambda _: None, datasets)
+        self.element_spec = nest.pack_sequence_as(datasets, [d.element_spec for d in inputs])
+
+    def _node_key(self):
+        return (nest.structure_key(self._shape),)
+
+    def _stage(self, own, inputs):
+        return lowering.ZipStage(leaves_of(self.element_spec), inputs)
+
+    def _eager(self, carry):
+        upstreams = [d._eager(carry) for d in self._inputs]
+        while True:
+            row = []
+            for upstream in upstreams:
+                flat = next(upstream, None)
+                if flat is None:
+                    return
+                row += list(flat)
+            yield row
+
+    def _cardinality(self):
+        counts = [d._cardinality() for d in self._inputs]
+        if UNKNOWN_CARDINALITY in counts:
+            return UNKNOWN_CARDINALITY
+        finite = [c for c in counts if c != INFINITE_CARDINALITY]
+        return min(finite) if finite else INFINITE_CARDINALITY
 
 
 class _CountNode(Dataset):

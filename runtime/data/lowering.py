@@ -215,6 +215,41 @@ class PassStage(Stage):
         return self.up.next(state)
 
 
+class ZipStage(Stage):
+    """``Dataset.zip``: one element of every input, concatenated; it ends when any input ends."""
+
+    def __init__(self, specs, upstreams):
+        super().__init__(specs)
+        self.ups = list(upstreams)
+        self.sizes: list[int] | None = None       # each input's state length, known once ``init`` ran
+
+    def _split(self, state: list) -> list[list]:
+        if self.sizes is None:
+            self.init()
+        parts, start = [], 0
+        for size in self.sizes:
+            parts.append(list(state[start:start + size]))
+            start += size
+        return parts
+
+    def init(self):
+        states = [up.init() for up in self.ups]
+        self.sizes = [len(s) for s in states]
+        return [t for s in states for t in s]
+
+    def reinit(self, state):
+        return [t for up, part in zip(self.ups, self._split(state)) for t in up.reinit(part)]
+
+    def next(self, state):
+        valid, element, new_state = None, [], []
+        for up, part in zip(self.ups, self._split(state)):
+            v, e, st = up.next(part)
+            valid = v if valid is None else math_ops.logical_and(valid, v)
+            element += list(e)
+            new_state += list(st)
+        return valid, element, new_state
+
+
 class MapStage(PassStage):
     """``map(fn)``: the function runs (inlined in the graph) only for a valid element."""
 

@@ -137,6 +137,8 @@ class Dense(Layer):
         self.built = True
 
     def call(self, inputs):
+        if inputs.dtype is not self.dtype:     # integer and bool inputs compute in the layer's dtype, as in Keras
+            inputs = math_ops.cast(inputs, self.dtype)
         if inputs.shape.rank == 2:
             out = math_ops.matmul(inputs, self.kernel)
         else:                  # rank > 2: the kernel applies to the last axis

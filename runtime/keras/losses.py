@@ -1,6 +1,7 @@
 """Losses: ``MeanSquaredError`` and ``SparseCategoricalCrossentropy``; ``loss(y_true, y_pred)`` is a scalar.
 
-Per-sample losses are averaged over the batch (Keras' ``sum_over_batch_size`` reduction).
+Per-sample losses are averaged over the batch by default (Keras' ``reduction="sum_over_batch_size"``);
+``reduction="sum"`` adds them up and ``reduction=None`` (or ``"none"``) returns them unreduced.
 """
 from __future__ import annotations
 
@@ -11,10 +12,24 @@ from runtime.ops.registry import convert
 EPSILON = 1e-7      # Keras' backend epsilon: probabilities are clipped to [EPSILON, 1 - EPSILON]
 
 
-class Loss:
-    """Base class: ``call(y_true, y_pred)`` gives per-sample losses; ``__call__`` averages them."""
+REDUCTIONS = ("sum_over_batch_size", "sum", "none", "mean")
 
-    def __init__(self, name: str | None = None):
+
+class Loss:
+    """Base class: ``call(y_true, y_pred)`` gives per-sample losses; ``__call__`` reduces them.
+
+    Args:
+        reduction: ``"sum_over_batch_size"`` (the mean, the default; ``"mean"`` is the same), ``"sum"``, or
+            ``None``/``"none"`` (the per-sample losses).
+        name: the loss's name.
+    """
+
+    def __init__(self, reduction: str | None = "sum_over_batch_size", name: str | None = None):
+        reduction = "none" if reduction is None else reduction
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"{type(self).__name__}: reduction must be one of {', '.join(REDUCTIONS)} or None, "
+                             f"got {reduction!r}")
+        self.reduction = reduction
         self.name = name or type(self).__name__
 
     def call(self, y_true, y_pred):
@@ -25,6 +40,10 @@ class Loss:
         losses = self.call(convert(y_true), y_pred)
         if sample_weight is not None:
             losses = math_ops.multiply(losses, math_ops.cast(convert(sample_weight), losses.dtype))
+        if self.reduction == "none":
+            return losses
+        if self.reduction == "sum":
+            return math_ops.reduce_sum(losses)
         return math_ops.reduce_mean(losses)
 
 
@@ -39,8 +58,9 @@ class MeanSquaredError(Loss):
 class SparseCategoricalCrossentropy(Loss):
     """``-log(p[label])`` per sample, from probabilities or (``from_logits=True``) from logits."""
 
-    def __init__(self, from_logits: bool = False, name: str | None = None):
-        super().__init__(name)
+    def __init__(self, from_logits: bool = False, reduction: str | None = "sum_over_batch_size",
+                 name: str | None = None):
+        super().__init__(reduction, name)
         self.from_logits = from_logits
 
     def call(self, y_true, y_pred):

@@ -266,7 +266,10 @@ register(OpDef("LinSpace", "LinSpace", _linspace_infer,
 
 
 def linspace(start, stop, num, name=None):
+    """``num`` evenly spaced values from ``start`` to ``stop``; integer bounds give float64, as in TensorFlow."""
     start, stop = convert_same("LinSpace", [start, stop])
+    if start.dtype.is_integer:
+        start, stop = math_ops.cast(start, dtypes.float64), math_ops.cast(stop, dtypes.float64)
     return apply("LinSpace", [start, stop, convert(num, dtypes.int32)], name=name)
 
 

@@ -170,6 +170,11 @@ def _dummy(graph, outer):
     return op.outputs[0]
 
 
+def _as_loop_result(value):
+    """An eager loop's final value as a tensor (TensorArrays stay as they are)."""
+    return value if isinstance(value, TensorArray) else convert(value)
+
+
 def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None, name=None,
                loop_var_names=None, relax_shapes=False):
     """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; a ``While`` op in graphs.
@@ -189,6 +194,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
             out = body(*values)
             values = (out,) if single or not isinstance(out, (tuple, list)) else out
             count += 1
+        values = nest.map_structure(_as_loop_result, tuple(values))       # tensors out, as in TensorFlow
         return values[0] if single else type(structure)(values) if isinstance(structure, list) else values
 
     flat, arrays = _flat_leaves(structure)

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops.registry import OpDef, Reduction, apply, convert, convert_same, gradient, not_differentiable, register
+from runtime.ops.registry import (OpDef, Reduction, apply, argument_error, convert, convert_same, gradient,
+                                  not_differentiable, register)
 from runtime.shapes import TensorShape
 
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
@@ -87,8 +88,10 @@ def _only_ones(tensors, from_end: int) -> bool:
 def _kept_dims(x, axes):
     """The shape of ``reduce_*(x, axes, keepdims=True)`` as a shape tensor (``axes`` None: all)."""
     rank = x.shape.rank
+    if rank is None and axes is None:           # a full reduction of unknown rank (a py_function's output)
+        return add(multiply(shape_tensor(x), 0), 1)
     if rank is None:
-        raise ValueError(f"the gradient of a reduction needs the rank of its input, unknown for {x}")
+        raise ValueError(f"the gradient of a reduction over given axes needs the rank of its input, unknown for {x}")
     axes = set(range(rank) if axes is None else (a % rank for a in axes))
     if x.shape.is_fully_defined():
         return convert(np.array([1 if i in axes else d for i, d in enumerate(x.shape.dims)], np.int32))
@@ -492,7 +495,7 @@ def _norm_axes(op_type, axis, rank):
     for a in axes:
         a = int(a)
         if not -rank <= a < rank:
-            raise ValueError(f"{op_type}: axis {a} is out of range for a tensor of rank {rank}")
+            raise argument_error(f"{op_type}: axis {a} is out of range for a tensor of rank {rank}")
         out.append(a % rank)
     return tuple(sorted(set(out)))
 

@@ -20,6 +20,15 @@ from runtime.ops.op_def import (OpDef, Reduction, Spec, all_opdefs, c_expression
 from runtime.tensor import EagerTensor, Tensor, to_array
 
 
+def argument_error(message: str, kind: type = ValueError) -> Exception:
+    """The error for a bad argument to an op: ``kind`` (ValueError or TypeError) while tracing, as TensorFlow
+    raises it there; eagerly also an ``rt.errors.InvalidArgumentError``, as TensorFlow raises it eagerly."""
+    if context.current_graph() is not None:
+        return kind(message)
+    return (errors.InvalidArgumentTypeError if issubclass(kind, TypeError) else errors.InvalidArgumentValueError)(
+        message)
+
+
 def apply(op_type: str, inputs: list, attrs: dict | None = None, name: str | None = None):
     """Run ``op_type`` on ``inputs`` (tensors) eagerly, or add it to the graph being traced.
 
@@ -36,7 +45,12 @@ def apply(op_type: str, inputs: list, attrs: dict | None = None, name: str | Non
                         f"{t} is a symbolic tensor of a traced function used outside of it "
                         f"(in {op_type}): a tensor leaked out of rt.function. Return it instead.")
                 raise TypeError(f"{op_type}: expected tensors, got {type(t).__name__}")
-        out_specs = opdef.infer(specs_of(inputs), attrs) if opdef.infer is not None else None
+        try:
+            out_specs = opdef.infer(specs_of(inputs), attrs) if opdef.infer is not None else None
+        except errors.OpError:
+            raise
+        except (TypeError, ValueError) as e:    # eagerly, TensorFlow reports bad arguments as InvalidArgumentError
+            raise argument_error(str(e), TypeError if isinstance(e, TypeError) else ValueError) from None
         try:
             results = opdef.kernel([t._value for t in inputs], attrs)
         except errors.OpError:
@@ -159,9 +173,9 @@ def convert_same(op_name: str, values: list, dtype: dtypes.DType | None = None) 
             except TypeError as e:
                 if isinstance(v, _tensor_like):
                     others = ", ".join(str(getattr(x, "dtype", type(x).__name__)) for x in values)
-                    raise TypeError(
+                    raise argument_error(
                         f"{op_name}: all inputs must have the same dtype, got {others} "
-                        f"(no implicit promotion between tensors; use rt.cast)") from None
-                raise TypeError(f"{op_name}: {e}") from None
+                        f"(no implicit promotion between tensors; use rt.cast)", TypeError) from None
+                raise argument_error(f"{op_name}: {e}", TypeError) from None
         out.append(t)
     return out

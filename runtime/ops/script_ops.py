@@ -26,7 +26,8 @@ import traceback
 import numpy as np
 
 from runtime import context, dtypes, errors
-from runtime.ops.registry import OpDef, apply, convert, not_differentiable, register
+from runtime.ops.gradients import differentiable_dtype, or_zeros
+from runtime.ops.registry import OpDef, apply, convert, gradient, not_differentiable, register
 from runtime.shapes import TensorShape, as_shape
 from runtime.tensor import EagerTensor, Tensor, to_array
 
@@ -59,6 +60,8 @@ class PythonCallable:
         return self.func
 
     def __getstate__(self):
+        if isinstance(self.func, PyFunctionGradient):       # a gradient pickles the function it differentiates
+            return {"gradient": self.func, "name": self.name}
         if self.module is None or not self.qualname or "<" in self.qualname:
             raise pickle.PicklingError(
                 f"rt.py_function/numpy_function of {self.name!r}: only module-level functions can be built ahead "
@@ -66,6 +69,9 @@ class PythonCallable:
         return {"module": self.module, "qualname": self.qualname, "name": self.name}
 
     def __setstate__(self, state):
+        if "gradient" in state:
+            self.func, self.module, self.qualname, self.name = state["gradient"], None, None, state["name"]
+            return
         self.func = None
         self.module, self.qualname, self.name = state["module"], state["qualname"], state["name"]
 
@@ -168,9 +174,55 @@ register(OpDef("PyFunc", "PyFunc", _infer, lambda inputs, attrs: _run(inputs, at
                stateful=True, side_effect=True, foldable=False))
 register(OpDef("PyFuncStateless", "PyFuncStateless", _infer, lambda inputs, attrs: _run(inputs, attrs, False),
                None, foldable=False))
-# Python code is opaque to the reverse pass: gradients stop at these ops (as at tf.numpy_function's; unlike
-# TensorFlow, rt.py_function does not record the ops its function runs eagerly).
-not_differentiable("EagerPyFunc", "PyFunc", "PyFuncStateless")
+not_differentiable("PyFunc", "PyFuncStateless")     # numpy code is opaque to the reverse pass, as in TensorFlow
+
+# rt.py_function's function runs on eager tensors, so, as TensorFlow does, its gradient differentiates what
+# the function computes: the backward op is another py_function that runs the function again under a
+# GradientTape (the tape class is registered here by ``runtime.backprop``, a higher layer).
+_TAPE_CLASS: list = []
+
+
+def register_gradient_tape(tape_class) -> None:
+    """Let ``rt.py_function`` gradients record their function with ``tape_class`` (``rt.GradientTape``)."""
+    _TAPE_CLASS[:] = [tape_class]
+
+
+class PyFunctionGradient:
+    """The backward function of a py_function: ``(*inputs, *output_grads) -> grads of the float inputs``."""
+
+    def __init__(self, forward: PythonCallable, num_inputs: int, sources: tuple, weighted: tuple, single: bool):
+        self.forward, self.num_inputs, self.sources, self.weighted, self.single = \
+            forward, num_inputs, sources, weighted, single
+        self.__name__ = f"{forward.name}_grad"
+
+    def __call__(self, *args):
+        inputs, upstream = list(args[:self.num_inputs]), list(args[self.num_inputs:])
+        watched = [inputs[i] for i in self.sources]
+        with _TAPE_CLASS[0]() as tape:
+            tape.watch(watched)
+            result = self.forward.get()(*inputs)
+        outputs = [result] if self.single else list(result)
+        targets = [convert(outputs[k]) for k in self.weighted]
+        return tape.gradient(targets, watched, output_gradients=upstream, unconnected_gradients="zero")
+
+
+@gradient("EagerPyFunc")
+def _py_function_grad(op, *grads):
+    sources = tuple(i for i, x in enumerate(op.inputs) if differentiable_dtype(x.dtype))
+    weighted = tuple(k for k, t in enumerate(op.outputs) if differentiable_dtype(t.dtype))
+    if not sources or not weighted or not _TAPE_CLASS:
+        return [None] * len(op.inputs)
+    backward = PyFunctionGradient(op.attrs["func"], len(op.inputs), sources, weighted, op.attrs["single"])
+    feeds = list(op.inputs) + [or_zeros(grads[k], op.outputs[k]) for k in weighted]
+    attrs = {"func": PythonCallable(backward), "Tin": tuple(x.dtype for x in feeds),
+             "Tout": tuple(op.inputs[i].dtype for i in sources),
+             "output_shapes": tuple(op.inputs[i].shape for i in sources), "single": False}
+    results = apply("EagerPyFunc", feeds, attrs)
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    out = [None] * len(op.inputs)
+    for i, g in zip(sources, results):
+        out[i] = g
+    return out
 
 
 def _call(op_type: str, func, inp, Tout, output_shapes, name):

@@ -178,8 +178,22 @@ def test_shuffle_reshuffles_each_epoch_unless_asked_not_to():
     assert epochs[:10] != epochs[10:] and sorted(epochs[10:]) == list(range(10))
     fixed = [int(x) for x in _shuffled(5, repeat=2, reshuffle=False)]
     assert fixed[:10] == fixed[10:]
-    for ds in (_shuffled(5, repeat=2), _shuffled(5, repeat=2, reshuffle=False)):
-        assert int(fingerprint(ds)) == _fingerprint(_elements(ds))
+    for reshuffle in (True, False):     # a fresh dataset's first pass: the same order in a graph and eagerly
+        assert int(fingerprint(_shuffled(5, repeat=2, reshuffle=reshuffle))) == \
+            _fingerprint(_elements(_shuffled(5, repeat=2, reshuffle=reshuffle)))
+
+
+def test_seeded_shuffle_reshuffles_between_iterations_of_one_dataset():
+    ds = rt.data.Dataset.range(20).shuffle(20, seed=1)
+    first, second = [int(x) for x in ds], [int(x) for x in ds]
+    assert first != second and sorted(second) == list(range(20)), "each pass reshuffles, as in tf.data"
+    assert first == [int(x) for x in rt.data.Dataset.range(20).shuffle(20, seed=1)], "the seed fixes the sequence"
+    f = rt.function(fingerprint.python_function)
+    assert len({int(f(ds)) for _ in range(3)}) == 3, "every call of a Function gets the next pass"
+    fixed = rt.data.Dataset.range(20).shuffle(20, seed=1, reshuffle_each_iteration=False)
+    assert [int(x) for x in fixed] == [int(x) for x in fixed]
+    assert len({int(f(fixed)) for _ in range(3)}) == 1
+    assert [int(x) for x in ds.prefetch(rt.data.experimental.AUTOTUNE).take(3)] != []
 
 
 def test_shuffle_without_seed_varies_between_passes():
@@ -387,3 +401,38 @@ def test_a_dataset_loop_relaxes_a_state_shape_as_tf_data_does():
 
     with pytest.raises(ValueError, match="'v' has shape"):
         grows(rt.constant(3))
+
+
+# ---------------------------------------------------------------------------
+# zip and enumerate (tf.data's), eagerly and as one graph loop.
+
+def _weighted_sum(ds):
+    total = rt.constant(0, rt.int64)
+    for i, (a, b) in ds:
+        total += i * (a + b["v"])
+    return total
+
+
+def test_zip_and_enumerate_match_eagerly_and_in_a_function():
+    a = rt.data.Dataset.range(5).shuffle(5, seed=2)
+    b = rt.data.Dataset.from_tensor_slices({"v": np.array([10, 20, 30], np.int64)})
+    ds = rt.data.Dataset.zip((a, b)).enumerate(start=1).repeat(2)
+    rows = [(int(i), int(x), int(y["v"])) for i, (x, y) in ds]
+    assert len(rows) == 6 and [r[0] for r in rows] == [1, 2, 3, 1, 2, 3]
+    assert [r[2] for r in rows] == [10, 20, 30] * 2, "zip ends with its shortest input"
+    assert int(ds.cardinality()) == 6
+    traced = rt.function(_weighted_sum)
+    fresh = rt.data.Dataset.zip((rt.data.Dataset.range(5).shuffle(5, seed=2), b)).enumerate(start=1).repeat(2)
+    eager = sum(i * (x + y) for i, x, y in [(int(i), int(x), int(y["v"])) for i, (x, y) in fresh])
+    fresh = rt.data.Dataset.zip((rt.data.Dataset.range(5).shuffle(5, seed=2), b)).enumerate(start=1).repeat(2)
+    assert int(traced(fresh)) == eager
+
+
+def test_zip_forms_and_errors():
+    x, y = rt.data.Dataset.range(3), rt.data.Dataset.range(10, 12)
+    assert [(int(p), int(q)) for p, q in rt.data.Dataset.zip(x, y)] == [(0, 10), (1, 11)]
+    assert [(int(p), int(q)) for p, q in rt.data.Dataset.zip(datasets=(x, y))] == [(0, 10), (1, 11)]
+    assert int(rt.data.Dataset.zip((x, y.repeat())).cardinality()) == 3
+    assert [int(i) for i, _ in x.enumerate()] == [0, 1, 2]
+    with pytest.raises(TypeError, match="structure of datasets"):
+        rt.data.Dataset.zip((x, [1, 2]))

@@ -224,3 +224,28 @@ def test_training_argument_reaches_layers_that_take_it():
     x = np.ones((1, 3), np.float32)
     np.testing.assert_array_equal(model(x, training=True).numpy(), [[4.0, 4.0]])
     np.testing.assert_array_equal(model(x).numpy(), [[3.0, 3.0]])
+
+
+def test_loss_reduction_argument_as_in_keras():
+    y_true = rt.constant([[1.0, 2.0], [3.0, 4.0]])
+    y_pred = rt.constant([[1.5, 2.0], [2.0, 5.0]])
+    per_sample = [0.125, 1.0]
+    mse = rt.keras.losses.MeanSquaredError
+    assert float(mse()(y_true, y_pred)) == pytest.approx(0.5625)
+    assert float(mse(reduction="sum")(y_true, y_pred)) == pytest.approx(1.125)
+    assert mse(reduction=None)(y_true, y_pred).numpy().tolist() == per_sample
+    assert mse(reduction="none")(y_true, y_pred).numpy().tolist() == per_sample
+    scce = rt.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="sum")
+    logits = rt.constant([[1.0, 2.0, 0.5], [0.1, 0.2, 3.0]])
+    both = rt.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)(rt.constant([0, 2]), logits)
+    assert both.shape == (2,)
+    assert float(scce(rt.constant([0, 2]), logits)) == pytest.approx(float(rt.reduce_sum(both)))
+    with pytest.raises(ValueError, match="reduction"):
+        mse(reduction="avg")
+
+
+def test_dense_computes_integer_inputs_in_its_dtype():
+    layer = rt.keras.layers.Dense(2, kernel_initializer="ones")
+    out = layer(rt.constant([[1, 2]]))
+    assert out.dtype == rt.float32 and out.numpy().tolist() == [[3.0, 3.0]]
+    assert rt.function(layer)(rt.constant([[1, 2]], rt.int64)).numpy().tolist() == [[3.0, 3.0]]

@@ -392,3 +392,79 @@ def test_an_op_without_a_gradient_stops_it():
         tape.watch(x)
         y = rt.reduce_sum(x * rt.ones_like(x) + rt.zeros_like(x) * x)
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [1.0, 1.0])
+
+
+# ---------------------------------------------------------------------------
+# TensorFlow's remaining tape options: the UnconnectedGradients enum, jacobian(unconnected_gradients=),
+# batch_jacobian.
+
+def test_unconnected_gradients_enum_and_string_agree():
+    def program(x, u):
+        with rt.GradientTape() as tape:
+            tape.watch([x, u])
+            y = x * x
+        return tape.gradient(y, [x, u], unconnected_gradients=rt.UnconnectedGradients.ZERO)
+
+    dx, du = grads_both(program, rt.constant(3.0), rt.constant([1.0, 2.0]))
+    assert float(dx) == 6.0 and du.numpy().tolist() == [0.0, 0.0] and du.dtype == rt.float32
+    with pytest.raises(ValueError, match="unconnected_gradients"):
+        with rt.GradientTape() as tape:
+            x = rt.constant(1.0)
+            tape.watch(x)
+        tape.gradient(x * 2.0, x, unconnected_gradients="zeros")
+
+
+def test_jacobian_with_zero_for_unconnected_sources():
+    def program(x, u):
+        with rt.GradientTape() as tape:
+            tape.watch([x, u])
+            y = x * x
+        return tape.jacobian(y, [x, u], unconnected_gradients="zero")
+
+    jx, ju = grads_both(program, rt.constant([1.0, 2.0, 3.0]), rt.constant(2.0))
+    np.testing.assert_array_equal(jx.numpy(), np.diag([2.0, 4.0, 6.0]))
+    assert ju.shape == (3,) and ju.numpy().tolist() == [0.0, 0.0, 0.0]
+
+
+def test_batch_jacobian_keeps_each_examples_block():
+    def program(x, w):
+        with rt.GradientTape() as tape:
+            tape.watch(x)
+            y = rt.tanh(rt.matmul(x, w))                 # [batch, 2] from [batch, 3]
+        return tape.batch_jacobian(y, x)
+
+    x = rt.constant(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
+    w = rt.constant(np.array([[1.0, -1.0], [0.5, 2.0], [-0.3, 0.1]], np.float32))
+    jac = grads_both(program, x, w)
+    assert jac.shape == (4, 2, 3)
+    expected = (1 - np.tanh(x.numpy() @ w.numpy()) ** 2)[:, :, None] * w.numpy().T[None]
+    np.testing.assert_allclose(jac.numpy(), expected, rtol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# rt.py_function is differentiable (its function's ops), as tf.py_function is; numpy_function is not.
+
+def test_py_function_gradient_eagerly_in_a_function_and_second_order():
+    def program(x, y):
+        with rt.GradientTape() as tape:
+            tape.watch([x, y])
+            z, _ = rt.py_function(lambda a, b: (a * a * b, rt.size(a)), [x, y], [rt.float32, rt.int32])
+            loss = rt.reduce_sum(z) * 2.0
+        return tape.gradient(loss, [x, y])
+
+    dx, dy = grads_both(program, rt.constant([1.0, 2.0]), rt.constant([3.0, 4.0]))
+    assert dx.numpy().tolist() == [12.0, 32.0] and dy.numpy().tolist() == [2.0, 8.0]
+
+    x = rt.constant(3.0)
+    with rt.GradientTape() as outer:
+        outer.watch(x)
+        with rt.GradientTape() as inner:
+            inner.watch(x)
+            y = rt.py_function(lambda a: a * a * a, [x], rt.float32)
+        dy = inner.gradient(y, x)
+    assert float(dy) == 27.0 and float(outer.gradient(dy, x)) == 18.0
+
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        y = rt.numpy_function(lambda a: a * a, [x], rt.float32)
+    assert tape.gradient(y, x) is None

@@ -270,7 +270,14 @@ def _pool_case(op_type):
                    [normal(*x.shape)])
 
 
+def _py_sin_times(x, y):
+    """A py_function body: its gradient differentiates these (eager) ops, as TensorFlow's does."""
+    return rt.sin(x) * y + x * x
+
+
 GRAD_CASES = {
+    "EagerPyFunc": fd_case("EagerPyFunc", lambda x, y: rt.py_function(_py_sin_times, [x, y], F64),
+                           [normal(2, 3), normal(2, 3, seed=1)]),
     "AddV2": _binary("AddV2", rt.add),
     "Sub": _binary("Sub", rt.subtract),
     "Mul": _binary("Mul", rt.multiply),
