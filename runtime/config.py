@@ -5,10 +5,12 @@ import os
 
 _run_eagerly = False
 
-# Loops over fewer elements than this run on one thread: starting a parallel region costs microseconds.
-# The one copy of this threshold: native code reads it as RT_PARALLEL_MIN from the generated
-# ``runtime/kernels/rt_config.h``, and the code generator from here.
-PARALLEL_MIN_ELEMENTS = 65536
+# Loops over fewer elements than this run on one thread. Waking the pool's sleeping workers
+# (OMP_WAIT_POLICY=PASSIVE) took 30-50 us on the 2-core VM the benchmarks run on, while one thread copies
+# 200K floats in 20 us: at 65536 elements a transpose inside the RNN benchmark ran 1.4x slower on two
+# threads than on one. The one copy of this threshold: native code reads it as RT_PARALLEL_MIN from the
+# generated ``runtime/kernels/rt_config.h``, and the code generator from here.
+PARALLEL_MIN_ELEMENTS = 1 << 18
 
 
 def run_functions_eagerly(run_eagerly: bool) -> None:

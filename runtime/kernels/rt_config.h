@@ -18,6 +18,6 @@ enum rt_dtype {
 };
 
 /* loops over fewer elements run on one thread */
-#define RT_PARALLEL_MIN 65536
+#define RT_PARALLEL_MIN 262144
 
 #endif

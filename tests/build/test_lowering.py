@@ -525,7 +525,7 @@ def test_reductions_over_every_axis_subset(programs, axis, keepdims, shape, data
 
 def test_big_reductions_run_in_parallel_chunks(programs):
     rng = np.random.default_rng(1)
-    x = rt.constant(rng.standard_normal((70, 40, 30)).astype(np.float32))
+    x = rt.constant(rng.standard_normal((140, 40, 60)).astype(np.float32))   # above RT_PARALLEL_MIN
     spec = rt.TensorSpec([None] * 3, rt.float32)
     for axis in AXES:
         for threads in (1, 2):
@@ -599,14 +599,15 @@ def test_row_groups(programs, rows, cols, data):
 
 def test_row_groups_and_big_loops_on_threads(programs):
     rng = np.random.default_rng(2)
-    x = rt.constant(rng.standard_normal((300, 257)).astype(np.float32))
+    x = rt.constant(rng.standard_normal((1100, 257)).astype(np.float32))     # above RT_PARALLEL_MIN
+    narrow = rt.constant(x.numpy()[:, :8])
     g, b = rt.constant(rng.standard_normal(257).astype(np.float32)), rt.constant(np.ones(257, np.float32))
     spec, v = rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.float32)
     for threads in (1, 2):
         rt.config.threading.set_intra_op_parallelism_threads(threads)
         try:
             check(programs.normalize, (spec, v, v), [x, g, b])
-            check(programs.pairwise, (spec, spec), [x, x])
+            check(programs.pairwise, (spec, spec), [narrow, narrow])       # [1100, 1100] sums of 8 terms
             check(programs.bcast, (rt.TensorSpec([None] * 2, rt.float32),) * 2, [x, x])
         finally:
             rt.config.threading.set_intra_op_parallelism_threads(0)

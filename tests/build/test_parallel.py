@@ -1,6 +1,6 @@
 """Built code above every threshold the speed claims rest on, compared with eager / numpy.
 
-- parallel loops (>= 65536 elements) on two threads: elementwise, row broadcast, reductions;
+- parallel loops (>= RT_PARALLEL_MIN elements) on two threads: elementwise, row broadcast, reductions;
 - matmuls of BLAS size (the kernel library's blocked GEMM), built and through the generic executor;
 - the caching allocator: results of >= 4 MiB handed over without a copy stay valid after later calls;
 - concurrent calls from Python threads;
