@@ -448,8 +448,12 @@ class Function(_FunctionBase):
         values = self._argument_values(bound)
         key = tuple(_structure_key(v) for v in values)
         concrete = self._cache.get(key)
-        if concrete is None:            # as a call does: an existing, more general trace serves these arguments
-            concrete = self._compatible(values) or self._trace(bound, values)
+        if concrete is None:
+            # Tensors: as a call does, an existing, more general trace serves them. A TensorSpec asks for that
+            # signature: it is traced (the ahead-of-time build compiles each signature a module asks for, so a
+            # static shape gets its own specialised native code even after a general one).
+            asks = any(isinstance(leaf, TensorSpec) for leaf in nest.flatten(values))
+            concrete = (None if asks else self._compatible(values)) or self._trace(bound, values)
             self._cache[key] = concrete
         return concrete
 

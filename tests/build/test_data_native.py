@@ -186,7 +186,8 @@ def test_dataset_loop_runs_natively(built, name):
         ds = module.pipelines(n)[name]
         concrete = module.fingerprint.get_concrete_function(ds)
         assert concrete.native, f"{name}: a dataset of {n} elements did not find the built signature"
-        assert int(module.fingerprint(ds)) == _eager_fingerprint(ds), (name, n)
+        # a fresh, identical pipeline: a seeded shuffle reshuffles on each pass of one dataset, as in tf.data
+        assert int(module.fingerprint(ds)) == _eager_fingerprint(module.pipelines(n)[name]), (name, n)
     assert module.fingerprint.experimental_get_tracing_count() == 0, "nothing retraced"
 
 

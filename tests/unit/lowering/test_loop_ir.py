@@ -57,7 +57,7 @@ def test_softmax_and_layer_norm_are_one_loop_over_rows():
         var = rt.reduce_mean(rt.square(x - mean), axis=-1, keepdims=True)
         return (x - mean) / rt.sqrt(var + 1e-5)
     for fn in (rt.nn.softmax, layer_norm):
-        lowered = _lower(fn, rt.TensorSpec([512, 256], F))
+        lowered = _lower(fn, rt.TensorSpec([1024, 256], F))
         outer = [s for s in lowered.ir.body if isinstance(s, For)]
         assert lowered.report.groups == 1 and len(outer) == 1 and outer[0].parallel
         passes = [s for s in outer[0].body if isinstance(s, For)]
