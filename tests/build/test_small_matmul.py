@@ -7,19 +7,14 @@ products that overflow (they wrap as numpy's do), transposed operands, a row-str
 """
 from __future__ import annotations
 
-import importlib
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import build_source
 
 import runtime as rt
 
 pytestmark = pytest.mark.build
 
-PROJECT = Path(__file__).resolve().parents[2]
 SIZES = [(3, 3, 3), (10, 10, 10), (1, 17, 5), (7, 9, 33), (16, 16, 16), (33, 20, 40), (5, 64, 12)]
 
 PROGRAMS = '''
@@ -71,18 +66,7 @@ power.get_concrete_function(rt.TensorSpec([10, 10], rt.int32), 100)
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("small_matmul")
-    (root / "rt_small_matmul_programs.py").write_text(PROGRAMS.format(sizes=SIZES))
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], check=False, cwd=PROJECT,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    sys.path.insert(0, str(root))
-    try:
-        importlib.invalidate_caches()
-        module = importlib.import_module("rt_small_matmul_programs")
-    finally:
-        sys.path.remove(str(root))
-    assert module.__file__.endswith(".so"), module.__file__
-    return module
+    return build_source(root, "rt_small_matmul_programs", PROGRAMS.format(sizes=SIZES))
 
 
 def _operand(rng, shape, dtype):
