@@ -221,7 +221,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     def wrap(values):
         return _rebuild(list(structure), values, arrays)
 
-    for _attempt in range(len(entry) + 1):      # each retrace relaxes at least one shape
+    # Each retrace relaxes a shape (a dim to None, or the rank to unknown), which can happen only finitely
+    # often, so this ends; a fixed count of attempts could stop with a graph traced for shapes that do not hold.
+    while True:
         cond_graph = Graph(f"{outer.name}_{name or 'while'}_cond", outer)
         body_graph = Graph(f"{outer.name}_{name or 'while'}_body", outer)
         cond_inputs = placeholders(cond_graph)
