@@ -114,8 +114,8 @@ class Stage:
         raise NotImplementedError
 
 
-class TensorsStage(Stage):
-    """``from_tensors``: one element, the components themselves."""
+class _ComponentsStage(Stage):
+    """A source of in-memory components, its state the index of the next element."""
 
     def __init__(self, specs, components):
         super().__init__(specs)
@@ -123,21 +123,18 @@ class TensorsStage(Stage):
 
     def init(self):
         return [int64(0)]
+
+
+class TensorsStage(_ComponentsStage):
+    """``from_tensors``: one element, the components themselves."""
 
     def next(self, state):
         i = state[0]
         return math_ops.less(i, int64(1)), conform_all(self.components, self.specs), [i + int64(1)]
 
 
-class SlicesStage(Stage):
+class SlicesStage(_ComponentsStage):
     """``from_tensor_slices``: element ``i`` is row ``i`` of every component."""
-
-    def __init__(self, specs, components):
-        super().__init__(specs)
-        self.components = components
-
-    def init(self):
-        return [int64(0)]
 
     def next(self, state):
         i = state[0]

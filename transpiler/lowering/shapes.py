@@ -637,15 +637,21 @@ def _broadcast_to(lw, op):
     if dims is None or x.shape.rank is None or len(dims) < x.shape.rank:
         return _opaque(lw, op)
     xd = lw.dims[id(x)]
-    pending = [(d, a, b) for d, (a, b) in enumerate(zip(xd, dims[len(dims) - len(xd):])) if a != b and a != 1]
+    code.append(_broadcast_to_checks(lw, op, xd, dims[len(dims) - len(xd):],
+                                     "a tensor whose dimension {d} is %lld cannot broadcast to %lld"))
+    _code(lw, op, lambda: [fn() for fn in code])
+    return [dims]
+
+
+def _broadcast_to_checks(lw, op, sources, targets, message: str):
+    """A code step checking at run time that each of ``sources`` is 1 or its ``targets`` dim (pairs known equal
+    or 1 are left out); ``message`` names the dim as ``{d}``."""
+    pending = [(d, a, b) for d, (a, b) in enumerate(zip(sources, targets)) if a != b and a != 1]
 
     def emit():
         for d, a, b in pending:
-            lw.emit(Check(f"({a}) != 1 && ({a}) != ({b})", lw.message(
-                op, f"a tensor whose dimension {d} is %lld cannot broadcast to %lld"), [str(a), str(b)]))
-    code.append(emit)
-    _code(lw, op, lambda: [fn() for fn in code])
-    return [dims]
+            lw.emit(Check(f"({a}) != 1 && ({a}) != ({b})", lw.message(op, message.format(d=d)), [str(a), str(b)]))
+    return emit
 
 
 def _one_hot(lw, op):
@@ -780,13 +786,8 @@ def _sum_to_shape(lw, op):
     if lead < 0:
         code.append(lambda: lw.emit(Fail(lw.message(op, "a tensor of lower rank cannot be summed to this shape"))))
     else:
-        pending = [(d, a, b) for d, (a, b) in enumerate(zip(dims, gd[lead:])) if a != b and a != 1]
-
-        def emit():
-            for d, a, b in pending:
-                lw.emit(Check(f"({a}) != 1 && ({a}) != ({b})", lw.message(
-                    op, f"dimension {d} of the shape is %lld, which does not broadcast to %lld"), [str(a), str(b)]))
-        code.append(emit)
+        code.append(_broadcast_to_checks(lw, op, dims, gd[lead:],
+                                         "dimension {d} of the shape is %lld, which does not broadcast to %lld"))
     _code(lw, op, lambda: [fn() for fn in code])
     return [dims]
 
