@@ -217,11 +217,9 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
     return 0;
 }
 
-/* C = op(A) @ op(B) with up to `threads` threads; C is [m, n] with rows ldc apart, not aliasing A or B.
- * op(A) is [m, k]: A's rows (of k, or of m when `ta`) are lda apart; likewise B's (of n, or of k when `tb`) ldb.
- * Returns 0, or -1 when the packing buffers cannot be allocated. */
-static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c, int64_t ldc,
-                                    int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) {
+/* How rt_gemm_blocked splits C over up to `threads` threads: a grid of tm x tn blocks. Returns tm * tn (1 for
+ * products under RT_GEMM_PARALLEL_MIN multiply-adds) and sets *tn_out. */
+static inline int RT_G_FN(rt_gemm_grid)(int64_t m, int64_t k, int64_t n, int threads, int *tn_out) {
     int tm = 1, tn = 1;
     if (m * k * n >= RT_GEMM_PARALLEL_MIN) {
         for (int t = threads; t > 1;) {
@@ -235,21 +233,46 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *
             t /= f;
         }
     }
-    if (tm * tn == 1) return RT_G_FN(rt_gemm_block)(a, lda, ta, b, ldb, tb, c, ldc, m, k, n);
-    /* block edges on multiples of the micro-tiles */
+    *tn_out = tn;
+    return tm * tn;
+}
+
+/* Block `part` of the grid (parts, tn) of rt_gemm_grid: computes C[*i0:*i1, *j0:*j1] (block edges on multiples of
+ * the micro-tiles). Blocks are independent: the grid's parts run on threads with no barrier, and code that
+ * reads a block of C (an epilogue) can run on it as soon as its part returns. -1: out of memory. */
+static inline int RT_G_FN(rt_gemm_block_part)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c,
+                                              int64_t ldc, int64_t m, int64_t k, int64_t n, int ta, int tb, int parts,
+                                              int tn, int part, int64_t *i0, int64_t *i1, int64_t *j0, int64_t *j1) {
+    const int tm = parts / tn;
     const int64_t ms = (m / tm + RT_G_MR_MAX - 1) / RT_G_MR_MAX * RT_G_MR_MAX;
     const int64_t ns = (n / tn + RT_G_NR_MAX - 1) / RT_G_NR_MAX * RT_G_NR_MAX;
+    const int bi = part / tn, bj = part % tn;
+    *i0 = bi * ms;
+    *j0 = bj * ns;
+    *i1 = bi == tm - 1 ? m : *i0 + ms;
+    *j1 = bj == tn - 1 ? n : *j0 + ns;
+    if (*i1 > m) *i1 = m;
+    if (*j1 > n) *j1 = n;
+    if (*i0 > *i1) *i0 = *i1;
+    if (*j0 > *j1) *j0 = *j1;
+    if (*i0 == *i1 || *j0 == *j1) return 0;
+    return RT_G_FN(rt_gemm_block)(ta ? a + *i0 : a + *i0 * lda, lda, ta, tb ? b + *j0 * ldb : b + *j0, ldb, tb,
+                                  c + *i0 * ldc + *j0, ldc, *i1 - *i0, k, *j1 - *j0);
+}
+
+/* C = op(A) @ op(B) with up to `threads` threads; C is [m, n] with rows ldc apart, not aliasing A or B.
+ * op(A) is [m, k]: A's rows (of k, or of m when `ta`) are lda apart; likewise B's (of n, or of k when `tb`) ldb.
+ * Returns 0, or -1 when the packing buffers cannot be allocated. */
+static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c, int64_t ldc,
+                                    int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) {
+    int tn;
+    const int parts = RT_G_FN(rt_gemm_grid)(m, k, n, threads, &tn);
+    if (parts == 1) return RT_G_FN(rt_gemm_block)(a, lda, ta, b, ldb, tb, c, ldc, m, k, n);
     int rc = 0;
-    _Pragma("omp parallel for schedule(static, 1) num_threads(tm * tn) reduction(|:rc)")
-    for (int part = 0; part < tm * tn; part++) {
-        const int bi = part / tn, bj = part % tn;
-        const int64_t i0 = bi * ms, j0 = bj * ns;
-        int64_t i1 = bi == tm - 1 ? m : i0 + ms, j1 = bj == tn - 1 ? n : j0 + ns;
-        if (i1 > m) i1 = m;
-        if (j1 > n) j1 = n;
-        if (i0 < i1 && j0 < j1)
-            rc |= RT_G_FN(rt_gemm_block)(ta ? a + i0 : a + i0 * lda, lda, ta, tb ? b + j0 * ldb : b + j0, ldb, tb,
-                                         c + i0 * ldc + j0, ldc, i1 - i0, k, j1 - j0);
+    _Pragma("omp parallel for schedule(static, 1) num_threads(parts) reduction(|:rc)")
+    for (int part = 0; part < parts; part++) {
+        int64_t i0, i1, j0, j1;
+        rc |= RT_G_FN(rt_gemm_block_part)(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, parts, tn, part, &i0, &i1, &j0, &j1);
     }
     return rc ? -1 : 0;
 }

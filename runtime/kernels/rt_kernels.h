@@ -654,6 +654,22 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
         return rt_gemm_blocked_##S(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, threads); \
     }
 
+/* A float product whose blocks code runs on as they are computed (an epilogue): the generated code asks
+ * rt_gemm_grid_S for the number of parts, runs rt_gemm_part_S for each part on its own thread, then its own
+ * loops over the part's block C[*i0:*i1, *j0:*j1]. One part computes the whole product as rt_gemm_ld_S does on
+ * one thread. The parts split C exactly as rt_gemm_ld_S does, so the results are the same bits. -1: out of
+ * memory (the caller fails with ctx). */
+#define RT_DEFINE_GEMM_PARTS(T, S) \
+    static inline int rt_gemm_part_##S(const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, \
+                                       int64_t m, int64_t k, int64_t n, int ta, int tb, int parts, int tn, int part, \
+                                       int64_t *i0, int64_t *i1, int64_t *j0, int64_t *j1) { \
+        if (parts == 1) { \
+            *i0 = 0; *i1 = m; *j0 = 0; *j1 = n; \
+            return rt_gemm_run_##S(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, 1); \
+        } \
+        return rt_gemm_block_part_##S(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, parts, tn, part, i0, i1, j0, j1); \
+    }
+
 /* The entry points over rt_gemm_run_S (see the list above). */
 #define RT_DEFINE_GEMM(T, S) \
     static inline int rt_gemm_ld_##S(rt_ctx *ctx, const T *a, int64_t lda, const T *b, int64_t ldb, T *c, \
@@ -721,6 +737,8 @@ RT_DEFINE_GEMM_INT(int64_t, int64)
 RT_DEFINE_GEMM_INT(uint8_t, uint8)
 RT_DEFINE_GEMM_FLOAT(float, float32)
 RT_DEFINE_GEMM_FLOAT(double, float64)
+RT_DEFINE_GEMM_PARTS(float, float32)
+RT_DEFINE_GEMM_PARTS(double, float64)
 RT_DEFINE_GEMM(int8_t, int8)
 RT_DEFINE_GEMM(int16_t, int16)
 RT_DEFINE_GEMM(int32_t, int32)

@@ -308,6 +308,29 @@ def list_grads(xs, n):
     return tape.gradient(loss, xs)
 
 
+slots = [rt.Variable(rt.zeros([4, 6])) for _ in range(3)]
+mirror = rt.Variable(rt.zeros([24]))
+
+
+@rt.function(input_signature=[rt.TensorSpec([None, 4], F), rt.TensorSpec([None, 6], F)])
+def merged_updates(x, g):
+    """Updates in a row, each reading what the one before wrote (one merged loop, run as the epilogue of the
+    product they read); one reading another element of what the one before wrote (not merged); a layer's
+    bias and relu on a product (an epilogue too), and a product read transposed (not one)."""
+    m, v, w = slots
+    grad = rt.matmul(x, g, transpose_a=True)
+    m.assign(x[0, 0] * rt.ones([4, 6]))
+    v.assign(rt.abs(grad) * 0.5)
+    w.assign(grad)
+    m.assign_add((grad - m) * 0.1)
+    v.assign_add((grad * grad - v) * 0.01)
+    w.assign_sub(m * 0.5 / (rt.sqrt(v) + 1e-3))
+    mirror.assign(rt.reshape(w, [24])[::-1] + 1.0)
+    square = rt.matmul(x, x, transpose_a=True)
+    return (m.read_value() * 1.0, w.read_value() * 1.0, mirror.read_value() * 1.0,
+            rt.nn.relu(rt.matmul(g, g, transpose_a=True) + rt.reduce_sum(g, 0)), square - rt.transpose(square))
+
+
 table = rt.Variable(rt.zeros([3, 3]))
 
 
@@ -718,6 +741,14 @@ def test_variables_and_every_other_op(programs, n, data):
     i = _tensor([n], data, st.integers(-5, 5), np.int32)
     check(programs.everything, (rt.TensorSpec([None], rt.int32), rt.TensorSpec([None, None], rt.float32)),
           [i, _tensor([n, n + 1], data)])
+
+
+@HYP
+@given(st.integers(1, 40), st.data())
+def test_merged_loops_and_product_epilogues(programs, rows, data):
+    x, g = _tensor([rows, 4], data), _tensor([rows, 6], data)
+    check(programs.merged_updates, (rt.TensorSpec([None, 4], rt.float32), rt.TensorSpec([None, 6], rt.float32)),
+          [x, g], atol=1e-4)
 
 
 # ---------------------------------------------------------------------------

@@ -21,6 +21,8 @@ from transpiler.lowering import lists, ops as opaque, parallel, rows, shapes
 from transpiler.lowering.ir import (
     Alloc, Assign, Comment, Declare, Describe, Function, Parts, Poly, Store, Var, literal, product,
 )
+from transpiler.lowering.epilogue import fuse_epilogues
+from transpiler.lowering.merge import memory_owners, merge_loops
 from transpiler.lowering.kernels import Elements, elementwise, loads, reduce, scalar_assign, view_array
 from transpiler.lowering.plan import Plan, Region, plan_graph, unit_ops
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
@@ -51,6 +53,10 @@ def lower_function(graph: Graph, name: str, fuse: bool = True, plan_memory: bool
     """Lower a concrete function's (optimized) graph to the loop IR of ``static int name(...)``."""
     lw = Lowerer(graph, name, fuse=fuse, plan_memory=plan_memory)
     lw.lower_function()
+    if fuse:
+        owner = memory_owners(lw.body, lw.locals)
+        merge_loops(lw.body, owner)
+        fuse_epilogues(lw.body, lw.locals, owner)
     ir = Function(name, lw.locals, lw.body, lw.signature())
     return LoweredFunction(ir, lw.variables, lw.report)
 

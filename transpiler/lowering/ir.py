@@ -482,14 +482,36 @@ class Text:
         return repr(self.value)
 
 
+@dataclass(frozen=True)
+class Gemm:
+    """What a float GEMM call computes: ``c[m, n]`` (rows ``ldc`` apart) ``= op(a) @ op(b)``, with ``a`` and
+    ``b`` the C expressions of the operands and ``memory`` the buffers they read. The epilogue pass
+    (``epilogue.py``) fuses the loops that read ``c`` into the GEMM's parallel parts."""
+    suffix: str
+    a: str
+    lda: Poly
+    b: str
+    ldb: Poly
+    c: str
+    ldc: Poly
+    m: Poly
+    k: Poly
+    n: Poly
+    ta: int
+    tb: int
+    memory: tuple
+
+
 @dataclass(eq=False)
 class Call(Stmt):
     """A kernel-library call: ``name(args);``, or ``if (name(args)) fail`` when ``checked``; with
-    ``result``, ``result = name(args);`` (and ``checked``: fail when the result is NULL)."""
+    ``result``, ``result = name(args);`` (and ``checked``: fail when the result is NULL). ``gemm``
+    describes a GEMM call's product."""
     name: str
     args: list
     checked: bool = False
     result: str | None = None
+    gemm: Gemm | None = None
 
 
 @dataclass(eq=False)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from runtime import dtypes
 from runtime.ops.registry import all_opdefs, get_opdef
 from transpiler.lowering import control, lists, nn, scatter
-from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Poly, Raw, Var, product
+from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Gemm, Poly, Raw, Var, product
 from transpiler.lowering.kernels import INDEXED, Elements, elementwise, loads
 from transpiler.lowering.plan import QUERIES, unit_ops
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
@@ -50,6 +50,7 @@ class _Operand:
     ld: Poly
     batch_strides: tuple
     natural: bool            # dense matrices (ld is the row length): rt_gemm_batch can take them
+    memory: str              # the buffer it reads
 
 
 def _layout(value: Array, rows: Poly, cols: Poly):
@@ -86,7 +87,7 @@ def _operand(lw, t, transpose: bool, batch: tuple) -> _Operand:
             batch_strides.append(s * Poly.sym(flag))
     ptr = value.ptr if value.offset == 0 else f"({value.ptr} + ({value.offset}))"
     natural = ld == (dims[-2] if stored_transposed else dims[-1])
-    return _Operand(ptr, transpose != stored_transposed, ld, tuple(batch_strides), natural)
+    return _Operand(ptr, transpose != stored_transposed, ld, tuple(batch_strides), natural, value.ptr)
 
 
 def _dims_array(values) -> str:
@@ -127,9 +128,13 @@ def emit_matmul(lw, op) -> bool:
             "ctx", left.ptr, right.ptr, c_ptr, str(len(batch)), _dims_array(batch), _dims_array(left.batch_strides),
             _dims_array(right.batch_strides), str(m), str(k), str(n), *flags], checked=True))
     else:
+        gemm = None
+        if not batch and a.dtype.is_floating and not isinstance(target, Scalar):
+            gemm = Gemm(suffix, left.ptr, left.ld, right.ptr, right.ld, c_ptr, n, m, k, n, int(left.transposed),
+                        int(right.transposed), (left.memory, right.memory))
         lw.emit(*_each_matrix(lw, batch, dims, left, right, c_ptr, lambda a_ptr, b_ptr, c_at: Call(
             f"rt_gemm_ld_{suffix}", ["ctx", a_ptr, str(left.ld), b_ptr, str(right.ld), c_at, str(n), str(m), str(k),
-                                     str(n), *flags], checked=True)))
+                                     str(n), *flags], checked=True, gemm=gemm)))
     if isinstance(target, Scalar):
         lw.emit(Assign(target.expr.name, Var(c, out.dtype.c_type)))
     return True

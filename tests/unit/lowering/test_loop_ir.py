@@ -4,7 +4,7 @@ from __future__ import annotations
 import runtime as rt
 from runtime.optimizer import optimize
 from transpiler.lowering import Poly, lower_function
-from transpiler.lowering.ir import Alloc, Assign, Call, Declare, For, If, Loop, Store, walk_stmts
+from transpiler.lowering.ir import Alloc, Assign, Call, Declare, For, If, Load, Loop, Store, walk_stmts
 from transpiler.lowering.kernels import loads
 from transpiler.lowering.ops import SMALL_MATMUL
 
@@ -160,3 +160,59 @@ def test_a_batch_of_small_products_loops_over_the_fixed_size_kernel_in_parallel_
     assert call.name == "rt_matmul_small_float32"
     (loop,) = [f for f in _loops(lowered.ir) if call in f.body]
     assert "RT_GEMM_PARALLEL_MIN" in loop.parallel
+
+
+def _adam_like(m, v, w):
+    def step(x, g):
+        grad = rt.matmul(x, g, transpose_a=True)
+        m.assign_add((grad - m) * 0.1)
+        v.assign_add((grad * grad - v) * 0.001)
+        w.assign_sub(m * 0.01 / (rt.sqrt(v) + 1e-7))
+        return rt.constant(0.0)
+    return step
+
+
+def test_updates_reading_what_the_one_before_wrote_merge_into_the_products_epilogue():
+    m, v, w = (rt.Variable(rt.zeros([64, 32])) for _ in range(3))
+    lowered = _lower(_adam_like(m, v, w), rt.TensorSpec([128, 64], F), rt.TensorSpec([128, 32], F))
+    (parts,) = [s for s in _loops(lowered.ir) if s.var.endswith("_part")]
+    assert parts.parallel and parts.reductions, parts
+    (inner,) = [s for s in walk_stmts(parts.body) if isinstance(s, For) and s.simd]
+    stores = [s for s in inner.body if isinstance(s, Store)]
+    assert len(stores) == 3 and all(s.index == stores[0].index for s in stores)
+    loads_ = [s for s in inner.body if isinstance(s, Declare) and isinstance(s.init, Load)]
+    first_store = inner.body.index(stores[0])
+    assert loads_ and all(inner.body.index(d) < first_store for d in loads_)      # every load before the stores
+    assert not [s for s in _loops(lowered.ir) if s is not parts and s.var not in (inner.var,)
+                and not s.var.endswith("_i")], "the updates left a loop of their own"
+    text = str(lowered.ir)
+    assert "epilogue" in text and "rt_gemm_part_float32" in text
+
+
+def test_loops_stay_apart_when_one_reads_another_element_of_what_the_other_wrote():
+    w, v = rt.Variable(rt.zeros([64])), rt.Variable(rt.zeros([64]))
+
+    def step(x):
+        w.assign(x * 2.0)
+        v.assign(w[::-1] + 1.0)          # element i reads element 63 - i of w
+        return rt.constant(0.0)
+    lowered = _lower(step, rt.TensorSpec([64], F))
+    loops = [loop for loop in _loops(lowered.ir) if any(isinstance(s, Store) for s in loop.body)]
+    assert len(loops) == 2 and all(len([s for s in loop.body if isinstance(s, Store)]) == 1 for loop in loops), \
+        str(lowered.ir)
+
+
+def test_no_epilogue_reads_another_element_of_the_product_or_writes_an_operand():
+    big = rt.Variable(rt.zeros([256, 256]))
+
+    def symmetric(x):
+        c = rt.matmul(x, x, transpose_a=True)
+        return c + rt.transpose(c)
+
+    def grows(x):
+        big.assign(x)
+        big.assign_add(rt.matmul(big, big) * 1e-3)     # the product reads `big` while the update writes it
+        return rt.constant(0.0)
+    for fn in (symmetric, grows):
+        lowered = _lower(fn, rt.TensorSpec([256, 256], F))
+        assert "rt_gemm_part_float32" not in str(lowered.ir), fn.__name__

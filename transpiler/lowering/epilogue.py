@@ -1,0 +1,158 @@
+"""GEMM epilogues: the loops that read a product's result run inside the product's parallel parts.
+
+The GEMM splits ``C`` into blocks, one per thread (``rt_gemm_grid_S``). A loop nest over ``C``'s
+elements that follows the product -- a layer's ``relu(x @ w + b)``, the optimizer's update of a
+weight from its gradient ``x^T @ dy`` -- would run afterwards as a pass of its own: on one thread when
+it is under the parallel-loop threshold, reading ``C`` back from memory. Fused, each thread runs the
+nest over its own block right after computing it, while the block is in its cache:
+
+    parts = rt_gemm_grid(m, k, n, threads, &tn)
+    for part in parts  [parallel if parts > 1]:
+      rt_gemm_part(..., part, &i0, &i1, &j0, &j1)      # C[i0:i1, j0:j1]
+      for i in i0..i1:
+        for j in j0..j1  [simd]:
+          <the nest's body at element (i, j)>
+
+A nest fuses when it covers ``C``'s elements (one loop over ``m * n`` of a dense ``C``, or ``m`` x ``n``),
+reads ``C`` only at the element it is at, writes every buffer at one element per iteration (never
+two iterations the same one, see ``merge.injective``) and writes neither operand (other threads are
+still reading them). Scalar statements between the product and the nest that do not read ``C`` move
+before the product. The blocks and their order within each are the GEMM's own, so the result is the
+same bits as the product followed by the loop.
+"""
+from __future__ import annotations
+
+from transpiler.lowering.ir import (Alloc, Assign, Call, Check, Comment, Declare, Expr, For, Load, Poly, Raw, Store,
+                                    map_expr, walk_expr)
+from transpiler.lowering.merge import accesses, injective, perfect_nest, rename_indices
+
+
+def fuse_epilogues(body: list, locals_: list, owner: dict) -> None:
+    """Fuse the loop nests that read a GEMM's result into its parts, in ``body`` and every nested block."""
+    names = iter(range(1, 1 << 30))
+    _fuse_block(body, locals_, owner, names)
+
+
+def _fuse_block(stmts: list, locals_: list, owner: dict, names) -> None:
+    for s in stmts:
+        for block in s.blocks():
+            _fuse_block(block, locals_, owner, names)
+    k = 0
+    while k < len(stmts):
+        s = stmts[k]
+        if isinstance(s, Call) and s.gemm is not None:
+            found = _consumer(stmts, k, owner)
+            if found is not None:
+                end, moved, nest = found
+                stmts[k:end + 1] = moved + _fused(s, nest, locals_, next(names))
+                k += len(moved)
+        k += 1
+
+
+def _consumer(stmts: list, k: int, owner: dict):
+    """(index of the nest, the statements moved before the product, the nest's (loops, body)) for the
+    loop nest that can run as the epilogue of the GEMM call ``stmts[k]``, or None."""
+    gemm = stmts[k].gemm
+    c_memory = owner.get(gemm.c, gemm.c)
+    moved = []
+    for end in range(k + 1, len(stmts)):
+        s = stmts[end]
+        if isinstance(s, Comment):
+            moved.append(s)
+            continue
+        if isinstance(s, (Assign, Alloc)) or (isinstance(s, Declare) and s.size is None):
+            if not _movable(s, gemm, c_memory, owner):
+                return None
+            moved.append(s)
+            continue
+        if not isinstance(s, For):
+            return None
+        nest = perfect_nest(s)
+        if nest is None or not _reads_block(gemm, nest, owner):
+            return None
+        return end, moved, nest
+    return None
+
+
+def _movable(s, gemm, c_memory: str, owner: dict) -> bool:
+    """True when ``s`` (a scalar statement, or the allocation of the nest's result) can run before the
+    product: it neither reads ``C`` nor sets a name the call reads. (A stack array the product reads and
+    the nest then writes is caught as a written operand.)"""
+    if isinstance(s, Alloc):
+        name, value = s.ptr, s.count
+    else:
+        name, value = s.name, (s.value if isinstance(s, Assign) else s.init)
+    if value is not None and not isinstance(value, (Expr, Poly)):
+        return False
+    if isinstance(value, Expr) and any(isinstance(e, Load) and owner.get(e.ptr, e.ptr) == c_memory
+                                       for e in walk_expr(value)):
+        return False
+    used = set()
+    for p in (gemm.lda, gemm.ldb, gemm.ldc, gemm.m, gemm.k, gemm.n):
+        used |= p.symbols()
+    return name not in used and not any(name in text for text in (gemm.a, gemm.b, gemm.c))
+
+
+def _element_index(gemm, loops: list):
+    """{loop var: its value at element (i, j) of C} when the nest covers C's elements in order, else None."""
+    i, j = Poly.sym("i"), Poly.sym("j")
+    if any(f.start != 0 for f in loops):
+        return None
+    if len(loops) == 1 and loops[0].stop == gemm.m * gemm.n and gemm.ldc == gemm.n:
+        return {loops[0].var: i * gemm.n + j}
+    if len(loops) == 2 and loops[0].stop == gemm.m and loops[1].stop == gemm.n:
+        return {loops[0].var: i, loops[1].var: j}
+    return None
+
+
+def _reads_block(gemm, nest, owner: dict) -> bool:
+    loops, body = nest
+    mapping = _element_index(gemm, loops)
+    if mapping is None:
+        return False
+    body = [rename_indices(s, mapping) for s in body]
+    c_memory = owner.get(gemm.c, gemm.c)
+    element = Poly.sym("i") * gemm.ldc + Poly.sym("j")
+    seen = list(accesses(body, owner))
+    if not any(m == c_memory for m, _, _ in seen):
+        return False
+    if any(m == c_memory and index != element for m, index, _ in seen):
+        return False
+    pseudo = [For("i", Poly.of(0), gemm.m, []), For("j", Poly.of(0), gemm.n, [])]
+    written = {m for m, _, w in seen if w}
+    operands = {owner.get(p, p) for p in gemm.memory}
+    if None in written or written & operands:
+        return False
+    for memory in written:
+        indices = {index for m, index, _ in seen if m == memory}
+        if len(indices) != 1 or None in indices or not injective(indices.pop(), pseudo):
+            return False
+    return True
+
+
+def _fused(call: Call, nest, locals_: list, k: int) -> list:
+    """The GEMM's parts, each followed by the nest over its block (see the module docstring)."""
+    gemm = call.gemm
+    loops, body = nest
+    g = f"g{k}"
+    parts, tn, failed, part = f"{g}_parts", f"{g}_tn", f"{g}_failed", f"{g}_part"
+    i, j = f"{g}_i", f"{g}_j"
+    mapping = {var: value.substitute({"i": Poly.sym(i), "j": Poly.sym(j)})
+               for var, value in _element_index(gemm, loops).items()}
+    body = [rename_indices(s, mapping) for s in body]
+    locals_ += [Declare(tn, "int", "1"), Declare(parts, "int", "1"), Declare(failed, "int", "0")]
+    bounds = [f"{g}_{b}" for b in ("i0", "i1", "j0", "j1")]
+    inner = For(j, Poly.sym(bounds[2]), Poly.sym(bounds[3]), body, simd=loops[-1].simd)
+    part_body = [Declare(b, "int64_t", "0") for b in bounds] + [
+        Raw(f"{failed} |= rt_gemm_part_{gemm.suffix}({gemm.a}, {gemm.lda}, {gemm.b}, {gemm.ldb}, {gemm.c}, "
+            f"{gemm.ldc}, {gemm.m}, {gemm.k}, {gemm.n}, {gemm.ta}, {gemm.tb}, {parts}, {tn}, {part}, "
+            + ", ".join(f"&{b}" for b in bounds) + ");"),
+        For(i, Poly.sym(bounds[0]), Poly.sym(bounds[1]), [inner]),
+    ]
+    return [
+        Comment(f"{call.name} with the loop below run on each part of the product (epilogue)"),
+        Assign(parts, f"rt_gemm_grid_{gemm.suffix}({gemm.m}, {gemm.k}, {gemm.n}, ctx->num_threads, &{tn})"),
+        Assign(failed, "0"),
+        For(part, Poly.of(0), Poly.sym(parts), part_body, parallel=f"{parts} > 1", reductions=[("|", failed)]),
+        Check(failed, "MatMul: out of memory for packing the operands"),
+    ]

