@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmarks.support import best_time, build_module, fmt_time
+from benchmarks.support import best_time, best_times, build_module, fmt_time
 
 PEERS = {"jax.jit": "jax", "tf.function": "tensorflow", "numba": "numba"}
 
@@ -154,9 +154,11 @@ class Bench:
         self.notes.append(text)
 
     def measure(self, name: str, implementations: dict[str, Callable], min_seconds: float = 0.2) -> Row:
-        """Time each implementation (``built`` first) and record its largest difference from the built result."""
+        """Time the implementations in interleaved rounds (``best_times``) and record each one's largest
+        difference from the built result."""
         row = Row(name)
         reference = None
+        timed: dict[str, Callable] = {}
         for label, make in implementations.items():
             package = peer_package(label)
             if package is not None:
@@ -175,7 +177,9 @@ class Bench:
                 reference = result
             elif reference is not None:
                 row.diffs[label] = float(np.max(np.abs(result.astype(np.float64) - reference), initial=0.0))
-            row.times[label] = self.time(fn, min_seconds)
+            timed[label] = fn
+        for label, seconds in zip(timed, best_times(list(timed.values()), max(3, self.repeat), min_seconds)):
+            row.times[label] = seconds
         return row
 
     def faster_than(self, row: Row, peer: str, at_least: float) -> None:

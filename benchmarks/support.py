@@ -9,6 +9,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
@@ -82,11 +83,34 @@ def best_time(fn: Callable[[], object], repeat: int = 7, min_seconds: float = 0.
 
     Each run makes enough calls to last about ``min_seconds / repeat``.
     """
-    fn()
-    timer = timeit.Timer(fn)
-    number, elapsed = timer.autorange()
-    number = max(1, int(number * (min_seconds / repeat) / max(elapsed, 1e-9)))
-    return min(timer.repeat(repeat=repeat, number=number)) / number
+    return best_times([fn], repeat, min_seconds)[0]
+
+
+# Pause before each timed run of interleaved functions: the thread pools of the one before (TensorFlow's,
+# XLA's, OpenMP's) spin for a while after their last call and would take cores from the next one.
+QUIET_SECONDS = 0.02
+
+
+def best_times(fns: list[Callable[[], object]], repeat: int = 7, min_seconds: float = 0.2) -> list[float]:
+    """Seconds per call of each of ``fns``: the minimum over ``repeat`` rounds, each round timing every
+    function in turn (so that a burst of noise on the machine falls on all of them, not on one).
+
+    Each timed run makes enough calls to last about ``min_seconds / repeat``.
+    """
+    timers, numbers = [], []
+    for fn in fns:
+        fn()
+        timer = timeit.Timer(fn)
+        number, elapsed = timer.autorange()
+        timers.append(timer)
+        numbers.append(max(1, int(number * (min_seconds / repeat) / max(elapsed, 1e-9))))
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for k, (timer, number) in enumerate(zip(timers, numbers)):
+            if len(fns) > 1:
+                time.sleep(QUIET_SECONDS)
+            best[k] = min(best[k], timer.timeit(number) / number)
+    return best
 
 
 def fmt_time(seconds: float) -> str:

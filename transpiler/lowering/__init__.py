@@ -11,7 +11,10 @@ It sits between the graph optimizer (``runtime.optimizer``) and the C renderer
    is vectorised, big loops run on OpenMP threads;
 4. ``ops`` / ``control``: the opaque ops (matmul, concat, variables, callbacks, ``If``/``While``);
 5. ``function``: the driver, storage (registers, stack arrays, arena, buffers kept across loop
-   iterations) and the function's inputs and outputs.
+   iterations) and the function's inputs and outputs;
+6. ``merge`` / ``epilogue``: passes over the finished IR: adjacent loop nests over the same elements
+   become one (an optimizer's updates of a weight), and a nest reading a GEMM's result runs inside the
+   GEMM's parallel parts, on each block as it is computed (a layer's bias and activation).
 
 ``lower_function(graph, name)`` returns the IR (``str()`` prints it; ``RT_DEBUG=1`` dumps it).
 """
