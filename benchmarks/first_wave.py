@@ -47,9 +47,8 @@ def power(bench: Bench) -> list[Row]:
                f"{kernels.power_as_graph.experimental_get_tracing_count()}; C flags: {' '.join(c_flags())}")
     intra_threads(1)
     row = Row("power(x, 100), 10x10 int32")
-    row.times["built"] = bench.time(lambda: kernels.power_as_graph(x, 100))
-    row.times["numpy"] = bench.time(numpy_loop)
-    row.times["C"] = bench.time(lambda: lib.power_ref(x_ptr, out_ptr, 100))
+    row.times["built"], row.times["numpy"], row.times["C"] = bench.times(
+        [lambda: kernels.power_as_graph(x, 100), numpy_loop, lambda: lib.power_ref(x_ptr, out_ptr, 100)])
     row.times["C in C"] = min(lib.power_ref_batch(x_ptr, out_ptr, 100, 2000) for _ in range(bench.repeat))
     t_eager = bench.time(lambda: kernels.power(x, 100), min_seconds=0.5)
     bench.note(f"power: C per call timed inside C (no Python call) {fmt_time(row.times['C in C'])}, so the "
@@ -68,8 +67,7 @@ def call(bench: Bench) -> list[Row]:
     a, b = np.array(1.5, np.float32), np.array(2.5, np.float32)
     assert float(kernels.add(a, b).numpy()) == 4.0
     row = Row("add(a, b), 0-d float32")
-    row.times["built"] = bench.time(lambda: kernels.add(a, b))
-    row.times["numpy"] = bench.time(lambda: np.add(a, b))
+    row.times["built"], row.times["numpy"] = bench.times([lambda: kernels.add(a, b), lambda: np.add(a, b)])
     ta, tb = rt.constant(1.5), rt.constant(2.5)
     concrete = kernels.add.concrete_functions()[0]
     t_tensors = bench.time(lambda: kernels.add(ta, tb))
@@ -120,14 +118,13 @@ def chain(bench: Bench) -> list[Row]:
                f"{result[worst]:.8g}, cancellation)")
     size = f"{n:.0e}".replace("+0", "")
     one = Row(f"tanh chain {size} float32, 1 thread")
-    one.times["built"] = bench.time(lambda: kernels.chain(x))
-    one.times["numpy"] = bench.time(numpy_chain)
-    one.times["C"] = bench.time(lambda: lib.chain_ref(x_ptr, out_ptr, n))
+    one.times["built"], one.times["numpy"], one.times["C"] = bench.times(
+        [lambda: kernels.chain(x), numpy_chain, lambda: lib.chain_ref(x_ptr, out_ptr, n)])
     intra_threads(2)
     two = Row(f"tanh chain {size} float32, 2 threads")
-    two.times["built"] = bench.time(lambda: kernels.chain(x))
+    two.times["built"], two.times["C"] = bench.times(
+        [lambda: kernels.chain(x), lambda: lib.chain_ref_parallel(x_ptr, out_ptr, n, 2)])
     two.times["numpy"] = one.times["numpy"]
-    two.times["C"] = bench.time(lambda: lib.chain_ref_parallel(x_ptr, out_ptr, n, 2))
     intra_threads(1)
     bench.faster_than(one, "numpy", 2.5)
     bench.faster_than(two, "numpy", 3)

@@ -150,6 +150,10 @@ class Bench:
     def time(self, fn: Callable[[], object], min_seconds: float = 0.2) -> float:
         return best_time(fn, max(3, self.repeat), min_seconds=min_seconds)
 
+    def times(self, fns: list[Callable[[], object]], min_seconds: float = 0.2) -> list[float]:
+        """Seconds per call of each of ``fns``, timed in interleaved rounds (``best_times``)."""
+        return best_times(fns, max(3, self.repeat), min_seconds=min_seconds)
+
     def note(self, text: str) -> None:
         self.notes.append(text)
 
@@ -178,7 +182,7 @@ class Bench:
             elif reference is not None:
                 row.diffs[label] = float(np.max(np.abs(result.astype(np.float64) - reference), initial=0.0))
             timed[label] = fn
-        for label, seconds in zip(timed, best_times(list(timed.values()), max(3, self.repeat), min_seconds)):
+        for label, seconds in zip(timed, self.times(list(timed.values()), min_seconds)):
             row.times[label] = seconds
         return row
 

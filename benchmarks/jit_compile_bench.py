@@ -147,8 +147,7 @@ def jit_compile_class(bench) -> list[Row]:
     for (name, built_fn, jit_fn, args) in _cases(module):
         row = bench.measure(name, {"built": lambda: built_fn(*args)})
         _row(name, built_fn, jit_fn, args)           # compiles, checks native and equal results
-        row.times["jit_compile"] = bench.time(lambda: jit_fn(*args))
-        row.times["built"] = bench.time(lambda: built_fn(*args))
+        row.times["jit_compile"], row.times["built"] = bench.times([lambda: jit_fn(*args), lambda: built_fn(*args)])
         row.checks.append(Check("jit_compile / built", row.times["jit_compile"] / row.times["built"], THRESHOLD,
                                 at_most=True))
         rows.append(row)
