@@ -78,7 +78,7 @@ def threads_sweep(args) -> list[tuple[str, float]]:
     command += ["--quick"] if args.quick else []
     for only in args.only or []:
         command += ["--only", only]
-    for round_ in range(3):                # best of three rounds, each in another order: load drifts meanwhile
+    for round_ in range(5):                # best of five rounds, each in another order: load drifts meanwhile
         for setting in settings[round_:] + settings[:round_]:
             env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
             if setting is not None:
