@@ -25,6 +25,7 @@ from __future__ import annotations
 from transpiler.lowering.ir import (Alloc, Assign, Call, Check, Comment, Declare, Expr, For, Load, Poly, Raw, Store,
                                     map_expr, walk_expr)
 from transpiler.lowering.merge import accesses, injective, perfect_nest, rename_indices
+from transpiler.lowering.ops import PARALLEL_GEMM
 
 
 def fuse_epilogues(body: list, locals_: list, owner: dict) -> None:
@@ -70,6 +71,9 @@ def _consumer(stmts: list, k: int, owner: dict):
         nest = perfect_nest(s)
         if nest is None or not _reads_block(gemm, nest, owner):
             return None
+        work = (gemm.m * gemm.k * gemm.n).const
+        if nest[0][0].parallel and (work is None or work < PARALLEL_GEMM):
+            return None      # a big loop after a product too small for threads: keep the loop parallel
         return end, moved, nest
     return None
 

@@ -216,3 +216,9 @@ def test_no_epilogue_reads_another_element_of_the_product_or_writes_an_operand()
     for fn in (symmetric, grows):
         lowered = _lower(fn, rt.TensorSpec([256, 256], F))
         assert "rt_gemm_part_float32" not in str(lowered.ir), fn.__name__
+
+
+def test_a_big_loop_after_a_product_too_small_for_threads_stays_parallel():
+    lowered = _lower(lambda a, b: rt.nn.relu(rt.matmul(a, b)), rt.TensorSpec([1024, 1], F), rt.TensorSpec([1, 1024], F))
+    assert "rt_gemm_part_float32" not in str(lowered.ir)
+    assert any(loop.parallel for loop in _loops(lowered.ir))
