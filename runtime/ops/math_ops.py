@@ -533,17 +533,24 @@ def _mean(x, axis, keepdims):
     return np.mean(x, axis=axis, keepdims=keepdims)
 
 
+def _extreme(dtype: np.dtype, lowest: bool):
+    """The lowest (or highest) value of ``dtype``: -inf (inf) for floats."""
+    if dtype.kind == "f":
+        return -np.inf if lowest else np.inf
+    info = np.iinfo(dtype)
+    return info.min if lowest else info.max
+
+
 def _define_reduction(op_type, name, fn, allowed, reduction: Reduction, out_dtype=None):
     def run(inputs, attrs):
         x = inputs[0]
         axis = attrs["axis"]
         if reduction.identity is None and x.size == 0:
+            # an output element that reduces no input is the dtype's lowest value for max, highest for min (TF)
             axes = range(x.ndim) if axis is None else [a % x.ndim for a in axis]
             keep = attrs["keepdims"]
             out_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
-            if int(np.prod(out_shape)) != 0:    # an output element reduces no input (TF: the lowest value)
-                raise errors.InvalidArgumentError(f"{op_type}: reduction over an empty dimension has no identity")
-            return (np.empty(out_shape, x.dtype),)      # an empty result: nothing to reduce
+            return (np.full(out_shape, _extreme(x.dtype, lowest=reduction.omp == "max"), x.dtype),)
         with np.errstate(all="ignore"):
             return (np.asarray(fn(x, axis=axis, keepdims=attrs["keepdims"])),)
     register(OpDef(op_type, name, _reduce_infer(op_type, allowed, out_dtype), run, 1, reduction=reduction))

@@ -38,8 +38,9 @@ class Reduction:
 
     ``combine`` is a C expression of the accumulator ``{0}`` and one element ``{1}`` (like ``c_expr``);
     ``omp`` the OpenMP reduction operator for the same combination; ``identity`` the start value
-    (``"0"``, ``"1"``), or None when an empty reduction is an error (max, min); ``mean`` divides the total
-    by the number of elements reduced.
+    (``"0"``, ``"1"``), or None for max and min, which start from the dtype's lowest / highest value (what
+    they give over no element, as in TF: -inf for a float max); ``mean`` divides the total by the number of
+    elements reduced.
     """
     combine: str
     omp: str

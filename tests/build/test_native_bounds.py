@@ -118,17 +118,12 @@ def range_(n, d):
 def divide(a, b):
     return a // b  # case: divide
 
-
-@rt.function(input_signature=[M])
-def empty_max(x):
-    return rt.reduce_max(x, axis=1)  # case: empty_max
 '''
 
 OP_TYPES = {"broadcast": "AddV2", "gather": "GatherV2", "index": "StridedSlice", "reshape": "Reshape",
             "concat": "ConcatV2", "stack": "Pack", "matmul": "MatMul", "batched": "MatMul", "squeeze": "Squeeze",
             "unstack": "Unpack", "assign": "AssignVariableOp", "write": "TensorListSetItem",
-            "read": "TensorListGetItem", "fill": "Fill", "overflow": "Fill", "range_": "Range", "divide": "FloorDiv",
-            "empty_max": "Max"}
+            "read": "TensorListGetItem", "fill": "Fill", "overflow": "Fill", "range_": "Range", "divide": "FloorDiv"}
 
 CALLS = {
     "broadcast": "rt.ones([3]), rt.ones([1000000])",
@@ -148,7 +143,6 @@ CALLS = {
     "overflow": "rt.constant(65536),",
     "range_": "rt.constant(5), rt.constant(0)",
     "divide": "rt.constant([4, 5]), rt.constant([2, 0])",
-    "empty_max": "rt.zeros([3, 0]),",
 }
 
 RUNNER = '''

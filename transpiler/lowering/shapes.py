@@ -167,14 +167,6 @@ def _reduction(lw, op):
         out = tuple(Poly.of(1) if d in axes else dims[d] for d in range(len(dims)))
     else:
         out = tuple(dims[d] for d in range(len(dims)) if d not in axes)
-    if op.opdef.reduction.identity is None:
-        # an error only when an output element reduces no input: (0, 3) reduced over its columns is empty
-        reduced, total = product(dims[d] for d in axes), product(out)
-        message = "reduction over an empty dimension has no identity"
-        if reduced.const == 0 and total.const is not None and total.const != 0:
-            _code(lw, op, lambda: lw.emit(Fail(lw.message(op, message))))
-        elif (reduced.const is None or reduced.const == 0) and total.const != 0:
-            _code(lw, op, lambda: lw.emit(Check(f"({reduced}) == 0 && ({total}) != 0", lw.message(op, message))))
     return [out]
 
 
