@@ -129,12 +129,8 @@ def _forward(body: list, owner: dict) -> list:
                 value = Var(name, value.ctype)
             out.append(Store(s.ptr, s.index, value))
             stored[(owner.get(s.ptr, s.ptr), s.index)] = value
-        elif isinstance(s, Declare) and isinstance(s.init, Expr):
-            out.append(Declare(s.name, s.ctype, map_expr(s.init, on_node=reuse), s.size))
-        elif isinstance(s, Assign) and isinstance(s.value, Expr):
-            out.append(Assign(s.name, map_expr(s.value, on_node=reuse)))
         else:
-            out.append(s)
+            out.append(map_stmt(s, on_node=reuse))
     return _loads_first(out, owner, names)
 
 
@@ -157,16 +153,7 @@ def _loads_first(body: list, owner: dict, names: "_Names") -> list:
             loaded[key] = Var(names.new(node.ptr), node.ctype)
             loads.append(Declare(loaded[key].name, node.ctype, node))
         return loaded[key]
-    out = []
-    for s in body:
-        if isinstance(s, Store):
-            out.append(Store(s.ptr, s.index, map_expr(s.value, on_node=hoist)))
-        elif isinstance(s, Declare) and isinstance(s.init, Expr):
-            out.append(Declare(s.name, s.ctype, map_expr(s.init, on_node=hoist), s.size))
-        elif isinstance(s, Assign) and isinstance(s.value, Expr):
-            out.append(Assign(s.name, map_expr(s.value, on_node=hoist)))
-        else:
-            out.append(s)
+    out = [map_stmt(s, on_node=hoist) for s in body]
     return loads + out
 
 
@@ -185,17 +172,21 @@ class _Names:
 
 
 def rename_indices(s: Stmt, rename: dict) -> Stmt:
+    """``s`` with the index symbols of ``rename`` replaced (``{name: Poly}``)."""
     if not rename:
         return s
+    return map_stmt(s, on_poly=lambda p: p.substitute(rename))
 
-    def poly(p):
-        return p.substitute(rename)
+
+def map_stmt(s: Stmt, on_poly=None, on_node=None) -> Stmt:
+    """A body statement (``Store``, ``Declare``, ``Assign``) rebuilt with ``map_expr`` over its expressions
+    (a store's index through ``on_poly`` too); other statements as they are."""
     if isinstance(s, Store):
-        return Store(s.ptr, poly(s.index), map_expr(s.value, poly))
-    if isinstance(s, Declare):
-        return Declare(s.name, s.ctype, map_expr(s.init, poly) if isinstance(s.init, Expr) else s.init, s.size)
-    if isinstance(s, Assign):
-        return Assign(s.name, map_expr(s.value, poly))
+        return Store(s.ptr, on_poly(s.index) if on_poly else s.index, map_expr(s.value, on_poly, on_node))
+    if isinstance(s, Declare) and isinstance(s.init, Expr):
+        return Declare(s.name, s.ctype, map_expr(s.init, on_poly, on_node), s.size)
+    if isinstance(s, Assign) and isinstance(s.value, Expr):
+        return Assign(s.name, map_expr(s.value, on_poly, on_node))
     return s
 
 
