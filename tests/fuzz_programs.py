@@ -264,8 +264,9 @@ class Generator:
                 lines.append(rng.choice([
                     f"VS.assign_add(rt.clip_by_value({self.expr('S', 1, scalars)}, -10.0, 10.0))",
                     f"VI.assign(rt.clip_by_value({self.expr('J', 1, scalars)}, -100, 100))",
-                    (f"VV.assign(rt.clip_by_value(VV * 0.5 + rt.reduce_sum({self.expr('M', 1, scalars)}, axis=0), "
-                    "-100.0, 100.0))"),
+                    # floor keeps VV's values whole: halving them over many iterations made sums depend on order
+                    (f"VV.assign(rt.clip_by_value(rt.floor(VV * 0.5) + rt.reduce_sum({self.expr('M', 1, scalars)}, "
+                     "axis=0), -100.0, 100.0))"),
                     "VI.assign_add(1)", "VS.assign_sub(0.5)"]))
             elif kind == "grow":
                 lines.append(f"g = rt.concat([g, rt.reshape({self.expr('S', 1, scalars)}, [1])], 0)")

@@ -782,6 +782,26 @@ static void rt_ew_Cast_float64_to_float64(void *const *ins, void *out, int64_t n
         for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
+static void rt_ew_Ceil_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_ceil_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_ceil_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Ceil_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_ceil_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_ceil_float64(x0[k * s[0]]));
+    }
+}
 static void rt_ew_Cos_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
@@ -908,6 +928,26 @@ static void rt_ew_Exp_float64(void *const *ins, void *out, int64_t n, const int6
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_exp_float64(x0[k * s[0]]));
     } else {
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_exp_float64(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Floor_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floor_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_floor_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Floor_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floor_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_floor_float64(x0[k * s[0]]));
     }
 }
 static void rt_ew_FloorDiv_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2133,6 +2173,26 @@ static void rt_ew_Relu_float64(void *const *ins, void *out, int64_t n, const int
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_relu_float64(x0[k * s[0]]));
     }
 }
+static void rt_ew_Round_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_round_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_round_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Round_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_round_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_round_float64(x0[k * s[0]]));
+    }
+}
 static void rt_ew_SelectV2_bool_bool_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
@@ -2756,6 +2816,8 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 8 && dst == 5 && strcmp(op, "Cast") == 0) return rt_ew_Cast_float64_to_uint8;
     if (dtype == 8 && dst == 7 && strcmp(op, "Cast") == 0) return rt_ew_Cast_float64_to_float32;
     if (dtype == 8 && dst == 8 && strcmp(op, "Cast") == 0) return rt_ew_Cast_float64_to_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "Ceil") == 0) return rt_ew_Ceil_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "Ceil") == 0) return rt_ew_Ceil_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Cos") == 0) return rt_ew_Cos_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Cos") == 0) return rt_ew_Cos_float64;
     if (dtype == 0 && dst == -1 && strcmp(op, "Equal") == 0) return rt_ew_Equal_bool_bool;
@@ -2768,6 +2830,8 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 8 && dst == -1 && strcmp(op, "Equal") == 0) return rt_ew_Equal_float64_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Exp") == 0) return rt_ew_Exp_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Exp") == 0) return rt_ew_Exp_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "Floor") == 0) return rt_ew_Floor_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "Floor") == 0) return rt_ew_Floor_float64;
     if (dtype == 1 && dst == -1 && strcmp(op, "FloorDiv") == 0) return rt_ew_FloorDiv_int8_int8;
     if (dtype == 2 && dst == -1 && strcmp(op, "FloorDiv") == 0) return rt_ew_FloorDiv_int16_int16;
     if (dtype == 3 && dst == -1 && strcmp(op, "FloorDiv") == 0) return rt_ew_FloorDiv_int32_int32;
@@ -2882,6 +2946,8 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 4 && dst == -1 && strcmp(op, "Relu") == 0) return rt_ew_Relu_int64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Relu") == 0) return rt_ew_Relu_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Relu") == 0) return rt_ew_Relu_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "Round") == 0) return rt_ew_Round_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "Round") == 0) return rt_ew_Round_float64;
     if (dtype == 0 && dst == -1 && strcmp(op, "SelectV2") == 0) return rt_ew_SelectV2_bool_bool_bool;
     if (dtype == 1 && dst == -1 && strcmp(op, "SelectV2") == 0) return rt_ew_SelectV2_bool_int8_int8;
     if (dtype == 2 && dst == -1 && strcmp(op, "SelectV2") == 0) return rt_ew_SelectV2_bool_int16_int16;

@@ -194,6 +194,11 @@ sin = _define_elementwise("Sin", "sin", np.sin, FLOATS, 1, c_expr="rt_sin({0})")
 cos = _define_elementwise("Cos", "cos", np.cos, FLOATS, 1, c_expr="rt_cos({0})")
 relu = _define_elementwise("Relu", "relu", lambda x: np.maximum(x, 0).astype(x.dtype), SIGNED, 1,
                            c_expr="rt_relu({0})")
+floor = _define_elementwise("Floor", "floor", np.floor, FLOATS, 1, c_expr="rt_floor({0})")
+ceil = _define_elementwise("Ceil", "ceil", np.ceil, FLOATS, 1, c_expr="rt_ceil({0})")
+# halves go to the even neighbour (tf.round, numpy's round, C's rint)
+round = _define_elementwise("Round", "round", np.round, FLOATS, 1, c_expr="rt_round({0})")  # noqa: A001
+not_differentiable("Floor", "Ceil", "Round")      # as in TF: piecewise constant, the gradient is None
 mod = floormod
 
 

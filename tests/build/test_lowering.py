@@ -357,6 +357,7 @@ def everything(i, m):
     c += rt.cast(rt.logical_or(i == 1, i != 2), F) + rt.minimum(f, 2.0) + rt.relu(f)
     d = rt.sqrt(rt.abs(f)) + rt.exp(-rt.abs(f)) + rt.log(rt.abs(f) + 1.0) + rt.sigmoid(f) + rt.sin(f) + rt.cos(f)
     e = rt.square(f) + rt.zeros_like(f) + rt.ones_like(f) + rt.identity(f) + rt.stop_gradient(f)
+    e += rt.floor(f * 0.75) + rt.math.ceil(f * 0.3) + rt.round(f * 0.5)     # halves round to even
     n = rt.size(i)
     r = rt.cast(rt.range(0, n), F) + rt.fill([n], 0.5) + rt.cast(rt.shape(m)[0], F) + rt.cast(rt.rank(m), F)
     eye = rt.eye(3) + rt.expand_dims(rt.squeeze(rt.reshape(m[:1, :3], [1, 3, 1]), axis=[2]), 0)[0]

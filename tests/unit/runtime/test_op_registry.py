@@ -130,6 +130,9 @@ ELEMENTWISE = [
     Elementwise("Sin", rt.sin, np.sin, FLOATS, 1, lo=-10, hi=10),
     Elementwise("Cos", rt.cos, np.cos, FLOATS, 1, lo=-10, hi=10),
     Elementwise("Relu", rt.nn.relu, lambda x: np.maximum(x, 0), SIGNED, 1),
+    Elementwise("Floor", rt.floor, np.floor, FLOATS, 1),
+    Elementwise("Ceil", rt.math.ceil, np.ceil, FLOATS, 1),
+    Elementwise("Round", rt.round, np.round, FLOATS, 1),
 ]
 
 
