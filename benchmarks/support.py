@@ -9,7 +9,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
@@ -83,33 +82,25 @@ def best_time(fn: Callable[[], object], repeat: int = 7, min_seconds: float = 0.
 
     Each run makes enough calls to last about ``min_seconds / repeat``.
     """
-    return best_times([fn], repeat, min_seconds)[0]
+    fn()
+    timer = timeit.Timer(fn)
+    number, elapsed = timer.autorange()
+    number = max(1, int(number * (min_seconds / repeat) / max(elapsed, 1e-9)))
+    return min(timer.repeat(repeat=repeat, number=number)) / number
 
 
-# Pause before each timed run of interleaved functions: the thread pools of the one before (TensorFlow's,
-# XLA's, OpenMP's) spin for a while after their last call and would take cores from the next one.
-QUIET_SECONDS = 0.02
-
-
-def best_times(fns: list[Callable[[], object]], repeat: int = 7, min_seconds: float = 0.2) -> list[float]:
-    """Seconds per call of each of ``fns``: the minimum over ``repeat`` rounds, each round timing every
-    function in turn (so that a burst of noise on the machine falls on all of them, not on one).
-
-    Each timed run makes enough calls to last about ``min_seconds / repeat``.
+def best_times(fns: list[Callable[[], object]], repeat: int = 7, min_seconds: float = 0.2,
+               rounds: int = 2) -> list[float]:
+    """Seconds per call of each of ``fns``: each function is timed as ``best_time`` does, one after the other,
+    and that ``rounds`` times; the minimum of each function's rounds. A burst of noise on the machine then
+    spoils at most one round of a function, not its only measurement. (Timing the functions in alternation
+    call by call is not fair: right after another function, TensorFlow's training step ran 1.5x slower and
+    JAX's 1.2x, their thread pools and caches cold, which flattered the built code.)
     """
-    timers, numbers = [], []
-    for fn in fns:
-        fn()
-        timer = timeit.Timer(fn)
-        number, elapsed = timer.autorange()
-        timers.append(timer)
-        numbers.append(max(1, int(number * (min_seconds / repeat) / max(elapsed, 1e-9))))
     best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for k, (timer, number) in enumerate(zip(timers, numbers)):
-            if len(fns) > 1:
-                time.sleep(QUIET_SECONDS)
-            best[k] = min(best[k], timer.timeit(number) / number)
+    for _ in range(rounds if len(fns) > 1 else 1):
+        for k, fn in enumerate(fns):
+            best[k] = min(best[k], best_time(fn, repeat, min_seconds))
     return best
 
 
