@@ -151,14 +151,14 @@ class Bench:
         return best_time(fn, max(3, self.repeat), min_seconds=min_seconds)
 
     def times(self, fns: list[Callable[[], object]], min_seconds: float = 0.2) -> list[float]:
-        """Seconds per call of each of ``fns``, timed in interleaved rounds (``best_times``)."""
+        """Seconds per call of each of ``fns``, each timed in blocks repeated over rounds (``best_times``)."""
         return best_times(fns, max(3, self.repeat), min_seconds=min_seconds)
 
     def note(self, text: str) -> None:
         self.notes.append(text)
 
     def measure(self, name: str, implementations: dict[str, Callable], min_seconds: float = 0.2) -> Row:
-        """Time the implementations in interleaved rounds (``best_times``) and record each one's largest
+        """Time the implementations (``best_times``: a block each, repeated over rounds) and record each one's largest
         difference from the built result."""
         row = Row(name)
         reference = None

@@ -22,15 +22,17 @@ same bits as the product followed by the loop.
 """
 from __future__ import annotations
 
-from transpiler.lowering.ir import (Alloc, Assign, Call, Check, Comment, Declare, Expr, For, Load, Poly, Raw, Store,
-                                    map_expr, walk_expr)
+import itertools
+
+from transpiler.lowering.ir import (Alloc, Assign, Call, Check, Comment, Declare, Expr, For, Load, Poly, Raw,
+                                    walk_expr)
 from transpiler.lowering.merge import accesses, injective, perfect_nest, rename_indices
 from transpiler.lowering.ops import PARALLEL_GEMM
 
 
 def fuse_epilogues(body: list, locals_: list, owner: dict) -> None:
     """Fuse the loop nests that read a GEMM's result into its parts, in ``body`` and every nested block."""
-    names = iter(range(1, 1 << 30))
+    names = itertools.count(1)
     _fuse_block(body, locals_, owner, names)
 
 
