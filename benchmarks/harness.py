@@ -158,8 +158,8 @@ class Bench:
         self.notes.append(text)
 
     def measure(self, name: str, implementations: dict[str, Callable], min_seconds: float = 0.2) -> Row:
-        """Time the implementations (``best_times``: a block each, repeated over rounds) and record each one's largest
-        difference from the built result."""
+        """Time the implementations (``best_times``: a block each, repeated over rounds) and record each
+        one's largest difference from the built result."""
         row = Row(name)
         reference = None
         timed: dict[str, Callable] = {}
