@@ -470,7 +470,9 @@ def build(directory, jobs: int = 2) -> str:
 
 
 def import_built(directory, name: str):
-    """The built extension module ``name`` from ``directory``."""
+    """The built extension module ``name`` from ``directory``, imported in this process (a module of that name
+    imported before is dropped first); raises when what imports is not the extension (the source)."""
+    sys.modules.pop(name, None)
     sys.path.insert(0, str(directory))
     try:
         importlib.invalidate_caches()

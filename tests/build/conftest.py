@@ -1,7 +1,6 @@
 """Helpers for the build-driver tests: temp source trees, a stand-in code generator, running the CLI."""
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import signal
@@ -12,6 +11,9 @@ import types
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))      # tests/: the fuzzer's helpers
+from fuzz_programs import import_built  # noqa: E402,F401 -- one copy, used by build tests and the fuzzer's CLI
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -86,19 +88,6 @@ def _import_fresh(root: Path, name: str):
     environment["PYTHONPATH"] = str(PROJECT)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
                           env=environment, timeout=60)
-
-
-def import_built(root: Path, name: str):
-    """``name`` imported from ``root`` in this process, which must be its built extension (not the source)."""
-    sys.modules.pop(name, None)
-    sys.path.insert(0, str(root))
-    try:
-        importlib.invalidate_caches()
-        module = importlib.import_module(name)
-    finally:
-        sys.path.remove(str(root))
-    assert module.__file__.endswith(".so"), module.__file__
-    return module
 
 
 def build_source(root: Path, name: str, source: str, timeout: float = 900):
