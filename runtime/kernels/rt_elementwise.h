@@ -2200,9 +2200,9 @@ static void rt_ew_SelectV2_bool_bool_bool(void *const *ins, void *out, int64_t n
     rt_bool *o = (rt_bool *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_select_bool(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_select_bool(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     }
 }
 static void rt_ew_SelectV2_bool_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2212,9 +2212,9 @@ static void rt_ew_SelectV2_bool_int8_int8(void *const *ins, void *out, int64_t n
     int8_t *o = (int8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_select_int8(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_select_int8(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     }
 }
 static void rt_ew_SelectV2_bool_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2224,9 +2224,9 @@ static void rt_ew_SelectV2_bool_int16_int16(void *const *ins, void *out, int64_t
     int16_t *o = (int16_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_select_int16(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_select_int16(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     }
 }
 static void rt_ew_SelectV2_bool_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2236,9 +2236,9 @@ static void rt_ew_SelectV2_bool_int32_int32(void *const *ins, void *out, int64_t
     int32_t *o = (int32_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_select_int32(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_select_int32(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     }
 }
 static void rt_ew_SelectV2_bool_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2248,9 +2248,9 @@ static void rt_ew_SelectV2_bool_int64_int64(void *const *ins, void *out, int64_t
     int64_t *o = (int64_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_select_int64(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_select_int64(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     }
 }
 static void rt_ew_SelectV2_bool_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2260,9 +2260,9 @@ static void rt_ew_SelectV2_bool_uint8_uint8(void *const *ins, void *out, int64_t
     uint8_t *o = (uint8_t *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_select_uint8(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_select_uint8(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     }
 }
 static void rt_ew_SelectV2_bool_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2272,9 +2272,9 @@ static void rt_ew_SelectV2_bool_float32_float32(void *const *ins, void *out, int
     float *o = (float *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_select_float32(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_select_float32(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     }
 }
 static void rt_ew_SelectV2_bool_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2284,9 +2284,9 @@ static void rt_ew_SelectV2_bool_float64_float64(void *const *ins, void *out, int
     double *o = (double *)out;
     if (n >= RT_PARALLEL_MIN && threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(threads)
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_select_float64(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     } else {
-        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] ? x1[k * s[1]] : x2[k * s[2]]));
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_select_float64(x0[k * s[0]], x1[k * s[1]], x2[k * s[2]]));
     }
 }
 static void rt_ew_Sigmoid_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {

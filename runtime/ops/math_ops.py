@@ -360,7 +360,7 @@ def _select_infer(specs, attrs):
 
 
 register(OpDef("SelectV2", "SelectV2", _select_infer, lambda i, a: (np.where(i[0], i[1], i[2]),), 3,
-               c_expr="({0} ? {1} : {2})"))
+               c_expr="rt_select({0}, {1}, {2})"))
 
 
 @gradient("SelectV2")
