@@ -482,6 +482,14 @@ static inline int rt_list_add(rt_ctx *ctx, rt_list *a, const rt_list *b, const c
     static inline T rt_cos_##S(T a) { return cos##F(a); } \
     static inline T rt_sigmoid_##S(T a) { return (T)1 / ((T)1 + exp##F(-a)); }
 
+/* x, which the compiler cannot see through. The bound of a padded row loop (transpiler.lowering.kernels.pad_inner)
+ * goes through it: with a literal bound GCC folded the masked load of a row's last, partly live vector into a
+ * whole-vector load and a blend, reading up to a vector past the input. */
+static inline int64_t rt_opaque_i64(int64_t x) {
+    __asm__("" : "+r"(x));
+    return x;
+}
+
 /* SelectV2: the chosen and the other value are both computed before choosing (arguments of a call;
  * every helper is total and every load reads an element that exists), so the compiler loads both
  * plainly and blends. From `c ? p[i] : 0`, a load only some lanes do, GCC made masked loads merging

@@ -347,6 +347,31 @@ def shuffled_updates(m):
     return r + total, table.read_value(), table.assign_add(r * 0.5)
 
 
+SHORT_ROWS = (2, 3, 10, 15, 16, 17, 33, 100, 127, 128)
+
+
+@rt.function
+def short_rows(x, labels):
+    """Row groups and reductions over static rows shorter than a few vectors (padded to whole vectors)."""
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        loss = rt.reduce_mean(rt.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x))
+    centered = x - rt.reduce_mean(x, axis=-1, keepdims=True)
+    norm = centered / rt.sqrt(rt.reduce_mean(rt.square(centered), axis=-1, keepdims=True) + 1e-3)
+    return (loss, tape.gradient(loss, x), rt.nn.softmax(x), norm, rt.reduce_max(x, -1), rt.reduce_min(x, -1),
+            rt.reduce_sum(x, -1), rt.reduce_logsumexp(x, -1), rt.reduce_prod(x * 0.5 + 1.0, -1))
+
+
+@rt.function
+def short_int_rows(x):
+    return rt.reduce_sum(x, -1), rt.reduce_max(x, -1), rt.reduce_min(x, -1), rt.reduce_any(x > 2, -1)
+
+
+for _n in SHORT_ROWS:
+    short_rows.get_concrete_function(rt.TensorSpec([5, _n], F), rt.TensorSpec([5], rt.int32))
+    short_int_rows.get_concrete_function(rt.TensorSpec([4, _n], rt.int32))
+
+
 @rt.function(input_signature=[spec(1, rt.int32), spec(2)])
 def everything(i, m):
     """The ops with native lowerings that the other programs do not reach (the registry walk)."""
@@ -752,6 +777,71 @@ def test_merged_loops_and_product_epilogues(programs, rows, data):
     x, g = _tensor([rows, 4], data), _tensor([rows, 6], data)
     check(programs.merged_updates, (rt.TensorSpec([None, 4], rt.float32), rt.TensorSpec([None, 6], rt.float32)),
           [x, g], atol=1e-4)
+
+
+SHORT_ROWS = (2, 3, 10, 15, 16, 17, 33, 100, 127, 128)
+
+
+def test_short_static_rows_run_over_whole_vectors(programs):
+    """Rows of static lengths that are not whole vectors run padded (masked loads, skipped stores, the
+    reductions' identity in the extra lanes): the same results as eager, inf and NaN included."""
+    rng = np.random.default_rng(7)
+    for n in SHORT_ROWS:
+        x = (rng.standard_normal((5, n)) * 3).astype(np.float32)
+        labels = rt.constant(rng.integers(0, n, 5).astype(np.int32))
+        check(programs.short_rows, (rt.TensorSpec([5, n], rt.float32), rt.TensorSpec([5], rt.int32)),
+              [rt.constant(x), labels], atol=1e-4)
+        x[1, n - 1], x[2, 0], x[3, n // 2] = np.nan, np.inf, -np.inf
+        check(programs.short_rows, (rt.TensorSpec([5, n], rt.float32), rt.TensorSpec([5], rt.int32)),
+              [rt.constant(x), labels], atol=1e-4)
+        i = rng.integers(-1000, 1000, (4, n)).astype(np.int32)
+        check(programs.short_int_rows, (rt.TensorSpec([4, n], rt.int32),), [rt.constant(i)])
+    lowered = str(lower_function(built(programs.short_rows, rt.TensorSpec([5, 10], rt.float32),
+                                       rt.TensorSpec([5], rt.int32)).graph, "rows").ir)
+    assert " in 16  [simd" in lowered and "rt_opaque_i64(10)" in lowered, lowered
+
+
+# Calls of the short-row programs on inputs whose last byte is followed by a page that cannot be read.
+GUARDED_CALLS = r"""
+import ctypes, mmap, sys
+import numpy as np
+import rt_lowering_programs as programs
+import runtime as rt
+
+libc = ctypes.CDLL(None)
+
+
+def at_page_end(a):
+    page = mmap.PAGESIZE
+    pages = -(-a.nbytes // page) + 1
+    region = mmap.mmap(-1, pages * page)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    assert libc.mprotect(ctypes.c_void_p(start + (pages - 1) * page), page, 0) == 0
+    out = np.frombuffer(region, a.dtype, a.size, (pages - 1) * page - a.nbytes).reshape(a.shape)
+    out[...] = a
+    return out
+
+
+for n in [int(v) for v in sys.argv[1:]]:
+    x = at_page_end(np.linspace(-3, 3, 5 * n, dtype=np.float32).reshape(5, n))
+    labels = at_page_end(np.arange(5, dtype=np.int32) % n)
+    f = programs.short_rows.get_concrete_function(rt.TensorSpec([5, n], rt.float32), rt.TensorSpec([5], rt.int32))
+    assert f.native
+    f(x, labels)
+    g = programs.short_int_rows.get_concrete_function(rt.TensorSpec([4, n], rt.int32))
+    g(at_page_end(np.arange(4 * n, dtype=np.int32).reshape(4, n)))
+print("ok")
+"""
+
+
+def test_padded_rows_never_read_past_the_input(programs):
+    """The last row's extra lanes would read past the input: inputs that end at an unreadable page run
+    (in a subprocess: a fault fails the test)."""
+    root = Path(programs.__file__).parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(PROJECT)]))
+    proc = subprocess.run([sys.executable, "-c", GUARDED_CALLS, *map(str, SHORT_ROWS)], cwd=root, env=env,
+                          check=False, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stdout, proc.stderr)
 
 
 # ---------------------------------------------------------------------------

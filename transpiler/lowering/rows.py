@@ -19,8 +19,8 @@ from transpiler.lowering.ir import (
     Apply, Assign, CExpr, Declare, Expr, If, Load, Poly, Store, Var, expensive, map_expr, product,
 )
 from transpiler.lowering.kernels import (
-    SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, chunked_sum, float_partial, merged_loops, parallel_condition,
-    versions, wrap_loops,
+    SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, chunked_sum, float_partial, merged_loops, pad_inner,
+    parallel_condition, versions, wrap_loops,
 )
 from transpiler.lowering.plan import Region
 from transpiler.lowering.values import Array, Scalar
@@ -177,9 +177,11 @@ def _build(lw, region: Region) -> list:
             acc = Accumulator(op, lw.fresh("acc"), acc_ctype(op, op.inputs[0].dtype), out.dtype,
                               product(domain[k:]))
             part = float_partial(lw, acc, op)
-            body = state.pass_stmts + (part or acc).update(lw, value)
+            live = Var(lw.fresh("live"), "int")
+            body = state.pass_stmts + (part or acc).update(lw, value, live)
             state.saved |= set(state.computed)
-            loops, body = merged_loops(lw, list(domain[k:]), rnames, body)
+            loops, body, prelude = pad_inner(lw, *merged_loops(lw, list(domain[k:]), rnames, body), live)
+            state.row_stmts += prelude
             if part is None or not loops:
                 state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
             else:
@@ -197,11 +199,13 @@ def _build(lw, region: Region) -> list:
         if stores:
             body = state.pass_stmts + stores
             fast, cond = _reciprocals(lw, state, deepcopy(body))
-            loops, body = merged_loops(lw, list(domain[k:]), rnames, body)
+            loops, body, prelude = pad_inner(lw, *merged_loops(lw, list(domain[k:]), rnames, body))
+            state.row_stmts += prelude
             if cond is None:
                 state.row_stmts += wrap_loops(loops, body)
             else:
-                fast_loops, fast = merged_loops(lw, list(domain[k:]), rnames, fast)
+                fast_loops, fast, prelude = pad_inner(lw, *merged_loops(lw, list(domain[k:]), rnames, fast))
+                state.row_stmts += prelude
                 state.row_stmts.append(If(cond, wrap_loops(fast_loops, fast), wrap_loops(loops, body)))
         for t in stored:
             target = targets[id(t)]

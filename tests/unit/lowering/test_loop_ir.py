@@ -88,6 +88,28 @@ def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_the_result_and_di
     assert "fabsf(" in divided.cond and "RealDiv" not in str(divided.then) and "RealDiv" in str(divided.orelse)
 
 
+def test_short_static_rows_run_over_whole_vectors_with_masked_loads_and_stores():
+    """A softmax over 10 logits and a row sum over 20 run 16 and 32 iterations: loads and stores under the
+    row's length (hidden from the C compiler), the reductions folding their identity past it."""
+    lowered = _lower(lambda x: (rt.nn.softmax(x), rt.reduce_max(x, axis=-1)), rt.TensorSpec([256, 10], F))
+    row_loops = [loop for loop in _loops(lowered.ir) if loop.simd]
+    assert row_loops and all(loop.stop == Poly.of(16) for loop in row_loops)
+    text = str(lowered.ir)
+    assert "rt_opaque_i64(10)" in text and "-INFINITY)" in text          # the max's identity in dead lanes
+    for loop in row_loops:
+        stores = [s for s in walk_stmts(loop.body) if isinstance(s, Store)]
+        guarded = [s for b in loop.body if isinstance(b, If) for s in b.then]
+        assert stores == guarded                                           # every store is under the length
+        for node in walk_stmts(loop.body):
+            if isinstance(node, Declare) and str(node.init).startswith("(r"):
+                assert " < n" in str(node.init)                            # every load too
+    summed = _lower(lambda x: rt.reduce_sum(x, axis=-1), rt.TensorSpec([64, 20], F))
+    assert [loop.stop for loop in _loops(summed.ir) if loop.simd] == [Poly.of(32)]
+    whole = _lower(lambda x: rt.nn.softmax(x), rt.TensorSpec([64, 32], F))
+    assert "rt_opaque_i64" not in str(whole.ir)
+    assert all(loop.stop == Poly.of(32) for loop in _loops(whole.ir) if loop.simd)
+
+
 def test_pairwise_distances_never_build_the_broadcast_tensor():
     lowered = _lower(lambda a, b: rt.reduce_sum((a[:, None, :] - b[None, :, :]) ** 2, axis=-1),
                      rt.TensorSpec([2000, 3], F), rt.TensorSpec([2000, 3], F))

@@ -10,31 +10,31 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
             int acc6_nan = 0;
             #pragma omp simd reduction(max:acc6) reduction(|:acc6_nan)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float v7 = x2[16 * k4 + r5];
-                acc6 = (v7 > acc6 ? v7 : acc6);
-                acc6_nan = acc6_nan | (v7 != v7);
+                float v8 = x2[16 * k4 + r5];
+                acc6 = (v8 > acc6 ? v8 : acc6);
+                acc6_nan = acc6_nan | (v8 != v8);
             }
-            float row8 = (acc6_nan ? (float)NAN : acc6);
-            double acc10 = 0;
-            float part11 = 0;
-            #pragma omp simd reduction(+:part11)
+            float row9 = (acc6_nan ? (float)NAN : acc6);
+            double acc11 = 0;
+            float part12 = 0;
+            #pragma omp simd reduction(+:part12)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float e9 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row8))));
-                p3[16 * k4 + r5] = e9;
-                part11 = (part11 + ((float)e9));
+                float e10 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row9))));
+                p3[16 * k4 + r5] = e10;
+                part12 = (part12 + ((float)e10));
             }
-            acc10 = (acc10 + part11);
-            float row12 = ((float)acc10);
-            float inv13 = (float)1 / row12;
-            if (fabsf(row12) >= 0x1p-126f && fabsf(row12) <= 0x1p126f) {
+            acc11 = (acc11 + part12);
+            float row14 = ((float)acc11);
+            float inv15 = (float)1 / row14;
+            if (fabsf(row14) >= 0x1p-126f && fabsf(row14) <= 0x1p126f) {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
-                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv13));
+                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv15));
                 }
             } else {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
-                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row12)));
+                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row14)));
                 }
             }
         }
@@ -44,31 +44,31 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
             int acc6_nan = 0;
             #pragma omp simd reduction(max:acc6) reduction(|:acc6_nan)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float v7 = x2[16 * k4 + r5];
-                acc6 = (v7 > acc6 ? v7 : acc6);
-                acc6_nan = acc6_nan | (v7 != v7);
+                float v8 = x2[16 * k4 + r5];
+                acc6 = (v8 > acc6 ? v8 : acc6);
+                acc6_nan = acc6_nan | (v8 != v8);
             }
-            float row8 = (acc6_nan ? (float)NAN : acc6);
-            double acc10 = 0;
-            float part11 = 0;
-            #pragma omp simd reduction(+:part11)
+            float row9 = (acc6_nan ? (float)NAN : acc6);
+            double acc11 = 0;
+            float part12 = 0;
+            #pragma omp simd reduction(+:part12)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float e9 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row8))));
-                p3[16 * k4 + r5] = e9;
-                part11 = (part11 + ((float)e9));
+                float e10 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row9))));
+                p3[16 * k4 + r5] = e10;
+                part12 = (part12 + ((float)e10));
             }
-            acc10 = (acc10 + part11);
-            float row12 = ((float)acc10);
-            float inv13 = (float)1 / row12;
-            if (fabsf(row12) >= 0x1p-126f && fabsf(row12) <= 0x1p126f) {
+            acc11 = (acc11 + part12);
+            float row14 = ((float)acc11);
+            float inv15 = (float)1 / row14;
+            if (fabsf(row14) >= 0x1p-126f && fabsf(row14) <= 0x1p126f) {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
-                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv13));
+                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv15));
                 }
             } else {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
-                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row12)));
+                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row14)));
                 }
             }
         }
