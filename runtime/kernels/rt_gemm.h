@@ -6,7 +6,8 @@
  *
  * The algorithm is GotoBLAS/BLIS's: B is packed KC x NC at a time into slivers NR columns wide, and a
  * micro-kernel keeps an MR x NR tile of C in vector registers while it walks KC rank-1 updates. Packing B
- * makes a transposed B free (read in another order while packing) and pads ragged edges with zeros. A is
+ * makes a transposed B free (read in another order while packing) and pads ragged edges with zeros; a B
+ * whose rows are close together (RT_G_INPLACE_B) is read where it is, but for a ragged last sliver. A is
  * not packed: the micro-kernel broadcasts its elements from where they are (MR rows lda apart, or MR
  * contiguous elements when A is transposed), which on the few-hundred-row operands of this runtime costs
  * less than packing them (only a ragged last MR rows are packed, zero-padded). Small products skip
@@ -26,6 +27,7 @@
 #define RT_G_KC 256                                        /* a B sliver (KC x NR) stays in L1 */
 #define RT_G_MC (RT_GEMM_MR * 12)                          /* an A block (MC x KC) stays in L2 */
 #define RT_G_NC 2048                                       /* a B panel (KC x NC) stays in L3 */
+#define RT_G_INPLACE_B 2048                                /* B rows at most this many bytes apart are not packed */
 
 typedef RT_G_T RT_G_FN(rt_vec) __attribute__((vector_size(RT_VEC_BYTES), aligned(sizeof(RT_G_T)), may_alias));
 
@@ -184,7 +186,11 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
     /* B's packing buffer per call (malloc keeps freed blocks of this size at hand: no page faults after the
      * first). A is read where it is: rows rsa apart, columns csa apart, so its slivers need no packing (on
      * [256, 784] @ [784, 128] packing A's rows into slivers cost an eighth of the time); only a last ragged
-     * sliver of rows is packed, zero-padded, because the micro-kernel reads MR rows. */
+     * sliver of rows is packed, zero-padded, because the micro-kernel reads MR rows. B's rows are read where
+     * they are too when they are at most RT_G_INPLACE_B bytes apart (a layer's [784, 128] weights: packing
+     * them took 8 of the 108 us of a 2-thread product, the same copy on each thread); rows further apart fall
+     * on few cache sets (a 4 KiB stride: one set), so wider B is packed. */
+    const int inplace_b = !tb && ldb * (int64_t)sizeof(RT_G_T) <= RT_G_INPLACE_B;
     const int64_t nc_max = n < RT_G_NC ? (n + nr_t - 1) / nr_t * nr_t : RT_G_NC;
     void *buf_b = NULL;
     if (posix_memalign(&buf_b, 64, sizeof(RT_G_T) * (size_t)RT_G_KC * (size_t)nc_max) != 0) return -1;
@@ -194,20 +200,24 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
     const int64_t m_full = m / mr_t * mr_t;
     for (int64_t j0 = 0; j0 < n; j0 += RT_G_NC) {
         const int64_t nc = n - j0 < RT_G_NC ? n - j0 : RT_G_NC;
+        const int64_t nc_full = inplace_b ? nc / nr_t * nr_t : 0;      /* slivers read in place */
         for (int64_t p0 = 0; p0 < k; p0 += RT_G_KC) {
             const int64_t kc = k - p0 < RT_G_KC ? k - p0 : RT_G_KC;
-            RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, j0, nc, nr_t, pb);
+            if (nc_full < nc)
+                RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, j0 + nc_full, nc - nc_full, nr_t, pb + nc_full * kc);
             if (m_full < m) RT_G_FN(rt_gemm_pack_a)(a, lda, ta, m_full, m - m_full, p0, kc, mr_t, edge_a);
             for (int64_t i0 = 0; i0 < m; i0 += RT_G_MC) {
                 const int64_t mc = m - i0 < RT_G_MC ? m - i0 : RT_G_MC;
                 for (int64_t j = 0; j < nc; j += nr_t) {
                     const int nr = (int)(nc - j < nr_t ? nc - j : nr_t);
+                    const RT_G_T *bj = j < nc_full ? b + p0 * ldb + j0 + j : pb + j * kc;
+                    const int64_t rsb = j < nc_full ? ldb : nr_t;
                     for (int64_t i = i0; i < i0 + mc; i += mr_t) {
                         RT_G_T *cij = c + i * ldc + j0 + j;
                         if (i < m_full)
-                            micro(kc, a + i * rsa + p0 * csa, rsa, csa, pb + j * kc, nr_t, cij, ldc, mr_t, nr, p0 > 0);
+                            micro(kc, a + i * rsa + p0 * csa, rsa, csa, bj, rsb, cij, ldc, mr_t, nr, p0 > 0);
                         else
-                            micro(kc, edge_a, 1, mr_t, pb + j * kc, nr_t, cij, ldc, (int)(m - i), nr, p0 > 0);
+                            micro(kc, edge_a, 1, mr_t, bj, rsb, cij, ldc, (int)(m - i), nr, p0 > 0);
                     }
                 }
             }
@@ -286,3 +296,4 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *
 #undef RT_G_KC
 #undef RT_G_MC
 #undef RT_G_NC
+#undef RT_G_INPLACE_B

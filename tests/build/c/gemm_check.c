@@ -135,6 +135,10 @@ int main(void) {
     check_float32(300, 600, 530, 1, 1, 3);
     check_float64(513, 300, 70, 1, 0, 2);
     check_float32(256, 784, 10, 0, 0, 2);
+    check_float32(256, 784, 128, 0, 0, 2);      /* B read in place (rows 512 bytes apart), several KC panels */
+    check_float32(70, 600, 512, 0, 0, 2);       /* the widest B read in place */
+    check_float32(70, 600, 520, 0, 0, 2);       /* packed: rows too far apart */
+    check_float64(90, 300, 250, 0, 0, 2);       /* in place, a ragged last sliver packed */
     check_float32(4096, 5, 3, 0, 1, 2);
     for (int t = 0; t < 4; t++) check_strided(t & 1, t >> 1);
     const int64_t small[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 15, 16, 17, 20, 24, 31, 33, 40, 65};
