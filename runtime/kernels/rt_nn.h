@@ -13,7 +13,8 @@
  * output gradient times the filters' transpose, added back window by window: col2im, whose windows
  * overlap between panels) runs panel after panel, each GEMM on all threads. GEMMs go to the kernel
  * library's blocked GEMM (rt_gemm.h; threads from OpenMP's one pool). Pooling is a direct loop,
- * parallel over (image, output row), vectorised over channels.
+ * parallel over (image, output row), vectorised over channels; its gradient too (over images when the
+ * windows of two output rows overlap).
  */
 #ifndef RT_NN_H
 #define RT_NN_H
@@ -246,11 +247,37 @@ RT_DEFINE_CONV(double, float64)
 
 /* ---- max pooling ------------------------------------------------------------------------------ */
 
+/* Pooling splits its work into units that write disjoint parts of the output (and of dx): output rows when
+ * the windows of two output rows share no input row (stride >= window), else whole images. */
+static inline int64_t rt_pool_units(const rt_window *g) {
+    return g->sh >= g->kh ? g->n * g->oh : g->n;
+}
+
+/* Input rows [*r0, *r1) of image *b that unit u of rt_pool_units owns: its windows' rows and the rows up to
+ * the next unit's (so that the units' rows cover every input row once), and its output rows [*o0, *o1). */
+static inline void rt_pool_unit(const rt_window *g, int64_t u, int64_t *b, int64_t *o0, int64_t *o1, int64_t *r0,
+                                int64_t *r1) {
+    if (g->sh < g->kh) {
+        *b = u; *o0 = 0; *o1 = g->oh; *r0 = 0; *r1 = g->h;
+        return;
+    }
+    const int64_t r = u % g->oh;
+    *b = u / g->oh; *o0 = r; *o1 = r + 1;
+    *r0 = r == 0 ? 0 : r * g->sh - g->top;
+    *r1 = r == g->oh - 1 ? g->h : (r + 1) * g->sh - g->top;
+    if (*r0 < 0) *r0 = 0;
+    if (*r1 > g->h) *r1 = g->h;
+    if (*r1 < *r0) *r1 = *r0;
+}
+
+#define RT_POOL_BLOCK 64          /* channels whose "already taken" flags a gradient keeps at once */
+
 #define RT_DEFINE_POOL(T, S) \
-    /* y[n, oh, ow, c] = the maximum of the window (NaN if the window has one, as numpy's maximum) */ \
+    /* y[n, oh, ow, c] = the maximum of the window (NaN if the window has one, as numpy's maximum), vectorised \
+     * over channels, output rows in parallel. */ \
     static void rt_max_pool_##S(const T *x, T *y, const rt_window *g, int threads) { \
         const int64_t c = g->c; \
-        const int parallel = threads > 1 && g->n * g->oh * g->ow * c >= RT_PARALLEL_MIN; \
+        const int parallel = threads > 1 && g->n * g->h * g->w * c >= RT_PARALLEL_MIN; \
         _Pragma("omp parallel for schedule(static) num_threads(threads) if(parallel)") \
         for (int64_t row = 0; row < g->n * g->oh; row++) { \
             const int64_t b = row / g->oh, r = row % g->oh; \
@@ -264,7 +291,12 @@ RT_DEFINE_CONV(double, float64)
                         const int64_t iw = o * g->sw + j - g->left; \
                         if (iw < 0 || iw >= g->w) continue; \
                         const T *restrict in = x + ((b * g->h + ih) * g->w + iw) * c; \
-                        if (first) { memcpy(out, in, (size_t)c * sizeof(T)); first = 0; continue; } \
+                        if (first) { \
+                            _Pragma("omp simd") \
+                            for (int64_t k = 0; k < c; k++) out[k] = in[k]; \
+                            first = 0; \
+                            continue; \
+                        } \
                         _Pragma("omp simd") \
                         for (int64_t k = 0; k < c; k++) out[k] = (in[k] > out[k] || in[k] != in[k]) ? in[k] : out[k]; \
                     } \
@@ -273,28 +305,41 @@ RT_DEFINE_CONV(double, float64)
         } \
     } \
     \
-    /* dx: each window's gradient goes to its first maximum (row-major in the window); windows may overlap, \
-     * so threads split the channels. */ \
+    /* dx: each window's gradient goes to its first maximum (row-major in the window), vectorised over channels \
+     * (a flag per channel says its maximum was taken). Units (rt_pool_units) zero their input rows, then add \
+     * their windows' gradients: windows overlapping inside a unit add in order, units never share a row. */ \
     static void rt_max_pool_grad_##S(const T *x, const T *y, const T *dy, T *dx, const rt_window *g, int threads) { \
-        const int64_t c = g->c; \
-        memset(dx, 0, (size_t)(g->n * g->h * g->w * c) * sizeof(T)); \
-        const int parallel = threads > 1 && g->n * g->oh * g->ow * c >= RT_PARALLEL_MIN; \
+        const int64_t c = g->c, units = rt_pool_units(g); \
+        const int parallel = threads > 1 && units > 1 && g->n * g->h * g->w * c >= RT_PARALLEL_MIN; \
         _Pragma("omp parallel for schedule(static) num_threads(threads) if(parallel)") \
-        for (int64_t part = 0; part < g->n * c; part++) { \
-            const int64_t b = part / c, k = part % c; \
-            for (int64_t r = 0; r < g->oh; r++) \
+        for (int64_t u = 0; u < units; u++) { \
+            int64_t b, o0, o1, r0, r1; \
+            rt_pool_unit(g, u, &b, &o0, &o1, &r0, &r1); \
+            memset(dx + (b * g->h + r0) * g->w * c, 0, (size_t)((r1 - r0) * g->w * c) * sizeof(T)); \
+            for (int64_t r = o0; r < o1; r++) \
                 for (int64_t o = 0; o < g->ow; o++) { \
-                    const int64_t at = ((b * g->oh + r) * g->ow + o) * c + k; \
-                    const T best = y[at]; \
-                    int done = 0; \
-                    for (int64_t i = 0; i < g->kh && !done; i++) { \
-                        const int64_t ih = r * g->sh + i - g->top; \
-                        if (ih < 0 || ih >= g->h) continue; \
-                        for (int64_t j = 0; j < g->kw; j++) { \
-                            const int64_t iw = o * g->sw + j - g->left; \
-                            if (iw < 0 || iw >= g->w) continue; \
-                            const int64_t src = ((b * g->h + ih) * g->w + iw) * c + k; \
-                            if (x[src] == best) { dx[src] += dy[at]; done = 1; break; } \
+                    const int64_t at = ((b * g->oh + r) * g->ow + o) * c; \
+                    for (int64_t k0 = 0; k0 < c; k0 += RT_POOL_BLOCK) { \
+                        const int64_t kn = c - k0 < RT_POOL_BLOCK ? c - k0 : RT_POOL_BLOCK; \
+                        const T *restrict best = y + at + k0, *restrict grad = dy + at + k0; \
+                        int taken[RT_POOL_BLOCK] = {0}; \
+                        for (int64_t i = 0; i < g->kh; i++) { \
+                            const int64_t ih = r * g->sh + i - g->top; \
+                            if (ih < 0 || ih >= g->h) continue; \
+                            for (int64_t j = 0; j < g->kw; j++) { \
+                                const int64_t iw = o * g->sw + j - g->left; \
+                                if (iw < 0 || iw >= g->w) continue; \
+                                const int64_t src = ((b * g->h + ih) * g->w + iw) * c + k0; \
+                                const T *restrict xs = x + src; \
+                                T *restrict out = dx + src; \
+                                _Pragma("omp simd") \
+                                for (int64_t k = 0; k < kn; k++) { \
+                                    const int hit = (xs[k] == best[k]) & (taken[k] == 0); \
+                                    const T g = grad[k]; \
+                                    out[k] += hit ? g : (T)0; \
+                                    taken[k] |= hit; \
+                                } \
+                            } \
                         } \
                     } \
                 } \
@@ -305,27 +350,38 @@ RT_DEFINE_CONV(double, float64)
     static void rt_max_pool_grad_grad_##S(const T *x, const T *y, const T *ddx, T *out, const rt_window *g, \
                                           int threads) { \
         const int64_t c = g->c; \
-        const int parallel = threads > 1 && g->n * g->oh * g->ow * c >= 65536; \
+        const int parallel = threads > 1 && g->n * g->h * g->w * c >= RT_PARALLEL_MIN; \
         _Pragma("omp parallel for schedule(static) num_threads(threads) if(parallel)") \
         for (int64_t row = 0; row < g->n * g->oh; row++) { \
             const int64_t b = row / g->oh, r = row % g->oh; \
-            for (int64_t o = 0; o < g->ow; o++) \
-                for (int64_t k = 0; k < c; k++) { \
-                    const int64_t at = (row * g->ow + o) * c + k; \
-                    T value = 0; \
-                    int done = 0; \
-                    for (int64_t i = 0; i < g->kh && !done; i++) { \
+            for (int64_t o = 0; o < g->ow; o++) { \
+                const int64_t at = (row * g->ow + o) * c; \
+                for (int64_t k0 = 0; k0 < c; k0 += RT_POOL_BLOCK) { \
+                    const int64_t kn = c - k0 < RT_POOL_BLOCK ? c - k0 : RT_POOL_BLOCK; \
+                    const T *restrict best = y + at + k0; \
+                    T *restrict value = out + at + k0; \
+                    int taken[RT_POOL_BLOCK] = {0}; \
+                    _Pragma("omp simd") \
+                    for (int64_t k = 0; k < kn; k++) value[k] = 0; \
+                    for (int64_t i = 0; i < g->kh; i++) { \
                         const int64_t ih = r * g->sh + i - g->top; \
                         if (ih < 0 || ih >= g->h) continue; \
                         for (int64_t j = 0; j < g->kw; j++) { \
                             const int64_t iw = o * g->sw + j - g->left; \
                             if (iw < 0 || iw >= g->w) continue; \
-                            const int64_t src = ((b * g->h + ih) * g->w + iw) * c + k; \
-                            if (x[src] == y[at]) { value = ddx[src]; done = 1; break; } \
+                            const int64_t src = ((b * g->h + ih) * g->w + iw) * c + k0; \
+                            const T *restrict xs = x + src, *restrict grads = ddx + src; \
+                            _Pragma("omp simd") \
+                            for (int64_t k = 0; k < kn; k++) { \
+                                const int hit = (xs[k] == best[k]) & (taken[k] == 0); \
+                                const T g = grads[k]; \
+                                value[k] = hit ? g : value[k]; \
+                                taken[k] |= hit; \
+                            } \
                         } \
                     } \
-                    out[at] = value; \
                 } \
+            } \
         } \
     }
 
