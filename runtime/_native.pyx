@@ -90,7 +90,7 @@ cdef extern from *:
     #include <sys/mman.h>
     #endif
     /* The caching allocator for big buffers shared by every built module (see rt_kernels.h). */
-    #define RT_BIG_SLOTS 4
+    #define RT_BIG_SLOTS 32
     #define RT_BIG_CACHE_MAX ((size_t)512 << 20)
     #define RT_BIG_HEADER 64
     static pthread_mutex_t rt_big_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -115,10 +115,11 @@ cdef extern from *:
         pthread_mutex_unlock(&rt_big_lock);
         if (!found) {
             size_t total = nbytes + RT_BIG_HEADER;
+            const int huge = total >= ((size_t)2 << 20);      /* whole huge pages for the big ones */
             void *p = NULL;
-            if (posix_memalign(&p, (size_t)2 << 20, total) != 0) return NULL;
+            if (posix_memalign(&p, huge ? (size_t)2 << 20 : 64, total) != 0) return NULL;
     #if defined(__linux__) && defined(MADV_HUGEPAGE)
-            madvise(p, total, MADV_HUGEPAGE);
+            if (huge) madvise(p, total, MADV_HUGEPAGE);
     #endif
             found = (char *)p;
             *(size_t *)found = total;

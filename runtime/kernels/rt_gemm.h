@@ -191,9 +191,10 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
      * them took 8 of the 108 us of a 2-thread product, the same copy on each thread); rows further apart fall
      * on few cache sets (a 4 KiB stride: one set), so wider B is packed. */
     const int inplace_b = !tb && ldb * (int64_t)sizeof(RT_G_T) <= RT_G_INPLACE_B;
-    const int64_t nc_max = n < RT_G_NC ? (n + nr_t - 1) / nr_t * nr_t : RT_G_NC;
+    const int64_t nc_max = inplace_b ? nr_t : n < RT_G_NC ? (n + nr_t - 1) / nr_t * nr_t : RT_G_NC;
+    const int64_t kc_max = k < RT_G_KC ? k : RT_G_KC;
     void *buf_b = NULL;
-    if (posix_memalign(&buf_b, 64, sizeof(RT_G_T) * (size_t)RT_G_KC * (size_t)nc_max) != 0) return -1;
+    if (posix_memalign(&buf_b, 64, sizeof(RT_G_T) * (size_t)kc_max * (size_t)nc_max) != 0) return -1;
     RT_G_T *pb = (RT_G_T *)buf_b;
     RT_G_T edge_a[RT_G_MR_MAX * RT_G_KC] __attribute__((aligned(64)));
     const int64_t rsa = ta ? 1 : lda, csa = ta ? lda : 1;
@@ -203,14 +204,14 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
         const int64_t nc_full = inplace_b ? nc / nr_t * nr_t : 0;      /* slivers read in place */
         for (int64_t p0 = 0; p0 < k; p0 += RT_G_KC) {
             const int64_t kc = k - p0 < RT_G_KC ? k - p0 : RT_G_KC;
-            if (nc_full < nc)
-                RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, j0 + nc_full, nc - nc_full, nr_t, pb + nc_full * kc);
+            if (nc_full < nc)       /* the packed slivers (all of them, or a ragged last one) */
+                RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, j0 + nc_full, nc - nc_full, nr_t, pb);
             if (m_full < m) RT_G_FN(rt_gemm_pack_a)(a, lda, ta, m_full, m - m_full, p0, kc, mr_t, edge_a);
             for (int64_t i0 = 0; i0 < m; i0 += RT_G_MC) {
                 const int64_t mc = m - i0 < RT_G_MC ? m - i0 : RT_G_MC;
                 for (int64_t j = 0; j < nc; j += nr_t) {
                     const int nr = (int)(nc - j < nr_t ? nc - j : nr_t);
-                    const RT_G_T *bj = j < nc_full ? b + p0 * ldb + j0 + j : pb + j * kc;
+                    const RT_G_T *bj = j < nc_full ? b + p0 * ldb + j0 + j : pb + (j - nc_full) * kc;
                     const int64_t rsb = j < nc_full ? ldb : nr_t;
                     for (int64_t i = i0; i < i0 + mc; i += mr_t) {
                         RT_G_T *cij = c + i * ldc + j0 + j;

@@ -100,9 +100,11 @@ static inline size_t rt_itemsize(int dtype) {
 /* ---- arena ------------------------------------------------------------------------------- */
 
 /* Big buffers (>= RT_BIG_BYTES) come from a process-wide caching allocator in runtime._native
- * (huge pages, blocks reused across calls: no fresh zeroed pages for every result). Arena entries of
- * big blocks carry a tag in the low bit. The hooks are NULL until the runtime sets them. */
-#define RT_BIG_BYTES ((size_t)4 << 20)
+ * (huge pages from 2 MiB, blocks reused across calls: no fresh zeroed pages for every result). Arena
+ * entries of big blocks carry a tag in the low bit. The hooks are NULL until the runtime sets them.
+ * From 256 KiB: glibc serves such blocks from the top of its heap and gives the top back when a call
+ * frees them, so every call of a CNN training step page-faulted its 1.4 MB activations in again. */
+#define RT_BIG_BYTES ((size_t)256 << 10)
 typedef void *(*rt_big_alloc_fn)(size_t nbytes);
 typedef void (*rt_big_free_fn)(void *data);
 static rt_big_alloc_fn rt_big_alloc = NULL;
