@@ -89,6 +89,14 @@ for k, axis in enumerate(AXES):
     extremes.get_concrete_function(spec(3), axis, k % 2 == 1)
     integer_totals.get_concrete_function(spec(3, rt.int32), axis)
 
+# static shapes whose reductions over leading or middle axes accumulate a short kept run locally
+COLUMNS = [((1, 40000, 8), [0, 1]), ((3, 40000, 8), [1]), ((64, 2000, 4), [1]), ((40000, 3, 8), [0, 1]),
+           ((5, 7, 3), [0, 1]), ((6, 4, 600), [1])]
+for _shape, _axis in COLUMNS:
+    totals.get_concrete_function(rt.TensorSpec(_shape, F), _axis, False)
+    extremes.get_concrete_function(rt.TensorSpec(_shape, F), _axis, AXES.index(_axis) % 2 == 1)
+    integer_totals.get_concrete_function(rt.TensorSpec(_shape, rt.int32), _axis)
+
 
 @rt.function(input_signature=[spec(1), rt.TensorSpec([], rt.int32)])
 def grow(x, n):
@@ -347,6 +355,26 @@ def shuffled_updates(m):
     return r + total, table.read_value(), table.assign_add(r * 0.5)
 
 
+@rt.function
+def pooling(x, w, v, ksize, strides, padding):
+    """Max pooling, its gradient (MaxPoolGrad) and the gradient of that with respect to the upstream gradient
+    (MaxPoolGradGrad)."""
+    with rt.GradientTape() as outer:
+        outer.watch(w)
+        with rt.GradientTape() as tape:
+            tape.watch(x)
+            y = rt.nn.max_pool2d(x, ksize, strides, padding)
+            loss = rt.reduce_sum(y * w)
+        dx = tape.gradient(loss, x)
+        second = rt.reduce_sum(dx * v)
+    return y, dx, outer.gradient(second, w)
+
+
+POOLS = [(2, 2, "VALID"), (3, 2, "VALID"), (3, 1, "SAME"), (2, 3, "SAME"), (3, 3, "VALID"), (1, 1, "VALID")]
+for _k, _s, _p in POOLS:
+    pooling.get_concrete_function(*[rt.TensorSpec([None] * 4, F)] * 3, _k, _s, _p)
+
+
 SHORT_ROWS = (2, 3, 10, 15, 16, 17, 33, 100, 127, 128)
 
 
@@ -588,6 +616,38 @@ def test_big_reductions_run_in_parallel_chunks(programs):
                 rt.config.threading.set_intra_op_parallelism_threads(0)
 
 
+COLUMNS = [((1, 40000, 8), [0, 1]), ((3, 40000, 8), [1]), ((64, 2000, 4), [1]), ((40000, 3, 8), [0, 1]),
+           ((5, 7, 3), [0, 1]), ((6, 4, 600), [1])]
+
+
+def test_column_reductions_accumulate_locally_the_same_on_any_number_of_threads(programs):
+    """Reductions over leading or middle axes into a narrow kept run ([rows, 8], [3, rows, 8], [64, rows, 4]):
+    a local accumulator per outer index, rows in chunks combined in order when few outer indices: one and two
+    threads give the same bits; NaN propagates through max and min."""
+    rng = np.random.default_rng(12)
+    for shape, axis in COLUMNS:
+        spec = rt.TensorSpec(shape, rt.float32)
+        x = rng.standard_normal(shape).astype(np.float32)
+        x.flat[x.size // 3] = np.nan
+        results = []
+        for threads in (1, 2):
+            rt.config.threading.set_intra_op_parallelism_threads(threads)
+            try:
+                check(programs.totals, (spec, axis, False), [rt.constant(x)], [axis, False], atol=2e-3)
+                keep = AXES.index(axis) % 2 == 1
+                check(programs.extremes, (spec, axis, keep), [rt.constant(x)], [axis, keep])
+                results.append(built(programs.totals, spec, axis, False)(rt.constant(x)))
+            finally:
+                rt.config.threading.set_intra_op_parallelism_threads(0)
+        for one, two in zip(*results):
+            np.testing.assert_array_equal(one.numpy(), two.numpy())
+        xi = rng.integers(-50, 50, shape).astype(np.int32)
+        check(programs.integer_totals, (rt.TensorSpec(shape, rt.int32), axis), [rt.constant(xi)], [axis])
+    lowered = str(lower_function(built(programs.totals, rt.TensorSpec(COLUMNS[0][0], rt.float32), [0, 1],
+                                       False).graph, "columns").ir)
+    assert "let cols" in lowered and "parallel" in lowered, lowered
+
+
 def test_empty_mean_is_nan_and_empty_max_is_the_lowest_value(programs):
     spec = rt.TensorSpec([None] * 3, rt.float32)
     mean = built(programs.totals, spec, [2], False)(rt.zeros([2, 3, 0]))[1].numpy()
@@ -777,6 +837,26 @@ def test_merged_loops_and_product_epilogues(programs, rows, data):
     x, g = _tensor([rows, 4], data), _tensor([rows, 6], data)
     check(programs.merged_updates, (rt.TensorSpec([None, 4], rt.float32), rt.TensorSpec([None, 6], rt.float32)),
           [x, g], atol=1e-4)
+
+
+POOLS = [(2, 2, "VALID"), (3, 2, "VALID"), (3, 1, "SAME"), (2, 3, "SAME"), (3, 3, "VALID"), (1, 1, "VALID")]
+
+
+def test_max_pooling_and_its_gradients_over_windows_that_overlap_or_not(programs):
+    """Windows that overlap (stride < window: the gradient splits images, not rows), tile or skip input rows,
+    SAME padding, channel counts under and over a block of flags (64), ties (the first maximum of a window takes
+    the gradient) and NaN; sizes over the parallel threshold too. Native == generic == eager."""
+    rng = np.random.default_rng(11)
+    spec = rt.TensorSpec([None] * 4, rt.float32)
+    for ksize, strides, padding in POOLS:
+        for shape in ((1, 5, 7, 1), (2, 6, 6, 16), (3, 7, 5, 70), (4, 48, 48, 32)):
+            x = rng.integers(-3, 4, shape).astype(np.float32)          # many ties
+            if shape[0] == 3:
+                x[1, 2, 3, 5] = np.nan
+            y_shape = rt.nn.max_pool2d(rt.constant(x), ksize, strides, padding).shape.as_list()
+            w, v = (rng.standard_normal(y_shape).astype(np.float32) for _ in range(2))
+            check(programs.pooling, (spec, spec, spec, ksize, strides, padding),
+                  [rt.constant(x), rt.constant(w), rt.constant(v)], [ksize, strides, padding])
 
 
 SHORT_ROWS = (2, 3, 10, 15, 16, 17, 33, 100, 127, 128)

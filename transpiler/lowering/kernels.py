@@ -31,6 +31,7 @@ UNROLL_MAX = 8         # a reduction over at most this many static elements is u
 CHUNKS = 16            # a big full reduction: partial results per chunk, combined in order (deterministic)
 SCRATCH_MAX = 16384    # elements of a per-row scratch buffer (on the stack of each thread)
 SUM_CHUNK = 512        # elements of a row that a float32 sum adds up in float before adding them to its double total
+COLUMN_LOCAL_MAX = 512  # kept elements of a column reduction accumulated in a local array
 PAD_LANES = 16         # a short static innermost loop runs a whole number of these (64 bytes of float32)
 PAD_MAX = 128          # ... when it has fewer iterations than this
 
@@ -811,6 +812,9 @@ def _rename(stmts: list, old: str, new: str) -> None:
 def _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims) -> list:
     """Accumulate into an output-shaped buffer while walking the input in memory order. Max/min fold
     with the NaN-propagating helpers (``rt_max_float32``), elementwise over the kept dims."""
+    local = _local_columns(lw, acc, head, tail, value, out_at, target)
+    if local is not None:
+        return local
     out = []
     out_count = product(dims[d] for d in kept)
     if isinstance(target, Array) and acc.ctype == target.ctype and not acc.red.mean:
@@ -844,6 +848,65 @@ def _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims) -> 
         cond = None
     out += wrap_loops(head, step, cond, simd=not tail, parallel_at=0 if cond is not None else None)
     return out + _column_final(lw, acc, buf, target, out_count)
+
+
+def _column_combine(acc, cur: Expr, value: Expr) -> Expr:
+    """``cur`` with ``value`` folded in, as a column reduction folds (max/min propagate NaN)."""
+    if acc.red.omp in ("max", "min"):
+        return CExpr(f"rt_{acc.red.omp}_{acc.dtype.name}({{0}}, {{1}})", (cur, value), acc.ctype)
+    return CExpr(acc.red.combine, (cur, value), acc.ctype)
+
+
+def _local_columns(lw, acc, head, tail, value, out_at, target) -> list | None:
+    """A column reduction whose loops are [kept...] [reduced...] [kept] (a bias gradient ``sum(dy, 0)``, a sum
+    over a middle axis): per outer index, the inner kept run accumulates in a local array (registers, or L1)
+    over the reduced rows, then is stored once. In parallel over the outer kept loop when it is long, else over
+    ``CHUNKS`` chunks of the rows, each into a row of partial results combined in chunk order (the same result
+    on any number of threads). None when the loops have another shape or the inner run is long or dynamic.
+
+    Accumulating into the output itself made GCC store the sums to memory on every row, and the chunks of
+    16 kept columns each walked all rows: a [21632, 16] bias gradient read its input 16 times.
+    """
+    if tail or not isinstance(target, Array):
+        return None
+    kinds = "".join(kind for _, _, kind in head)
+    n_outer = len(kinds) - len(kinds.lstrip("k"))
+    n_rows = len(kinds[n_outer:]) - len(kinds[n_outer:].lstrip("r"))
+    outer, rows, inner = head[:n_outer], head[n_outer:n_outer + n_rows], head[n_outer + n_rows:]
+    if not rows or len(inner) != 1 or inner[0][2] != "k" or inner[0][1].const is None \
+            or inner[0][1].const > COLUMN_LOCAL_MAX:
+        return None
+    var, width, _ = inner[0]
+    at = Poly.sym(var)
+    sums = lw.fresh("cols")
+    value = CExpr(f"(({acc.ctype}){{0}})", (value,), acc.ctype)
+    fold = wrap_loops(rows + inner, [Store(sums, at, _column_combine(acc, Load(sums, at, acc.ctype), value))],
+                      simd=True)
+    init = [Declare(sums, acc.ctype, size=width.const),
+            For(var, Poly.of(0), width, [Store(sums, at, Lit(acc.init(), acc.ctype))], simd=True)]
+    store = [For(var, Poly.of(0), width, [Store(target.ptr, out_at, acc.final(Load(sums, at, acc.ctype)))],
+                 simd=True)]
+    outer_count = product(e for _, e, _ in outer)
+    cond = parallel_condition(product(e for _, e, _ in head))
+    if cond is None or outer and (outer_count.const is None or outer_count.const >= 4) or len(rows) > 1:
+        return wrap_loops(outer, init + fold + store, cond if outer else None, simd=False, parallel_at=0)
+    # few outer indices: chunks of the rows in parallel, partial sums combined in order
+    partial, alloc = lw.temporary(acc.ctype, width * CHUNKS)
+    r, extent, _ = rows[0]
+    c, lo, hi = lw.fresh("c"), lw.fresh("lo"), lw.fresh("hi")
+    fold[0].start, fold[0].stop = Poly.sym(lo), Poly.sym(hi)
+    at_chunk = Poly.sym(c) * width + at
+    chunk = [Declare(lo, "int64_t", f"({extent}) * {c} / {CHUNKS}"),
+             Declare(hi, "int64_t", f"({extent}) * ({c} + 1) / {CHUNKS}")] + init + fold
+    chunk.append(For(var, Poly.of(0), width, [Store(partial, at_chunk, Load(sums, at, acc.ctype))], simd=True))
+    combined = [Declare(sums, acc.ctype, size=width.const),
+                For(var, Poly.of(0), width, [Store(sums, at, Load(partial, at, acc.ctype))], simd=True)]
+    k = lw.fresh("c")
+    combined.append(For(k, Poly.of(1), Poly.of(CHUNKS), [For(var, Poly.of(0), width, [
+        Store(sums, at, _column_combine(acc, Load(sums, at, acc.ctype), Load(partial, Poly.sym(k) * width + at,
+                                                                               acc.ctype)))], simd=True)]))
+    body = [For(c, Poly.of(0), Poly.of(CHUNKS), chunk, parallel=cond)] + combined + store
+    return [alloc] + wrap_loops(outer, body, simd=False)
 
 
 def _chunked_columns(lw, head, step, cond) -> list:
