@@ -4,7 +4,8 @@
  * TensorFlow: VALID keeps whole windows; SAME gives ceil(size / stride) outputs and pads the excess,
  * the smaller half before (rt_window_init computes it once for every kernel here).
  *
- * Convolutions are GEMMs over panels of output pixels: a panel (never the whole im2col matrix) holds,
+ * Convolutions are GEMMs over panels of output pixels (windows of few values, a first layer's, convolve
+ * directly: RT_CONV_DIRECT_K): a panel (never the whole im2col matrix) holds,
  * for each pixel of the panel, the kh * kw * c input values its window sees, and one GEMM with the
  * filters ([kh * kw * c, f] as stored) gives those pixels' outputs. The forward convolution and the
  * filter gradient give each thread panels of its own, small enough to stay in its core's L2 cache
@@ -93,23 +94,237 @@ static inline int64_t rt_panel_rows(const rt_window *g, size_t itemsize, int64_t
     return rows < total ? rows : (total > 0 ? total : 1);
 }
 
+/* Windows of at most RT_CONV_DIRECT_K values (a first layer's 3x3 or 5x5 over 1 or 3 channels) and at most
+ * RT_CONV_DIRECT_F filters convolve directly: a GEMM over im2col panels of 9 columns spent its time writing
+ * the panels (memcpy of 12 bytes a window row) and starting micro-kernels that ran 9 steps. */
+#ifdef RT_CONV_DIRECT_K_OVERRIDE
+#define RT_CONV_DIRECT_K RT_CONV_DIRECT_K_OVERRIDE
+#else
+#define RT_CONV_DIRECT_K 64
+#endif
+#define RT_CONV_DIRECT_F 256
+#define RT_CONV_CHUNKS 16           /* a direct filter gradient's fixed chunks of output rows, summed in order */
+
+static inline int rt_conv_direct(const rt_window *g) {
+    return g->kh * g->kw * g->c <= RT_CONV_DIRECT_K && g->f <= RT_CONV_DIRECT_F;
+}
+
+/* The filter gradient goes directly when its blocks of registers (8 window values x 1 vector of filters) take
+ * at most 4 passes over the pixels. */
+static inline int rt_conv_direct_filter(const rt_window *g, size_t itemsize) {
+    const int64_t lanes = RT_VEC_BYTES / (int64_t)itemsize, k = g->kh * g->kw * g->c;
+    return rt_conv_direct(g) && (k + 7) / 8 * ((g->f + lanes - 1) / lanes) <= 4;
+}
+
 /* Bytes of workspace a convolution kernel (kind 0: forward, 1: input gradient, 2: filter gradient) needs with
  * `threads` threads. */
 static inline size_t rt_conv_workspace_bytes(const rt_window *g, int kind, int threads, size_t itemsize) {
     const int64_t k = g->kh * g->kw * g->c;
+    const int64_t lanes = RT_VEC_BYTES / (int64_t)itemsize, fp = (g->f + 2 * lanes - 1) / (2 * lanes) * 2 * lanes;
+    if (kind == 0 && rt_conv_direct(g)) return (size_t)(k * fp) * itemsize + 64;     /* the padded filters */
+    if (kind == 2 && rt_conv_direct_filter(g, itemsize)) return (size_t)(RT_CONV_CHUNKS * k * g->f) * itemsize + 64;
     if (kind == 1) return (size_t)(rt_panel_rows(g, itemsize, RT_PANEL_BYTES) * k) * itemsize + 64;
     int64_t per_thread = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES) * k;
     if (kind == 2) per_thread += 2 * k * g->f;             /* a GEMM's result and the thread's running sum */
     return (size_t)(per_thread * (threads > 0 ? threads : 1)) * itemsize + 64;
 }
 
-/* Threads worth starting for a convolution of this size (each should get a few panels). */
+/* Threads worth starting for a convolution of this size (each should get a few panels, or output rows). */
 static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsize) {
     const int64_t total = g->n * g->oh * g->ow, rows = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES);
-    const int64_t panels = (total + rows - 1) / rows;
+    const int64_t panels = rt_conv_direct(g) ? g->n * g->oh : (total + rows - 1) / rows;      /* direct: rows */
     if (g->kh * g->kw * g->c * g->f * total < RT_GEMM_PARALLEL_MIN) return 1;
     return panels < threads ? (int)(panels > 0 ? panels : 1) : threads;
 }
+
+#define RT_DEFINE_CONV_DIRECT(T, S) \
+    /* A tile of output pixels (MR consecutive pixels of an output row, all with their windows inside the input \
+     * horizontally) times NV vectors of filters, in registers: for each window row i in [ki0, ki1) and each \
+     * value t of it (kw * c contiguous values in NHWC), one vector of filters (wp: the packed filters, fp \
+     * columns apart) and MR broadcasts of the pixels' values (rsx apart). The sum runs in the im2col GEMM's \
+     * order (kh, kw, c), so the same bits. mr <= MR pixels and nr <= NV * VL columns are stored. */ \
+    static inline __attribute__((always_inline)) void rt_conv_tile_##S( \
+            const int MR, const int NV, const T *xr, int64_t rsx, int64_t rowstep, int64_t ki0, int64_t ki1, \
+            int64_t kwc, const T *wp, int64_t fp, T *out, int64_t f, int mr, int nr) { \
+        typedef rt_vec_##S vec; \
+        enum { VL = RT_VEC_BYTES / (int)sizeof(T) }; \
+        vec acc0[16], acc1[16]; \
+        _Pragma("GCC unroll 16") \
+        for (int p = 0; p < MR; p++) { acc0[p] = (vec){0}; acc1[p] = (vec){0}; } \
+        for (int64_t i = ki0; i < ki1; i++) { \
+            const T *restrict xi = xr + i * rowstep; \
+            const T *restrict wi = wp + i * kwc * fp; \
+            for (int64_t t = 0; t < kwc; t++) { \
+                const vec b0 = *(const vec *)(wi + t * fp); \
+                const vec b1 = NV == 2 ? *(const vec *)(wi + t * fp + VL) : b0; \
+                _Pragma("GCC unroll 16") \
+                for (int p = 0; p < MR; p++) { \
+                    const T a = xi[p * rsx + t]; \
+                    acc0[p] += a * b0; \
+                    if (NV == 2) acc1[p] += a * b1; \
+                } \
+            } \
+        } \
+        if (mr == MR && nr == NV * VL) { \
+            _Pragma("GCC unroll 16") \
+            for (int p = 0; p < MR; p++) { \
+                *(vec *)(out + p * f) = acc0[p]; \
+                if (NV == 2) *(vec *)(out + p * f + VL) = acc1[p]; \
+            } \
+            return; \
+        } \
+        T tile[16][2 * VL] __attribute__((aligned(64))); \
+        _Pragma("GCC unroll 16") \
+        for (int p = 0; p < MR; p++) { *(vec *)&tile[p][0] = acc0[p]; *(vec *)&tile[p][VL] = acc1[p]; } \
+        for (int p = 0; p < mr; p++) \
+            for (int q = 0; q < nr; q++) out[p * f + q] = tile[p][q]; \
+    } \
+    \
+    /* One output pixel whose window reaches into the padding: the taps inside, in the same order. */ \
+    static void rt_conv_edge_pixel_##S(const T *x, const T *wp, int64_t fp, T *out, const rt_window *g, int64_t b, \
+                                       int64_t r, int64_t o) { \
+        const int64_t c = g->c, f = g->f; \
+        T acc[RT_CONV_DIRECT_F]; \
+        for (int64_t q = 0; q < f; q++) acc[q] = 0; \
+        for (int64_t i = 0; i < g->kh; i++) { \
+            const int64_t ih = r * g->sh + i - g->top; \
+            if (ih < 0 || ih >= g->h) continue; \
+            for (int64_t j = 0; j < g->kw; j++) { \
+                const int64_t iw = o * g->sw + j - g->left; \
+                if (iw < 0 || iw >= g->w) continue; \
+                const T *xs = x + ((b * g->h + ih) * g->w + iw) * c; \
+                for (int64_t ch = 0; ch < c; ch++) { \
+                    const T v = xs[ch]; \
+                    const T *restrict wr = wp + ((i * g->kw + j) * c + ch) * fp; \
+                    _Pragma("omp simd") \
+                    for (int64_t q = 0; q < f; q++) acc[q] += v * wr[q]; \
+                } \
+            } \
+        } \
+        for (int64_t q = 0; q < f; q++) out[q] = acc[q]; \
+    } \
+    \
+    /* y = conv2d(x, filt) for rt_conv_direct windows (no im2col): the filters packed into `work` with rows \
+     * padded to whole vectors (fp columns), then per output row (rows on threads) tiles of pixels whose \
+     * windows are inside horizontally, and the pixels at the edges one by one. */ \
+    static void rt_conv2d_direct_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads, T *work) { \
+        enum { VL = RT_VEC_BYTES / (int)sizeof(T) }; \
+        const int64_t c = g->c, f = g->f, k = g->kh * g->kw * c, kwc = g->kw * c; \
+        const int64_t fp = f <= VL ? VL : (f + 2 * VL - 1) / (2 * VL) * (2 * VL); \
+        T *wp = (T *)(((uintptr_t)work + 63) & ~(uintptr_t)63); \
+        for (int64_t t = 0; t < k; t++) \
+            for (int64_t q = 0; q < fp; q++) wp[t * fp + q] = q < f ? filt[t * f + q] : 0; \
+        /* pixels o in [oa, ob) have their whole window inside horizontally */ \
+        const int64_t span = g->w - g->kw + g->left; \
+        int64_t oa = (g->left + g->sw - 1) / g->sw, ob = span >= 0 ? span / g->sw + 1 : 0; \
+        if (ob > g->ow) ob = g->ow; \
+        if (oa > ob) oa = ob; \
+        _Pragma("omp parallel for schedule(static) num_threads(threads) if(threads > 1)") \
+        for (int64_t row = 0; row < g->n * g->oh; row++) { \
+            const int64_t b = row / g->oh, r = row % g->oh, ih0 = r * g->sh - g->top; \
+            const int64_t ki0 = ih0 < 0 ? -ih0 : 0, ki1 = ih0 + g->kh > g->h ? g->h - ih0 : g->kh; \
+            T *yrow = y + row * g->ow * f; \
+            for (int64_t o = 0; o < g->ow; o = o + 1 == oa ? ob : o + 1) \
+                if (o < oa || o >= ob) rt_conv_edge_pixel_##S(x, wp, fp, yrow + o * f, g, b, r, o); \
+            if (oa == ob || ki0 >= ki1) { \
+                for (int64_t o = oa; o < ob; o++) rt_conv_edge_pixel_##S(x, wp, fp, yrow + o * f, g, b, r, o); \
+                continue; \
+            } \
+            /* window row ki0 of pixel oa, and the filters from row ki0 */ \
+            const T *xr = x + ((b * g->h + ih0 + ki0) * g->w + oa * g->sw - g->left) * c; \
+            const T *wk = wp + ki0 * kwc * fp; \
+            const int64_t rsx = g->sw * c, rowstep = g->w * c, kn = ki1 - ki0; \
+            for (int64_t f0 = 0; f0 < f; f0 += f <= VL ? VL : 2 * VL) { \
+                const int nr = (int)(f - f0 < (f <= VL ? VL : 2 * VL) ? f - f0 : (f <= VL ? VL : 2 * VL)); \
+                int64_t o = oa; \
+                if (f <= VL) { \
+                    for (; o + 16 <= ob; o += 16) \
+                        rt_conv_tile_##S(16, 1, xr + (o - oa) * rsx, rsx, rowstep, 0, kn, kwc, wk + f0, fp, \
+                                         yrow + o * f + f0, f, 16, nr); \
+                } else { \
+                    for (; o + 8 <= ob; o += 8) \
+                        rt_conv_tile_##S(8, 2, xr + (o - oa) * rsx, rsx, rowstep, 0, kn, kwc, wk + f0, fp, \
+                                         yrow + o * f + f0, f, 8, nr); \
+                } \
+                for (; o < ob; o++) \
+                    rt_conv_tile_##S(1, f <= VL ? 1 : 2, xr + (o - oa) * rsx, rsx, rowstep, 0, kn, kwc, wk + f0, \
+                                     fp, yrow + o * f + f0, f, 1, nr); \
+            } \
+        } \
+    } \
+    \
+    /* dfilt for rt_conv_direct_filter windows: RT_CONV_CHUNKS fixed chunks of output rows (on threads) each sum, \
+     * into their own [k, f] partial in `work`, x's window values times dy's rows: per block of up to 8 window \
+     * values and one vector of filters, 8 accumulators in registers while the chunk's pixels go by (a window \
+     * reaching into the padding takes its values one by one). The partials are added in chunk order (the same \
+     * bits on any number of threads). */ \
+    static void rt_conv2d_filter_direct_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, int threads, \
+                                            T *work) { \
+        typedef rt_vec_##S vec; \
+        enum { VL = RT_VEC_BYTES / (int)sizeof(T), TB = 8 }; \
+        const int64_t c = g->c, f = g->f, k = g->kh * g->kw * c, kwc = g->kw * c, kf = k * f, rows = g->n * g->oh; \
+        T *base = (T *)(((uintptr_t)work + 63) & ~(uintptr_t)63); \
+        _Pragma("omp parallel for schedule(static) num_threads(threads) if(threads > 1)") \
+        for (int64_t part = 0; part < RT_CONV_CHUNKS; part++) { \
+            T *restrict sum = base + part * kf; \
+            const int64_t row0 = rows * part / RT_CONV_CHUNKS, row1 = rows * (part + 1) / RT_CONV_CHUNKS; \
+            for (int64_t f0 = 0; f0 < f; f0 += VL) { \
+                const int nr = (int)(f - f0 < VL ? f - f0 : VL); \
+                for (int64_t t0 = 0; t0 < k; t0 += TB) { \
+                    const int tb = (int)(k - t0 < TB ? k - t0 : TB); \
+                    int64_t ti[TB], tj[TB], toff[TB]; \
+                    for (int u = 0; u < TB; u++) {       /* window row, column and offset of each value */ \
+                        const int64_t t = t0 + (u < tb ? u : 0), jc = t % kwc; \
+                        ti[u] = t / kwc; tj[u] = jc / c; toff[u] = ti[u] * g->w * c + jc; \
+                    } \
+                    vec acc[TB]; \
+                    _Pragma("GCC unroll 8") \
+                    for (int u = 0; u < TB; u++) acc[u] = (vec){0}; \
+                    for (int64_t row = row0; row < row1; row++) { \
+                        const int64_t b = row / g->oh, r = row % g->oh, ih0 = r * g->sh - g->top; \
+                        for (int64_t o = 0; o < g->ow; o++) { \
+                            const T *d = dy + (row * g->ow + o) * f + f0; \
+                            T lanes[VL] __attribute__((aligned(64))); \
+                            vec dv; \
+                            if (nr == VL) dv = *(const vec *)d; \
+                            else { \
+                                for (int q = 0; q < VL; q++) lanes[q] = q < nr ? d[q] : 0; \
+                                dv = *(const vec *)lanes; \
+                            } \
+                            const int64_t iw0 = o * g->sw - g->left; \
+                            const int64_t at = ((b * g->h + ih0) * g->w + iw0) * c;  /* an index, maybe outside */ \
+                            const int inside = ih0 >= 0 && ih0 + g->kh <= g->h && iw0 >= 0 && iw0 + g->kw <= g->w; \
+                            _Pragma("GCC unroll 8") \
+                            for (int u = 0; u < TB; u++) { \
+                                if (u >= tb) break; \
+                                T v; \
+                                if (inside) v = x[at + toff[u]]; \
+                                else { \
+                                    const int64_t ih = ih0 + ti[u], iw = iw0 + tj[u]; \
+                                    v = ih >= 0 && ih < g->h && iw >= 0 && iw < g->w ? x[at + toff[u]] : 0; \
+                                } \
+                                acc[u] += v * dv; \
+                            } \
+                        } \
+                    } \
+                    for (int u = 0; u < tb; u++) { \
+                        T tile[VL] __attribute__((aligned(64))); \
+                        *(vec *)tile = acc[u]; \
+                        for (int q = 0; q < nr; q++) sum[(t0 + u) * f + f0 + q] = tile[q]; \
+                    } \
+                } \
+            } \
+        } \
+        memcpy(dfilt, base, (size_t)kf * sizeof(T)); \
+        for (int64_t part = 1; part < RT_CONV_CHUNKS; part++) { \
+            const T *restrict sum = base + part * kf; \
+            _Pragma("omp simd") \
+            for (int64_t q = 0; q < kf; q++) dfilt[q] += sum[q]; \
+        } \
+    }
+
+RT_DEFINE_CONV_DIRECT(float, float32)
+RT_DEFINE_CONV_DIRECT(double, float64)
 
 #define RT_DEFINE_CONV(T, S) \
     /* Rows [start, start + rows) of the im2col matrix: one row per output pixel, the kh * kw * c input \
@@ -165,6 +380,7 @@ static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsi
      * per panel of output pixels, y[pixels] = im2col(pixels) @ filt (filt is [kh*kw*c, f] as stored). Threads \
      * take panels in turn, each into its own part of `work` (rt_conv_workspace_bytes). */ \
     static int rt_conv2d_ws_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads, T *work) { \
+        if (rt_conv_direct(g)) { rt_conv2d_direct_##S(x, filt, y, g, threads, work); return 0; } \
         const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow; \
         const int64_t step = rt_panel_rows(g, sizeof(T), RT_THREAD_PANEL_BYTES), panels = (total + step - 1) / step; \
         int rc = 0; \
@@ -197,6 +413,10 @@ static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsi
      * each thread sums its panels' products, then the threads' sums are added. */ \
     static int rt_conv2d_backprop_filter_ws_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, int threads, \
                                                 T *work) { \
+        if (rt_conv_direct_filter(g, sizeof(T))) { \
+            rt_conv2d_filter_direct_##S(x, dy, dfilt, g, threads, work); \
+            return 0; \
+        } \
         const int64_t k = g->kh * g->kw * g->c, kf = k * g->f, total = g->n * g->oh * g->ow; \
         const int64_t step = rt_panel_rows(g, sizeof(T), RT_THREAD_PANEL_BYTES), panels = (total + step - 1) / step; \
         const int64_t each = step * k + 2 * kf; \
