@@ -370,6 +370,28 @@ def pooling(x, w, v, ksize, strides, padding):
     return y, dx, outer.gradient(second, w)
 
 
+@rt.function
+def convolution(x, w, dy, strides, padding):
+    """A convolution and its two gradients (Conv2DBackpropInput and Conv2DBackpropFilter)."""
+    with rt.GradientTape() as tape:
+        tape.watch([x, w])
+        y = rt.nn.conv2d(x, w, strides, padding)
+        loss = rt.reduce_sum(y * dy)
+    return (y, *tape.gradient(loss, [x, w]))
+
+
+# windows of few values (a first layer's): direct convolution; the last one goes through im2col panels
+CONVS = [((2, 9, 11, 1), (3, 3, 1, 16), 1, "VALID"), ((3, 8, 7, 1), (5, 5, 1, 6), 1, "SAME"),
+         ((1, 10, 12, 3), (3, 3, 3, 32), 2, "SAME"), ((2, 7, 9, 2), (3, 2, 2, 17), 3, "VALID"),
+         ((1, 6, 6, 3), (1, 1, 3, 40), 1, "SAME"), ((2, 5, 4, 1), (5, 5, 1, 1), 1, "SAME"),
+         ((1, 12, 13, 3), (3, 3, 3, 70), 1, "SAME"), ((2, 30, 29, 1), (3, 3, 1, 16), 1, "SAME"),
+         ((1, 9, 9, 8), (3, 3, 8, 20), 1, "VALID")]
+for _x, _w, _s, _p in CONVS:
+    convolution.get_concrete_function(rt.TensorSpec(_x, F), rt.TensorSpec(_w, F), spec(4), _s, _p)
+# an upstream gradient of a rank only the run time tells: its broadcast's gradient (SumToShape) runs the numpy kernel
+convolution.get_concrete_function(*[rt.TensorSpec(None, F)] * 3, 1, "SAME")
+
+
 POOLS = [(2, 2, "VALID"), (3, 2, "VALID"), (3, 1, "SAME"), (2, 3, "SAME"), (3, 3, "VALID"), (1, 1, "VALID")]
 for _k, _s, _p in POOLS:
     pooling.get_concrete_function(*[rt.TensorSpec([None] * 4, F)] * 3, _k, _s, _p)
@@ -460,7 +482,7 @@ def programs(tmp_path_factory):
 
 def _key(value):
     if isinstance(value, rt.TensorSpec):
-        return ("spec", tuple(value.shape.dims), value.dtype.name)
+        return ("spec", None if value.shape.dims is None else tuple(value.shape.dims), value.dtype.name)
     if isinstance(value, list):
         return ("list", tuple(value))
     return ("value", value)
@@ -837,6 +859,33 @@ def test_merged_loops_and_product_epilogues(programs, rows, data):
     x, g = _tensor([rows, 4], data), _tensor([rows, 6], data)
     check(programs.merged_updates, (rt.TensorSpec([None, 4], rt.float32), rt.TensorSpec([None, 6], rt.float32)),
           [x, g], atol=1e-4)
+
+
+CONVS = [((2, 9, 11, 1), (3, 3, 1, 16), 1, "VALID"), ((3, 8, 7, 1), (5, 5, 1, 6), 1, "SAME"),
+         ((1, 10, 12, 3), (3, 3, 3, 32), 2, "SAME"), ((2, 7, 9, 2), (3, 2, 2, 17), 3, "VALID"),
+         ((1, 6, 6, 3), (1, 1, 3, 40), 1, "SAME"), ((2, 5, 4, 1), (5, 5, 1, 1), 1, "SAME"),
+         ((1, 12, 13, 3), (3, 3, 3, 70), 1, "SAME"), ((2, 30, 29, 1), (3, 3, 1, 16), 1, "SAME"),
+         ((1, 9, 9, 8), (3, 3, 8, 20), 1, "VALID")]
+
+
+def test_convolutions_of_small_windows_direct_and_through_panels(programs):
+    """First-layer convolutions (windows of at most 64 values) run directly: tiles of pixels inside the input,
+    pixels at the edges one by one, filter counts under, at and over a vector (padded), strides 1-3, SAME and
+    VALID; their gradients too. Native == generic == eager; the forward pass has the im2col GEMM's sums, so the
+    generic executor's (the same kernel) bits."""
+    rng = np.random.default_rng(13)
+    for x_shape, w_shape, strides, padding in CONVS:
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        w = rng.standard_normal(w_shape).astype(np.float32)
+        y_shape = rt.nn.conv2d(rt.constant(x), rt.constant(w), strides, padding).shape.as_list()
+        dy = rng.standard_normal(y_shape).astype(np.float32)
+        signature = (rt.TensorSpec(x_shape, rt.float32), rt.TensorSpec(w_shape, rt.float32),
+                     rt.TensorSpec([None] * 4, rt.float32), strides, padding)
+        check(programs.convolution, signature, [rt.constant(x), rt.constant(w), rt.constant(dy)],
+              [strides, padding], atol=1e-4)
+        if strides == 1 and padding == "SAME":
+            check(programs.convolution, (*[rt.TensorSpec(None, rt.float32)] * 3, 1, "SAME"),
+                  [rt.constant(x), rt.constant(w), rt.constant(dy)], [1, "SAME"], atol=1e-4)
 
 
 POOLS = [(2, 2, "VALID"), (3, 2, "VALID"), (3, 1, "SAME"), (2, 3, "SAME"), (3, 3, "VALID"), (1, 1, "VALID")]

@@ -40,7 +40,7 @@ def _loops(lw, dims) -> tuple[list, tuple]:
 
 def emit_strided_slice_grad(lw, op) -> bool:
     out, grad = op.outputs[0], op.inputs[1]
-    if out.dtype.c_type is None or id(op) not in lw.slices:
+    if out.dtype.c_type is None or id(op) not in lw.slices or id(grad) not in lw.dims:
         return False
     target = _target(lw, out)
     _zeros(lw, target)
@@ -56,8 +56,8 @@ def emit_strided_slice_grad(lw, op) -> bool:
 def emit_segment_sum(lw, op) -> bool:
     data, ids = op.inputs[0], op.inputs[1]
     out = op.outputs[0]
-    if out.dtype.c_type is None or id(out) not in lw.dims:
-        return False
+    if out.dtype.c_type is None or any(id(t) not in lw.dims for t in (out, data, ids)):
+        return False          # a rank only the run time tells: the numpy kernel
     target = _target(lw, out)
     _zeros(lw, target)
     dims = lw.dims[id(out)]
@@ -85,8 +85,8 @@ def emit_segment_sum(lw, op) -> bool:
 def emit_sum_to_shape(lw, op) -> bool:
     grad = op.inputs[0]
     out = op.outputs[0]
-    if out.dtype.c_type is None or id(out) not in lw.dims:
-        return False
+    if out.dtype.c_type is None or id(out) not in lw.dims or id(grad) not in lw.dims:
+        return False          # a rank only the run time tells: the numpy kernel
     gd, dims = lw.dims[id(grad)], lw.dims[id(out)]
     lead = len(gd) - len(dims)
     if lead < 0:
