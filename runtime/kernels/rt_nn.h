@@ -133,7 +133,9 @@ static inline size_t rt_conv_workspace_bytes(const rt_window *g, int kind, int t
 static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsize) {
     const int64_t total = g->n * g->oh * g->ow, rows = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES);
     const int64_t panels = rt_conv_direct(g) ? g->n * g->oh : (total + rows - 1) / rows;      /* direct: rows */
-    if (g->kh * g->kw * g->c * g->f * total < RT_GEMM_PARALLEL_MIN) return 1;
+    /* direct convolutions run at a quarter of the GEMM's multiply-adds per second or less */
+    if (g->kh * g->kw * g->c * g->f * total < (rt_conv_direct(g) ? RT_GEMM_PARALLEL_MIN / 4 : RT_GEMM_PARALLEL_MIN))
+        return 1;
     return panels < threads ? (int)(panels > 0 ? panels : 1) : threads;
 }
 
