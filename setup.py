@@ -22,7 +22,7 @@ extensions = [
         "runtime._native",
         ["runtime/_native.pyx"],
         include_dirs=[np.get_include(), "runtime"],
-        extra_compile_args=["-O3", "-fopenmp"] + _flags.arch_flags(),
+        extra_compile_args=["-O3", "-fopenmp", "-ffp-contract=off"] + _flags.arch_flags(),   # as generated code
         extra_link_args=["-fopenmp", "-lm"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     ),

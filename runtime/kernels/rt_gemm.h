@@ -73,13 +73,13 @@ static inline __attribute__((always_inline)) void RT_G_FN(rt_gemm_micro)(
             c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i][j] : tile[i][j];
 }
 
-static void RT_G_FN(rt_gemm_micro_wide)(int64_t kc, const RT_G_T *restrict a, int64_t rsa, int64_t csa,
+static RT_FMA_KERNEL void RT_G_FN(rt_gemm_micro_wide)(int64_t kc, const RT_G_T *restrict a, int64_t rsa, int64_t csa,
                                         const RT_G_T *restrict b, int64_t rsb, RT_G_T *restrict c, int64_t ldc,
                                         int mr, int nr, int accumulate) {
     RT_G_FN(rt_gemm_micro)(RT_GEMM_MR, 2, kc, a, rsa, csa, b, rsb, c, ldc, mr, nr, accumulate);
 }
 
-static void RT_G_FN(rt_gemm_micro_narrow)(int64_t kc, const RT_G_T *restrict a, int64_t rsa, int64_t csa,
+static RT_FMA_KERNEL void RT_G_FN(rt_gemm_micro_narrow)(int64_t kc, const RT_G_T *restrict a, int64_t rsa, int64_t csa,
                                           const RT_G_T *restrict b, int64_t rsb, RT_G_T *restrict c, int64_t ldc,
                                           int mr, int nr, int accumulate) {
     RT_G_FN(rt_gemm_micro)(2 * RT_GEMM_MR, 1, kc, a, rsa, csa, b, rsb, c, ldc, mr, nr, accumulate);

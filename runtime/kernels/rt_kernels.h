@@ -54,6 +54,16 @@ double pow(double, double);
 
 typedef uint8_t rt_bool;
 
+/* Generated code is compiled with -ffp-contract=off, so that x * y + z rounds twice, as numpy's separate
+ * ops do. Matmul and convolution kernels want their fused multiply-adds: they are functions of their own
+ * (never inlined into a function compiled without contraction, whose mode would win) that contract. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RT_CONTRACT __attribute__((optimize("fp-contract=fast")))
+#else
+#define RT_CONTRACT
+#endif
+#define RT_FMA_KERNEL __attribute__((noinline)) RT_CONTRACT
+
 #include "rt_config.h"     /* enum rt_dtype, RT_PARALLEL_MIN: generated from the Python tables */
 
 typedef struct {
@@ -640,7 +650,7 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
     RT_DEFINE_MATMUL_SMALL_W(T, U, S, 64) \
     RT_DEFINE_MATMUL_SMALL_W(T, U, S, 32) \
     RT_DEFINE_MATMUL_SMALL_W(T, U, S, 16) \
-    static __attribute__((noinline)) void rt_matmul_small_vec_##S( \
+    static RT_FMA_KERNEL void rt_matmul_small_vec_##S( \
             const T *restrict a, int64_t lda, const T *restrict b, int64_t ldb, T *restrict c, int64_t ldc, \
             int64_t m, int64_t k, int64_t n, int ta) { \
         const int64_t l64 = 64 / (int64_t)sizeof(T), l32 = l64 / 2, l16 = l64 / 4; \

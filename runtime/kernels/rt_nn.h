@@ -183,8 +183,8 @@ static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsi
     } \
     \
     /* One output pixel whose window reaches into the padding: the taps inside, in the same order. */ \
-    static void rt_conv_edge_pixel_##S(const T *x, const T *wp, int64_t fp, T *out, const rt_window *g, int64_t b, \
-                                       int64_t r, int64_t o) { \
+    static RT_CONTRACT void rt_conv_edge_pixel_##S(const T *x, const T *wp, int64_t fp, T *out, const rt_window *g, \
+                                                   int64_t b, int64_t r, int64_t o) { \
         const int64_t c = g->c, f = g->f; \
         T acc[RT_CONV_DIRECT_F]; \
         for (int64_t q = 0; q < f; q++) acc[q] = 0; \
@@ -209,7 +209,8 @@ static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsi
     /* y = conv2d(x, filt) for rt_conv_direct windows (no im2col): the filters packed into `work` with rows \
      * padded to whole vectors (fp columns), then per output row (rows on threads) tiles of pixels whose \
      * windows are inside horizontally, and the pixels at the edges one by one. */ \
-    static void rt_conv2d_direct_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads, T *work) { \
+    static RT_FMA_KERNEL void rt_conv2d_direct_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads, \
+                                                   T *work) { \
         enum { VL = RT_VEC_BYTES / (int)sizeof(T) }; \
         const int64_t c = g->c, f = g->f, k = g->kh * g->kw * c, kwc = g->kw * c; \
         const int64_t fp = f <= VL ? VL : (f + 2 * VL - 1) / (2 * VL) * (2 * VL); \
@@ -260,8 +261,8 @@ static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsi
      * values and one vector of filters, 8 accumulators in registers while the chunk's pixels go by (a window \
      * reaching into the padding takes its values one by one). The partials are added in chunk order (the same \
      * bits on any number of threads). */ \
-    static void rt_conv2d_filter_direct_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, int threads, \
-                                            T *work) { \
+    static RT_FMA_KERNEL void rt_conv2d_filter_direct_##S(const T *x, const T *dy, T *dfilt, const rt_window *g, \
+                                                          int threads, T *work) { \
         typedef rt_vec_##S vec; \
         enum { VL = RT_VEC_BYTES / (int)sizeof(T), TB = 8 }; \
         const int64_t c = g->c, f = g->f, k = g->kh * g->kw * c, kwc = g->kw * c, kf = k * f, rows = g->n * g->oh; \

@@ -355,6 +355,17 @@ def shuffled_updates(m):
     return r + total, table.read_value(), table.assign_add(r * 0.5)
 
 
+@rt.function(input_signature=[spec(1)] * 3)
+def mul_add(a, b, c):
+    """A fused chain of a product and a sum, and a chaotic loop (a Mandelbrot escape count) built on such chains."""
+    re, im, count = c * 0.0, c * 0.0, rt.cast(c * 0.0, rt.int32)
+    for _ in rt.range(60):
+        active = re * re + im * im <= 4.0
+        re, im = rt.where(active, re * re - im * im + a, re), rt.where(active, 2.0 * re * im + b, im)
+        count += rt.cast(active, rt.int32)
+    return a * b + c, count
+
+
 @rt.function
 def pooling(x, w, v, ksize, strides, padding):
     """Max pooling, its gradient (MaxPoolGrad) and the gradient of that with respect to the upstream gradient
@@ -886,6 +897,26 @@ def test_convolutions_of_small_windows_direct_and_through_panels(programs):
         if strides == 1 and padding == "SAME":
             check(programs.convolution, (*[rt.TensorSpec(None, rt.float32)] * 3, 1, "SAME"),
                   [rt.constant(x), rt.constant(w), rt.constant(dy)], [1, "SAME"], atol=1e-4)
+
+
+def test_fused_chains_round_as_numpys_separate_ops(programs):
+    """Built code is compiled without contracting x * y + z into one FMA: a fused chain gives numpy's bits
+    (x = 1 + 2^-13: x * x - (1 + 2^-12) is 2^-26 with an FMA, 0 in numpy), and a chaotic loop of such chains
+    (Mandelbrot escape counts) gives numpy's counts, where FMAs shifted some by one."""
+    x = np.float32(1 + 2 ** -13)
+    rng = np.random.default_rng(14)
+    a = np.concatenate([[x], rng.uniform(-2, 0.6, 4095)]).astype(np.float32)
+    b = np.concatenate([[x], rng.uniform(-1.2, 1.2, 4095)]).astype(np.float32)
+    c = np.concatenate([[-(1 + 2 ** -12)], np.zeros(4095)]).astype(np.float32)
+    fused, counts = built(programs.mul_add, *[rt.TensorSpec([None], rt.float32)] * 3)(a, b, c)
+    np.testing.assert_array_equal(fused.numpy(), a * b + c)
+    assert fused.numpy()[0] == 0
+    re, im, want = np.zeros_like(a), np.zeros_like(a), np.zeros(a.shape, np.int32)
+    for _ in range(60):
+        active = re * re + im * im <= np.float32(4)
+        re, im = np.where(active, re * re - im * im + a, re), np.where(active, np.float32(2) * re * im + b, im)
+        want += active
+    np.testing.assert_array_equal(counts.numpy(), want)
 
 
 POOLS = [(2, 2, "VALID"), (3, 2, "VALID"), (3, 1, "SAME"), (2, 3, "SAME"), (3, 3, "VALID"), (1, 1, "VALID")]

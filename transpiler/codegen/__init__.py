@@ -32,9 +32,12 @@ KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(version.__file__)), "
 
 # -fno-strict-aliasing and -fwrapv: generated code relies on neither type-based aliasing nor signed
 # overflow being undefined (integer tensors wrap, as in numpy).
-COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-fno-strict-aliasing", "-fwrapv",
-                "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label", "-Wno-unused-but-set-variable"] \
-    + arch_flags()
+# -ffp-contract=off: a fused chain rounds each multiply and add as numpy's separate ops do (GCC contracted
+# x * y + z into one FMA, so built code disagreed with eager code in the last bit, and a Mandelbrot loop's
+# escape counts with it); the matmul and convolution kernels keep their FMAs (RT_FMA_KERNEL in rt_kernels.h).
+COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fno-strict-aliasing",
+                "-fwrapv", "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label",
+                "-Wno-unused-but-set-variable"] + arch_flags()
 LINK_ARGS = ["-fopenmp", "-lm"]
 
 
