@@ -2193,6 +2193,26 @@ static void rt_ew_Round_float64(void *const *ins, void *out, int64_t n, const in
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_round_float64(x0[k * s[0]]));
     }
 }
+static void rt_ew_Rsqrt_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_rsqrt_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_rsqrt_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Rsqrt_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_rsqrt_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_rsqrt_float64(x0[k * s[0]]));
+    }
+}
 static void rt_ew_SelectV2_bool_bool_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     const rt_bool *x1 = (const rt_bool *)ins[1];
@@ -2948,6 +2968,8 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 8 && dst == -1 && strcmp(op, "Relu") == 0) return rt_ew_Relu_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Round") == 0) return rt_ew_Round_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Round") == 0) return rt_ew_Round_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "Rsqrt") == 0) return rt_ew_Rsqrt_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "Rsqrt") == 0) return rt_ew_Rsqrt_float64;
     if (dtype == 0 && dst == -1 && strcmp(op, "SelectV2") == 0) return rt_ew_SelectV2_bool_bool_bool;
     if (dtype == 1 && dst == -1 && strcmp(op, "SelectV2") == 0) return rt_ew_SelectV2_bool_int8_int8;
     if (dtype == 2 && dst == -1 && strcmp(op, "SelectV2") == 0) return rt_ew_SelectV2_bool_int16_int16;

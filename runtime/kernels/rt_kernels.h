@@ -488,6 +488,7 @@ static inline int rt_list_add(rt_ctx *ctx, rt_list *a, const rt_list *b, const c
     static inline T rt_relu_##S(T a) { return (a > 0 || a != a) ? a : 0; } \
     static inline T rt_square_##S(T a) { return a * a; } \
     static inline T rt_sqrt_##S(T a) { return sqrt##F(a); } \
+    static inline T rt_rsqrt_##S(T a) { return (T)1 / sqrt##F(a); } \
     static inline T rt_floor_##S(T a) { return floor##F(a); } \
     static inline T rt_ceil_##S(T a) { return ceil##F(a); } \
     static inline T rt_round_##S(T a) { return rint##F(a); } /* halves to even in the default rounding mode */ \

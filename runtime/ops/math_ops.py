@@ -186,6 +186,9 @@ abs = _define_elementwise("Abs", "abs", np.abs, SIGNED, 1, c_expr="rt_abs({0})")
 sign = _define_elementwise("Sign", "sign", np.sign, SIGNED, 1, c_expr="rt_sign({0})")
 square = _define_elementwise("Square", "square", np.square, NUMERIC, 1, c_expr="rt_square({0})")
 sqrt = _define_elementwise("Sqrt", "sqrt", np.sqrt, FLOATS, 1, c_expr="rt_sqrt({0})")
+# 1 / sqrt(x), rounded twice as numpy's 1 / np.sqrt(x) is (tf.math.rsqrt)
+rsqrt = _define_elementwise("Rsqrt", "rsqrt", lambda x: np.divide(1, np.sqrt(x), dtype=x.dtype), FLOATS, 1,
+                            c_expr="rt_rsqrt({0})")
 exp = _define_elementwise("Exp", "exp", np.exp, FLOATS, 1, c_expr="rt_exp({0})")
 log = _define_elementwise("Log", "log", np.log, FLOATS, 1, c_expr="rt_log({0})")
 tanh = _define_elementwise("Tanh", "tanh", np.tanh, FLOATS, 1, c_expr="rt_tanh({0})")
@@ -286,6 +289,12 @@ def _square_grad(op, grad):
 @gradient("Sqrt")
 def _sqrt_grad(op, grad):
     return [_realdiv(grad, multiply(op.outputs[0], 2))]
+
+
+@gradient("Rsqrt")
+def _rsqrt_grad(op, grad):
+    y = op.outputs[0]
+    return [multiply(grad, multiply(multiply(y, multiply(y, y)), -0.5))]
 
 
 @gradient("Exp")

@@ -293,6 +293,7 @@ GRAD_CASES = {
     "Sign": _unary("Sign", lambda x: rt.sign(x) * x),
     "Square": _unary("Square", rt.square),
     "Sqrt": _unary("Sqrt", rt.sqrt, positive(2, 3)),
+    "Rsqrt": _unary("Rsqrt", rt.math.rsqrt, positive(2, 3)),
     "Exp": _unary("Exp", rt.exp),
     "Log": _unary("Log", rt.math.log, positive(2, 3)),
     "Tanh": _unary("Tanh", rt.tanh),

@@ -123,6 +123,7 @@ ELEMENTWISE = [
     Elementwise("Sign", rt.sign, np.sign, SIGNED, 1),
     Elementwise("Square", rt.square, np.square, NUMERIC, 1),
     Elementwise("Sqrt", rt.sqrt, np.sqrt, FLOATS, 1, lo=0),
+    Elementwise("Rsqrt", rt.math.rsqrt, lambda x: 1 / np.sqrt(x), FLOATS, 1, lo=0.125),
     Elementwise("Exp", rt.exp, np.exp, FLOATS, 1, lo=-20, hi=10),
     Elementwise("Log", rt.log, np.log, FLOATS, 1, lo=2.0 ** -10),
     Elementwise("Tanh", rt.tanh, np.tanh, FLOATS, 1),
