@@ -28,6 +28,8 @@ from transpiler.lowering.ir import (
 from transpiler.lowering.values import Array, Obj, Scalar
 
 UNROLL_MAX = 8         # a reduction over at most this many static elements is unrolled (the row loop vectorises)
+UNROLL_SUM_MAX = 16    # ... a sum over at most this many (pairwise distances of 16-d points 2.4x faster; a max
+                       # of 12 was slower: its NaN flags unrolled cost more than a padded vector of the row)
 CHUNKS = 16            # a big full reduction: partial results per chunk, combined in order (deterministic)
 SCRATCH_MAX = 16384    # elements of a per-row scratch buffer (on the stack of each thread)
 SUM_CHUNK = 512        # elements of a row that a float32 sum adds up in float before adding them to its double total
@@ -696,7 +698,7 @@ def _row_schedule(lw, acc, head, tail, value, out_at, target) -> list:
     if not head:
         return _full_reduction(lw, acc, tail, acc.update(lw, value)) + _store(target, Poly.of(0), acc.final())
     count = product([e for _, e, _ in tail]).const
-    short = count is not None and count <= UNROLL_MAX
+    short = count is not None and count <= (UNROLL_SUM_MAX if acc.red.omp == "+" else UNROLL_MAX)
     part = float_partial(lw, acc, acc.op)
     if short:       # e.g. the 3 coordinates of a distance: unrolled, and the loop over rows vectorised
         reduced = unroll(lw, tail, acc.update(lw, value))
