@@ -120,6 +120,20 @@ static inline void RT_G_FN(rt_gemm_pack_b)(const RT_G_T *restrict b, int64_t ldb
         const int cols = (int)(nc - s < nr_t ? nc - s : nr_t);
         RT_G_T *restrict o = out + s * kc;
         if (trans) {          /* op(B)(p, j) = b[j * ldb + p] */
+#if defined(RT_TRANSPOSE16_float32)
+            if (sizeof(RT_G_T) == 4 && cols == nr_t && nr_t % 16 == 0) {     /* 16 x 16 blocks in registers */
+                const int64_t kc16 = kc / 16 * 16;
+                for (int jb = 0; jb < nr_t; jb += 16)
+                    for (int64_t p = 0; p < kc16; p += 16)
+                        rt_transpose16_float32((const float *)(b + (j0 + s + jb) * ldb + p0 + p), ldb,
+                                               (float *)(o + p * nr_t + jb), nr_t);
+                for (int j = 0; j < nr_t; j++) {
+                    const RT_G_T *restrict src = b + (j0 + s + j) * ldb + p0;
+                    for (int64_t p = kc16; p < kc; p++) o[p * nr_t + j] = src[p];
+                }
+                continue;
+            }
+#endif
             for (int j = 0; j < nr_t; j++) {
                 if (j < cols) {
                     const RT_G_T *restrict src = b + (j0 + s + j) * ldb + p0;

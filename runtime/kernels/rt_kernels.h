@@ -576,6 +576,38 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
 #define RT_GEMM_PARALLEL_MIN ((int64_t)1 << 22)
 #define RT_GEMM_TINY 4096
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+/* dst[p * ldd + i] = src[i * lds + p] for a 16 x 16 block of floats, in registers (two unpack and two lane
+ * shuffle stages): packing a transposed B one element at a time took 30 of the 97 us of a [64, 512] x
+ * [512, 512]^T product (a layer's input gradient). */
+static inline void rt_transpose16_float32(const float *src, int64_t lds, float *dst, int64_t ldd) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {         /* lane L of r[i + c]: column 4L + c of rows i..i+3 */
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {             /* output row 4L + c: lane L of r[c], r[4 + c], r[8 + c], r[12 + c] */
+        const __m512 v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+        const __m512 w0 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+        const __m512 v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+        const __m512 w1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+        _mm512_storeu_ps(dst + c * ldd, _mm512_shuffle_f32x4(v0, w0, 0x88));
+        _mm512_storeu_ps(dst + (8 + c) * ldd, _mm512_shuffle_f32x4(v0, w0, 0xDD));
+        _mm512_storeu_ps(dst + (4 + c) * ldd, _mm512_shuffle_f32x4(v1, w1, 0x88));
+        _mm512_storeu_ps(dst + (12 + c) * ldd, _mm512_shuffle_f32x4(v1, w1, 0xDD));
+    }
+}
+#define RT_TRANSPOSE16_float32 1
+#endif
+
 #define RT_G_T float
 #define RT_G_S float32
 #include "rt_gemm.h"
