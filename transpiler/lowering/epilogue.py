@@ -17,15 +17,19 @@ A nest fuses when it covers ``C``'s elements (one loop over ``m * n`` of a dense
 reads ``C`` only at the element it is at, writes every buffer at one element per iteration (never
 two iterations the same one, see ``merge.injective``) and writes neither operand (other threads are
 still reading them). Scalar statements between the product and the nest that do not read ``C`` move
-before the product. The blocks and their order within each are the GEMM's own, so the result is the
-same bits as the product followed by the loop.
+before the product. Other statements between them (a later layer's gradient, its product) stay after the
+fused product when the nest neither reads what they write nor writes what they touch: the update of a
+hidden layer's weights, which the gradients of the layers below separate from its gradient's product,
+runs in that product's parts too. The blocks and their order within each are the GEMM's own, so the
+result is the same bits as the product followed by the loop.
 """
 from __future__ import annotations
 
 import itertools
+import re
 
 from transpiler.lowering.ir import (Alloc, Assign, Call, Check, Comment, Declare, Expr, For, Load, Poly, Raw,
-                                    walk_expr)
+                                    Store, Var, walk_expr, walk_stmts)
 from transpiler.lowering.merge import accesses, injective, perfect_nest, rename_indices
 from transpiler.lowering.ops import PARALLEL_GEMM
 
@@ -46,38 +50,116 @@ def _fuse_block(stmts: list, locals_: list, owner: dict, names) -> None:
         if isinstance(s, Call) and s.gemm is not None:
             found = _consumer(stmts, k, owner)
             if found is not None:
-                end, moved, nest = found
-                stmts[k:end + 1] = moved + _fused(s, nest, locals_, next(names))
+                end, moved, nest, passed = found
+                stmts[k:end + 1] = moved + _fused(s, nest, locals_, next(names)) + passed
                 k += len(moved)
         k += 1
 
 
+PASS_MAX = 400     # statements a consumer nest may move up past to reach its product
+
+
 def _consumer(stmts: list, k: int, owner: dict):
-    """(index of the nest, the statements moved before the product, the nest's (loops, body)) for the
-    loop nest that can run as the epilogue of the GEMM call ``stmts[k]``, or None."""
+    """(index of the nest, the statements moved before the product, the nest's (loops, body), the statements
+    the nest moves up past) for the loop nest that can run as the epilogue of the GEMM call ``stmts[k]``, or
+    None."""
     gemm = stmts[k].gemm
     c_memory = owner.get(gemm.c, gemm.c)
-    moved = []
-    for end in range(k + 1, len(stmts)):
+    moved, passed = [], []
+    effects = [set(), set(), set(), set()]      # of the passed statements: memory read, written, names read, set
+    for end in range(k + 1, min(len(stmts), k + 1 + PASS_MAX)):
         s = stmts[end]
         if isinstance(s, Comment):
-            moved.append(s)
+            (passed if passed else moved).append(s)
             continue
-        if isinstance(s, (Assign, Alloc)) or (isinstance(s, Declare) and s.size is None):
-            if not _movable(s, gemm, c_memory, owner):
+        if (isinstance(s, (Assign, Alloc)) or (isinstance(s, Declare) and s.size is None)) \
+                and _movable(s, gemm, c_memory, owner) and _precedes(_footprint(s, owner), effects):
+            moved.append(s)          # before the product (and the statements the nest moves up past)
+            continue
+        nest = perfect_nest(s) if isinstance(s, For) else None
+        if nest is not None and _reads_block(gemm, nest, owner):
+            work = (gemm.m * gemm.k * gemm.n).const
+            if nest[0][0].parallel and (work is None or work < PARALLEL_GEMM):
+                return None      # a big loop after a product too small for threads: keep the loop parallel
+            if not _precedes(_footprint(s, owner), effects):
                 return None
-            moved.append(s)
-            continue
-        if not isinstance(s, For):
-            return None
-        nest = perfect_nest(s)
-        if nest is None or not _reads_block(gemm, nest, owner):
-            return None
-        work = (gemm.m * gemm.k * gemm.n).const
-        if nest[0][0].parallel and (work is None or work < PARALLEL_GEMM):
-            return None      # a big loop after a product too small for threads: keep the loop parallel
-        return end, moved, nest
+            return end, moved, nest, passed
+        footprint = _footprint(s, owner)
+        if footprint is None:
+            return None          # a statement whose effects are not known: the nest stays after it
+        for total, part in zip(effects, footprint):
+            total |= part
+        passed.append(s)
     return None
+
+
+def _precedes(footprint, effects) -> bool:
+    """True when a statement of ``footprint`` can run before statements of ``effects`` (both as
+    ``_footprint``): it writes nothing they read or write, reads nothing they write, reads no name they set
+    and sets no name they use."""
+    if footprint is None:
+        return False
+    reads, writes, names_read, names_written = footprint
+    their_reads, their_writes, their_names_read, their_names = effects
+    return not (writes & (their_reads | their_writes) or reads & their_writes or names_read & their_names
+                or names_written & (their_names_read | their_names))
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _footprint(s, owner: dict):
+    """(memory read, memory written, names read, names written) of a statement, or None when unknown. Names in
+    C text (a check's condition, a flag's update) count as read, as names and as memory."""
+    if isinstance(s, Comment):
+        return set(), set(), set(), set()
+    if isinstance(s, Call):
+        if s.gemm is None:
+            return None
+        g = s.gemm
+        names = {g.a, g.b, g.c}
+        for p in (g.lda, g.ldb, g.ldc, g.m, g.k, g.n):
+            names |= p.symbols()
+        return {owner.get(m, m) for m in g.memory}, {owner.get(g.c, g.c)}, names, set()
+    if isinstance(s, Alloc):
+        return set(), {owner.get(s.ptr, s.ptr)}, s.count.symbols(), {s.ptr}
+    if isinstance(s, Check):
+        if any(not isinstance(a, str) for a in s.args):
+            return None
+        names = set(_IDENT.findall(s.bad)) | {n for a in s.args for n in _IDENT.findall(a)}
+        return {owner.get(n, n) for n in names}, set(), names, set()
+    if not isinstance(s, (For, Assign, Declare, Store)):
+        return None
+    reads, writes, names_read, names_written = set(), set(), set(), set()
+    for t in walk_stmts([s]):
+        if not isinstance(t, (For, Assign, Declare, Store, Comment)):
+            return None
+        if isinstance(t, For):
+            names_written.add(t.var)
+            names_read |= t.start.symbols() | t.stop.symbols()
+            continue
+        if isinstance(t, (Assign, Declare)):
+            names_written.add(t.name)
+        value = t.init if isinstance(t, Declare) else getattr(t, "value", None)
+        if isinstance(value, str):
+            names = set(_IDENT.findall(value))
+            names_read |= names
+            reads |= {owner.get(n, n) for n in names}
+        elif isinstance(value, Poly):
+            names_read |= value.symbols()
+        elif isinstance(value, Expr):
+            for node in walk_expr(value):
+                if isinstance(node, Var):
+                    names_read.add(node.name)
+                for p in node.polys():
+                    names_read |= p.symbols()
+        if isinstance(t, Store):
+            names_read |= t.index.symbols()
+    for memory, _, written in accesses(list(walk_stmts([s])), owner):
+        if memory is None:
+            return None
+        (writes if written else reads).add(memory)
+    return reads, writes, names_read, names_written
 
 
 def _movable(s, gemm, c_memory: str, owner: dict) -> bool:

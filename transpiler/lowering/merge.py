@@ -199,7 +199,7 @@ def accesses(body: list, owner: dict):
             exprs.append(s.value)
         elif isinstance(s, Declare) and isinstance(s.init, Expr):
             exprs.append(s.init)
-        elif isinstance(s, Assign):
+        elif isinstance(s, Assign) and isinstance(s.value, Expr):
             exprs.append(s.value)
         for e in exprs:
             for node in walk_expr(e):

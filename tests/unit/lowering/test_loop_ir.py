@@ -244,3 +244,35 @@ def test_a_big_loop_after_a_product_too_small_for_threads_stays_parallel():
     lowered = _lower(lambda a, b: rt.nn.relu(rt.matmul(a, b)), rt.TensorSpec([1024, 1], F), rt.TensorSpec([1, 1024], F))
     assert "rt_gemm_part_float32" not in str(lowered.ir)
     assert any(loop.parallel for loop in _loops(lowered.ir))
+
+
+def test_a_weight_update_moves_up_past_the_layers_below_into_its_gradients_product():
+    """The update of an upper layer's weights comes after the lower layer's weight gradient (another product)
+    and update; it reads none of what they write, so it runs in its own gradient's product."""
+    w1, w2 = rt.Variable(rt.zeros([64, 32])), rt.Variable(rt.zeros([32, 48]))     # sizes that do not merge
+
+    def step(x, h, d):
+        d1 = rt.nn.relu(rt.matmul(d, w2, transpose_b=True))    # reads w2: before w2's update
+        g2 = rt.matmul(h, d, transpose_a=True)                  # [32, 48]
+        g1 = rt.matmul(x, d1, transpose_a=True)                 # [64, 32]
+        w1.assign_sub(g1 * 0.1)
+        w2.assign_sub(g2 * 0.1)                                 # after g1's product in program order
+        return rt.constant(0.0)
+    lowered = _lower(step, rt.TensorSpec([128, 64], F), rt.TensorSpec([128, 32], F), rt.TensorSpec([128, 48], F))
+    text = str(lowered.ir)
+    assert text.count("(epilogue)") == 3, text        # relu, and both updates in their gradients' products
+    g2_call = text.index("rt_gemm_part_float32(x2, 32")       # h^T @ d: the second product
+    g1_call = text.index("rt_gemm_part_float32(x1, 64")       # x^T @ d1: the third
+    assert g2_call < text.index("Mul(", g2_call) < g1_call, text
+
+
+def test_an_update_stays_after_a_statement_that_writes_what_it_reads():
+    w, v = rt.Variable(rt.zeros([64, 64])), rt.Variable(rt.zeros([64, 64]))
+
+    def step(x):
+        g = rt.matmul(x, x, transpose_a=True)
+        v.assign(rt.transpose(v) * 2.0)         # the update below reads v after this (not mergeable)
+        w.assign_sub(g * v)
+        return rt.constant(0.0)
+    lowered = _lower(step, rt.TensorSpec([128, 64], F))
+    assert "(epilogue)" not in str(lowered.ir), str(lowered.ir)
