@@ -894,7 +894,7 @@ def _local_columns(lw, acc, head, tail, value, out_at, target) -> list | None:
         return wrap_loops(outer, init + fold + store, cond if outer else None, simd=False, parallel_at=0)
     # few outer indices: chunks of the rows in parallel, partial sums combined in order
     partial, alloc = lw.temporary(acc.ctype, width * CHUNKS)
-    r, extent, _ = rows[0]
+    _, extent, _ = rows[0]
     c, lo, hi = lw.fresh("c"), lw.fresh("lo"), lw.fresh("hi")
     fold[0].start, fold[0].stop = Poly.sym(lo), Poly.sym(hi)
     at_chunk = Poly.sym(c) * width + at
