@@ -8,6 +8,7 @@ import runtime as rt
 BATCH, FEATURES, HIDDEN, CLASSES = 256, 784, 128, 10
 ROWS, COLS = 4096, 1024
 POINTS = 2000
+SET, DEPTH = 512, 64
 NEWTON_STEPS = 1000
 COLLATZ = 4096
 RNN_BATCH, RNN_STEPS, RNN_UNITS = 32, 100, 64
@@ -45,6 +46,12 @@ def pairwise_distances(a, b):
     """Squared distances between every point of ``a`` and every point of ``b``: broadcast, then reduce."""
     diff = rt.expand_dims(a, 1) - rt.expand_dims(b, 0)
     return rt.reduce_sum(diff * diff, axis=-1)
+
+
+@rt.function(input_signature=[rt.TensorSpec([SET, DEPTH], f32), rt.TensorSpec([SET, DEPTH], f32)])
+def all_dots(x, y):
+    """The dot product of every row of ``x`` with every row of ``y``, written as a broadcast product summed."""
+    return rt.reduce_sum(rt.expand_dims(x, 1) * rt.expand_dims(y, 0), axis=-1)
 
 
 @rt.function(input_signature=[rt.TensorSpec([], f32)])

@@ -408,6 +408,34 @@ for _k, _s, _p in POOLS:
     pooling.get_concrete_function(*[rt.TensorSpec([None] * 4, F)] * 3, _k, _s, _p)
 
 
+@rt.function
+def contractions(a, b, form):
+    """Sums of broadcast products: native code runs all but the last two as matmuls (``form`` names the axes)."""
+    if form == "ik,kj":
+        return rt.reduce_sum(a[:, :, None] * b[None, :, :], axis=1)
+    if form == "ik,jk":
+        return rt.reduce_sum(a[:, None, :] * b[None, :, :], axis=-1, keepdims=True)
+    if form == "ki,kj":
+        return rt.reduce_sum(a[:, None, :] * b[:, :, None], axis=0)
+    if form == "ik,kj rank 2":
+        return rt.reduce_sum(b * a[:, :, None], axis=-2)
+    if form == "read twice":
+        product = a[:, :, None] * b[None, :, :]
+        return rt.reduce_sum(product, axis=1), rt.reduce_max(product, axis=1)
+    if form == "ki,kj outer":
+        return rt.reduce_sum(a[:, :, None] * b[:, None, :], axis=0)
+    return rt.reduce_sum(a[:, :, None] * b[:, None, :], axis=2)          # "batched": both span kept axis 0
+
+
+CONTRACTIONS = [("ik,kj", (5, 7), (7, 6)), ("ik,kj", (40, 300), (300, 70)), ("ik,jk", (33, 20), (17, 20)),
+                ("ik,jk", (130, 64), (90, 64)), ("ki,kj", (50, 9), (50, 13)), ("ik,kj rank 2", (3, 200), (200, 40)),
+                ("ik,kj", (0, 4), (4, 3)), ("ki,kj outer", (4, 6), (4, 8)), ("read twice", (6, 5), (5, 4)),
+                ("batched", (4, 6), (4, 6))]
+for _form, _a, _b in CONTRACTIONS:
+    contractions.get_concrete_function(rt.TensorSpec(_a, F), rt.TensorSpec(_b, F), _form)
+contractions.get_concrete_function(rt.TensorSpec([20, 30], rt.float64), rt.TensorSpec([30, 10], rt.float64), "ik,kj")
+
+
 SHORT_ROWS = (2, 3, 10, 15, 16, 17, 33, 100, 127, 128)
 
 
@@ -938,6 +966,21 @@ def test_max_pooling_and_its_gradients_over_windows_that_overlap_or_not(programs
             w, v = (rng.standard_normal(y_shape).astype(np.float32) for _ in range(2))
             check(programs.pooling, (spec, spec, spec, ksize, strides, padding),
                   [rt.constant(x), rt.constant(w), rt.constant(v)], [ksize, strides, padding])
+
+
+def test_sums_of_broadcast_products_run_as_matmuls(programs):
+    """``reduce_sum(a[:, :, None] * b[None], 1)`` and its other axis orders (keepdims, a rank-2 operand, the
+    reduced axis first or last, float64) run through the GEMM, to float tolerance of eager's sum; a product read
+    twice, or one whose operands both span the reduced and a batch axis, stays a fused reduction."""
+    rng = np.random.default_rng(13)
+    for dtype, cases in ((np.float32, programs.CONTRACTIONS), (np.float64, [("ik,kj", (20, 30), (30, 10))])):
+        for form, a_shape, b_shape in cases:
+            specs = (rt.TensorSpec(a_shape, rt.as_dtype(dtype)), rt.TensorSpec(b_shape, rt.as_dtype(dtype)))
+            a, b = (rt.constant(rng.standard_normal(shape).astype(dtype)) for shape in (a_shape, b_shape))
+            check(programs.contractions, (*specs, form), [a, b], [form], atol=1e-4)
+            ir = str(lower_function(built(programs.contractions, *specs, form).graph, "contraction").ir)
+            rewritten = form not in ("read twice", "batched")
+            assert (("rt_gemm" in ir or "rt_matmul" in ir) == rewritten), (form, ir)
 
 
 SHORT_ROWS = (2, 3, 10, 15, 16, 17, 33, 100, 127, 128)

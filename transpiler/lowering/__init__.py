@@ -3,6 +3,8 @@
 It sits between the graph optimizer (``runtime.optimizer``) and the C renderer
 (``transpiler.codegen``), and decides how every op's elements are computed, in one place:
 
+0. ``contract``: a sum of broadcast products (``reduce_sum(a[:, :, None] * b[None], 1)``) becomes a matmul,
+   in a copy of the graph (the executor's graph keeps numpy's order of additions);
 1. ``shapes``: each tensor's dims as index polynomials, with the run-time checks that guard them;
 2. ``plan``: fusion (which tensors are stored, which are computed where they are read, row groups)
    and the order of the kernels;

@@ -21,6 +21,7 @@ from transpiler.lowering import lists, ops as opaque, parallel, rows, shapes
 from transpiler.lowering.ir import (
     Alloc, Assign, Comment, Declare, Describe, Function, Parts, Poly, Store, Var, literal, product,
 )
+from transpiler.lowering.contract import contract_products
 from transpiler.lowering.epilogue import fuse_epilogues
 from transpiler.lowering.merge import memory_owners, merge_loops
 from transpiler.lowering.kernels import Elements, elementwise, loads, reduce, scalar_assign, view_array
@@ -51,6 +52,8 @@ class LoweredFunction:
 
 def lower_function(graph: Graph, name: str, fuse: bool = True, plan_memory: bool = True) -> LoweredFunction:
     """Lower a concrete function's (optimized) graph to the loop IR of ``static int name(...)``."""
+    if fuse:
+        graph = contract_products(graph)
     lw = Lowerer(graph, name, fuse=fuse, plan_memory=plan_memory)
     lw.lower_function()
     if fuse:

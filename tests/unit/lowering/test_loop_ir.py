@@ -1,9 +1,13 @@
 """The lowering stage without a compiler: index polynomials, fusion decisions, storage, and the IR dump."""
 from __future__ import annotations
 
+import numpy as np
+
 import runtime as rt
+from runtime.executor import run_graph
 from runtime.optimizer import optimize
 from transpiler.lowering import Poly, lower_function
+from transpiler.lowering.contract import contract_products
 from transpiler.lowering.ir import Alloc, Assign, Call, Declare, For, If, Load, Loop, Store, walk_stmts
 from transpiler.lowering.kernels import loads
 from transpiler.lowering.ops import SMALL_MATMUL
@@ -276,3 +280,24 @@ def test_an_update_stays_after_a_statement_that_writes_what_it_reads():
         return rt.constant(0.0)
     lowered = _lower(step, rt.TensorSpec([128, 64], F))
     assert "(epilogue)" not in str(lowered.ir), str(lowered.ir)
+
+
+def test_a_sum_of_broadcast_products_becomes_a_matmul_of_a_copy_only():
+    def cosine(x, y):
+        return rt.reduce_sum(x[:, None, :] * y[None, :, :], axis=-1)
+
+    def pairwise(x, y):         # a difference, not a product: stays a reduction
+        return rt.reduce_sum((x[:, None, :] - y[None, :, :]) ** 2, axis=-1)
+
+    graph = optimize(rt.function(cosine).get_concrete_function(rt.TensorSpec([5, 3], F), rt.TensorSpec([4, 3], F)).graph)
+    before = [op.type for op in graph.operations]
+    rewritten = contract_products(graph)
+    assert [op.type for op in graph.operations] == before          # the executor's graph is not touched
+    types = [op.type for op in rewritten.operations]
+    assert "MatMul" in types and "Sum" not in types and "Mul" not in types, types
+    matmul = next(op for op in rewritten.operations if op.type == "MatMul")
+    assert (matmul.attrs["transpose_a"], matmul.attrs["transpose_b"]) == (False, True)
+    x, y = np.arange(15, dtype=np.float32).reshape(5, 3), np.arange(12, dtype=np.float32).reshape(4, 3) - 6
+    np.testing.assert_array_equal(run_graph(rewritten, [x, y])[0], x @ y.T)
+    other = optimize(rt.function(pairwise).get_concrete_function(rt.TensorSpec([5, 3], F), rt.TensorSpec([4, 3], F)).graph)
+    assert contract_products(other) is other
