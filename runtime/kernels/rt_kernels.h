@@ -233,8 +233,7 @@ static inline int rt_count_overflows(int n, const int64_t *dims, int64_t itemsiz
     return count > (int64_t)(PTRDIFF_MAX / 2);
 }
 
-/* An arena buffer of `count` elements of `itemsize` bytes (NULL, with a message, when it cannot be). */
-/* Fresh memory for count items (NULL with ctx->msg set). Declared malloc-like, and not inlined so that the
+/* An arena buffer of `count` elements of `itemsize` bytes (NULL, with a message, when it cannot be). Declared malloc-like, and not inlined so that the
  * declaration is what callers see: generated loops then know their result buffer aliases nothing they read
  * (through the caching allocator's function pointer GCC could not tell, reloaded a TensorArray's data pointer
  * after every store of a copy loop and left the loop scalar: an RNN ran 20% slower). */

@@ -8,9 +8,8 @@ separate kernel.
 """
 from __future__ import annotations
 
-from runtime import context
 from runtime.graph import Graph
-from runtime.optimizer.rewrite import replace_many, subgraphs_first
+from runtime.optimizer.rewrite import build_detached, replace_many, subgraphs_first
 
 
 def expand_composites(graph: Graph) -> bool:
@@ -29,16 +28,10 @@ def _expand(graph: Graph) -> bool:
         if op.opdef.expand is None or any(t.shape.rank is None for t in op.inputs):
             kept.append(op)
             continue
-        start = len(graph.operations)
-        with context.graph_scope(graph):
-            outputs = op.opdef.expand(list(op.inputs), op.attrs)
-        new_ops = graph.operations[start:]
-        del graph.operations[start:]
+        outputs, new_ops = build_detached(graph, op, op.opdef.expand, list(op.inputs), op.attrs)
         if outputs is None:             # this instance cannot be expanded (e.g. a size only known at run time)
             kept.append(op)
             continue
-        for new in new_ops:
-            new.location = op.location
         kept.extend(new_ops)
         for old, new in zip(op.outputs, outputs):
             mapping[id(old)] = new

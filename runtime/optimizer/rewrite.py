@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from runtime import context
 from runtime.graph import ConstValue, Graph, Operation, SymbolicTensor
 from runtime.ops.registry import get_opdef
 from runtime.shapes import TensorShape
@@ -80,6 +81,20 @@ def make_const(graph: Graph, array: np.ndarray, dtype, name: str | None = None, 
     value = np.array(array, dtype=dtype.np, copy=True)
     return make_op(graph, "Const", [], {"value": ConstValue(value), "dtype": dtype},
                    [(dtype, value.shape)], name=name or "Const", location=location)
+
+
+def build_detached(graph: Graph, anchor: Operation, build, *args):
+    """Run ``build(*args)`` (graph-building API calls) in ``graph``; returns (its result, the ops it added). The ops
+    are taken back out of ``graph.operations`` for the caller to place, and carry ``anchor``'s source location
+    (an error in them names the user's line of the op they replace)."""
+    start = len(graph.operations)
+    with context.graph_scope(graph):
+        result = build(*args)
+    new_ops = graph.operations[start:]
+    del graph.operations[start:]
+    for new in new_ops:
+        new.location = anchor.location
+    return result, new_ops
 
 
 def insert_before(graph: Graph, new_ops: list[Operation], anchor: Operation) -> None:

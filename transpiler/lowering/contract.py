@@ -15,11 +15,10 @@ keep the executor's results bit for bit.
 """
 from __future__ import annotations
 
-from runtime import context
 from runtime.graph import Graph, Operation
 from runtime.ops import array_ops, math_ops
 from runtime.optimizer.clone import clone_graph
-from runtime.optimizer.rewrite import remove_unused, replace_many, subgraphs_first, use_counts
+from runtime.optimizer.rewrite import build_detached, remove_unused, replace_many, subgraphs_first, use_counts
 
 FLOATS = ("float32", "float64")
 
@@ -49,13 +48,7 @@ def _rewrite(graph: Graph) -> None:
         if found is None:
             kept.append(op)
             continue
-        start = len(graph.operations)
-        with context.graph_scope(graph):
-            result = _matmul(op, *found)
-        new_ops = graph.operations[start:]
-        del graph.operations[start:]
-        for new in new_ops:
-            new.location = op.location
+        result, new_ops = build_detached(graph, op, _matmul, op, *found)
         kept.extend(new_ops)
         mapping[id(op.outputs[0])] = result
         products.append(op.inputs[0].op)

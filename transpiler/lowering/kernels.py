@@ -835,12 +835,7 @@ def _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims) -> 
     else:
         step = []
         value = CExpr(f"(({acc.ctype}){{0}})", (value,), acc.ctype)
-    cur = Load(buf, out_at, acc.ctype)
-    if acc.red.omp in ("max", "min"):
-        combined = CExpr(f"rt_{acc.red.omp}_{acc.dtype.name}({{0}}, {{1}})", (cur, value), acc.ctype)
-    else:
-        combined = CExpr(acc.red.combine, (cur, value), acc.ctype)
-    step.append(Store(buf, out_at, combined))
+    step.append(Store(buf, out_at, _column_combine(acc, Load(buf, out_at, acc.ctype), value)))
     total = product([e for _, e, _ in head + tail])
     cond = parallel_condition(total)
     if cond is not None and head[0][2] != "k":
