@@ -260,6 +260,14 @@ static inline int rt_reserve(rt_ctx *ctx, void **p, int64_t *capacity, int64_t c
     return *p ? 0 : rt_fail(ctx, "out of memory");
 }
 
+/* rt_reserve's value form, which generated code uses: the buffer itself (grown when too small), NULL with a
+ * message when it cannot be. The pointer goes in by value: a buffer pointer whose address the code takes is
+ * shared with OpenMP regions by reference, and GCC then reloads it after every store of a loop and leaves the loop
+ * scalar (every loop of a kernel with run-time sizes, which gets a parallel copy, ran 5-10x slower). */
+static inline void *rt_reserved(rt_ctx *ctx, void *p, int64_t *capacity, int64_t count, int64_t itemsize) {
+    return rt_reserve(ctx, &p, capacity, count, itemsize) ? NULL : p;
+}
+
 /* Paddings: the position of an input of n elements that position j of the padded axis copies, j counted
  * from the first input element (negative in the padding before). mode 0 (constant): j itself inside, 0
  * outside (the caller selects the constant there); 1 (REFLECT): mirrored without the edge; 2 (SYMMETRIC):

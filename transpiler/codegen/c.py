@@ -129,8 +129,8 @@ class _Renderer:
         if s.kind == "stack":
             self.line(depth, f"{s.ptr} = {s.buffer};")
         elif s.kind == "reserve":
-            self.line(depth, f"if (rt_reserve(ctx, (void **)&{s.ptr}, &{s.capacity}, {s.count}, {size})) "
-                             f"goto {self.fail_label};")
+            self.line(depth, f"if (!({s.ptr} = ({s.ctype} *)rt_reserved(ctx, {s.ptr}, &{s.capacity}, {s.count}, "
+                             f"{size}))) goto {self.fail_label};")
         else:
             self.line(depth, f"if (!({s.ptr} = ({s.ctype} *)rt_alloc_array(ctx, {s.count}, {size}))) "
                              f"goto {self.fail_label};")
