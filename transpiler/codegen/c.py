@@ -9,18 +9,24 @@ from __future__ import annotations
 
 from transpiler.lowering.ir import (
     Alloc, Assign, Break, Call, Check, Comment, Declare, Describe, Expr, Fail, For, Function, If, Loop, Parts,
-    Poly, Raw, Store, Text, render_expr,
+    Poly, Raw, Store, Swap, Text, render_expr,
 )
 
 
 def render_function(fn: Function) -> str:
     """``static int name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` for a lowered function."""
     r = _Renderer()
+    if fn.guard:
+        same = " && ".join(f"{a} == {b}" for a, b in fn.guard)
+        r.line(1, f"if (!({same})) return {fn.fallback.name}(ctx, in, out);")
     for d in fn.locals:
         r.stmt(d, 1)
     r.block(fn.body, 1)
     head = f"static int {fn.name}(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {{"
-    return "\n".join([head] + r.lines + ["    return 0;", "fail:", "    return -1;", "}"])
+    text = "\n".join([head] + r.lines + ["    return 0;", "fail:", "    return -1;", "}"])
+    if fn.fallback is not None:
+        text = render_function(fn.fallback) + "\n\n" + text
+    return text
 
 
 def c_string(text: str) -> str:
@@ -74,6 +80,8 @@ class _Renderer:
             self.line(depth, f"{s.name} = {_value(s.value)};")
         elif isinstance(s, Store):
             self.line(depth, f"{s.ptr}[{s.index}] = {render_expr(s.value)};")
+        elif isinstance(s, Swap):
+            self.line(depth, f"{{ {s.ctype} rt_swap = {s.a}; {s.a} = {s.b}; {s.b} = rt_swap; }}")
         elif isinstance(s, For):
             self.loop(s, depth)
         elif isinstance(s, Loop):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from runtime import dtypes
 from transpiler.lowering.ir import (
-    Alloc, Assign, Break, Call, Comment, Declare, If, Loop, Text, Var, product, render_expr,
+    Alloc, Assign, Break, Call, Comment, Declare, If, Loop, Swap, Text, Var, product, render_expr,
 )
 from transpiler.lowering.kernels import Elements, elementwise
 from transpiler.lowering.values import Array, Obj, Scalar
@@ -59,7 +59,7 @@ def _put(lw, t, slot, buffer) -> None:
         target = Array.dense(buffer[0], t.dtype, dims, "reserve")
         lw.emit(*elementwise(lw, [target], dims, lambda el, index: [el.of(t, index)]))
     for mine, theirs in zip(slot.dims, dims):
-        if mine.const is None:
+        if mine.const is None and mine != theirs:
             lw.emit(Assign(str(mine), theirs))
 
 
@@ -148,6 +148,7 @@ def emit_while(lw, op) -> bool:
             if nexts[k] is not None and _produced_inside(lw, body, t) and id(t) not in lw.dests:
                 lw.dests[id(t)] = nexts[k]
         lw.lower_graph(body, {id(p): v for p, v in zip(placeholders, values)})
+        _prove_invariant_dims(lw, op, body)
         lw.emit(Comment("next values of the loop variables"))
         updates = []
         for k, (t, (slot, buffer)) in enumerate(zip(body.outputs, slots)):
@@ -165,10 +166,7 @@ def emit_while(lw, op) -> bool:
                 nx = Array.dense(nexts[k][0], t.dtype, slot.dims, "reserve")
                 _put(lw, t, nx, nexts[k])
                 ptr, cap = buffer
-                tmp_p, tmp_c = lw.fresh("swap"), lw.fresh("swapc")
-                updates += [Declare(tmp_p, f"{t.dtype.c_type} *", ptr), Assign(ptr, nexts[k][0]),
-                            Assign(nexts[k][0], tmp_p), Declare(tmp_c, "int64_t", cap), Assign(cap, nexts[k][1]),
-                            Assign(nexts[k][1], tmp_c)]
+                updates += [Swap(ptr, nexts[k][0], f"{t.dtype.c_type} *"), Swap(cap, nexts[k][1], "int64_t")]
         lw.emit(*updates)
         _drops(lw, lw.drops)
         lw.emit(Assign(counter, f"{counter} + 1"))
@@ -177,6 +175,19 @@ def emit_while(lw, op) -> bool:
     for t, (slot, _) in zip(op.outputs, slots):
         lw.values[id(t)] = slot
     return True
+
+
+def _prove_invariant_dims(lw, op, body) -> None:
+    """The induction step of the loop dims assumed invariant (``shapes._while``): the body, lowered with each
+    loop variable of the dims it entered with, gives its next value the same dims. While discovering, a dim
+    for which it does not is marked varying (the next round gives it a symbol of its own)."""
+    for k, d in sorted(lw.hypotheses.get(id(op), ())):
+        after = lw.dims.get(id(body.outputs[k]))
+        if after is not None and lw.same_dim(after[d], lw.dims[id(op.outputs[k])][d]):
+            continue
+        if not lw.assume.learning:
+            raise AssertionError(f"{op.name}: loop variable {k}'s dim {d} was assumed invariant and is not")
+        lw.assume.vary((id(op), k, d))
 
 
 def _bind(lw, sub, values, sources) -> None:
