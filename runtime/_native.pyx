@@ -41,6 +41,7 @@ cdef extern from "kernels/rt_kernels.h" nogil:
     void rt_ctx_free(rt_ctx *ctx)
     int64_t rt_numel(const rt_tensor *t)
     size_t rt_itemsize(int dtype)
+    int rt_available_threads(int wanted)
 
 ctypedef int (*rt_fn)(rt_ctx *ctx, rt_tensor *inputs, rt_tensor *outputs) noexcept nogil
 
@@ -282,14 +283,16 @@ _settings_changed()
 
 
 cdef int _inter = 0
+cdef bint _follow_load = False
 
 
 cdef inline int _num_threads():
-    global _threads, _inter
+    global _threads, _inter, _follow_load
     if _threads == 0:
         _threads = config.intra_op_threads()
         _inter = config.inter_op_threads()
-    return _threads
+        _follow_load = config.threads_follow_load()
+    return rt_available_threads(_threads) if _follow_load else _threads
 
 
 from runtime.tensor import EagerTensor as _EagerTensor
@@ -447,7 +450,7 @@ cdef class NativeFunction:
         ctx.callback = <void *>_callback
         ctx.user = NULL
         ctx.num_threads = _num_threads()
-        ctx.inter_threads = _inter
+        ctx.inter_threads = _inter if not _follow_load or _inter <= ctx.num_threads else ctx.num_threads
         if self.needs_state:
             state = _CallState()
             state.function = self

@@ -107,6 +107,62 @@ static inline size_t rt_itemsize(int dtype) {
     }
 }
 
+/* ---- threads on a busy machine -------------------------------------------------------------- */
+
+/* How many of `wanted` threads parallel loops should use now. A parallel loop ends when its slowest thread
+ * does: while another process keeps a core busy, one of two threads on two cores is descheduled for whole
+ * time slices, and a loop of 100 us took 1-10 ms (an MLP step 2.1 ms on two threads, 0.9 ms on one). So at
+ * most every RT_LOAD_PERIOD_NS this reads how busy the machine's CPUs were since the last reading
+ * (/proc/stat, busy = everything but idle and iowait; stolen time counts, the hypervisor gave it to
+ * others) and how much of it was this process (its CPU clock): the cores the others used are free for
+ * nobody else. It uses as many threads as cores are left (rounded), at least one. Without /proc/stat it
+ * returns `wanted`. Callers hold the GIL (the readings are plain statics). */
+#define RT_LOAD_PERIOD_NS 50000000LL
+#if defined(__linux__)
+#include <time.h>
+#include <unistd.h>
+static int rt_available_threads(int wanted) {
+    static int64_t last_wall = 0, last_self = 0, last_busy = 0, last_total = 0;
+    static int threads = 0, cores = 0;
+    struct timespec now, self;
+    if (wanted <= 1) return wanted;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t wall = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    if (threads > 0 && wall - last_wall < RT_LOAD_PERIOD_NS) return threads < wanted ? threads : wanted;
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    int got = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                         &v[5], &v[6], &v[7]) : 0;
+    if (f) fclose(f);
+    if (got < 4) return wanted;
+    if (cores == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cores = n > 0 ? (int)n : 1;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < 8; i++) total += (int64_t)v[i];
+    int64_t busy = total - (int64_t)v[3] - (int64_t)v[4];
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &self);
+    int64_t self_ns = (int64_t)self.tv_sec * 1000000000LL + self.tv_nsec;
+    if (threads > 0 && total > last_total) {
+        double ticks = (double)(total - last_total);            /* all CPUs' time, in clock ticks */
+        double others = (double)(busy - last_busy) / ticks * cores   /* cores busy, ours included */
+                        - (double)(self_ns - last_self) / (double)(wall - last_wall);
+        int free_cores = (int)(cores - (others > 0 ? others : 0) + 0.5);
+        threads = free_cores < 1 ? 1 : free_cores;
+    } else {
+        threads = cores;
+    }
+    last_wall = wall;
+    last_self = self_ns;
+    last_busy = busy;
+    last_total = total;
+    return threads < wanted ? threads : wanted;
+}
+#else
+static int rt_available_threads(int wanted) { return wanted; }
+#endif
+
 /* ---- arena ------------------------------------------------------------------------------- */
 
 /* Big buffers (>= RT_BIG_BYTES) come from a process-wide caching allocator in runtime._native
