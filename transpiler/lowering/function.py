@@ -222,7 +222,8 @@ class Lowerer:
         dims = self.dims[id(t)]
         if dest is not None:
             ptr, capacity = dest
-            self.emit(Alloc(ptr, t.dtype.c_type, product(dims), "reserve", capacity=capacity))
+            if capacity is not None:            # None: a local array of the exact size (``control._buffer``)
+                self.emit(Alloc(ptr, t.dtype.c_type, product(dims), "reserve", capacity=capacity))
             return Array.dense(ptr, t.dtype, dims, "reserve")
         if product(dims).const == 1:
             name = self.local(t.dtype.c_type, "s")
