@@ -434,6 +434,25 @@ CONTRACTIONS = [("ik,kj", (5, 7), (7, 6)), ("ik,kj", (40, 300), (300, 70)), ("ik
 for _form, _a, _b in CONTRACTIONS:
     contractions.get_concrete_function(rt.TensorSpec(_a, F), rt.TensorSpec(_b, F), _form)
 contractions.get_concrete_function(rt.TensorSpec([20, 30], rt.float64), rt.TensorSpec([30, 10], rt.float64), "ik,kj")
+# kept axes of run-time sizes: still matmuls; a reduced axis of run-time size (it could broadcast): a reduction
+CONTRACTIONS_ANY = [("ik,kj", (None, 7), (7, None), (5, 7), (7, 6), True),
+                    ("ik,jk", (None, 20), (None, 20), (33, 20), (17, 20), True),
+                    ("ik,jk", (None, 20), (None, 20), (1, 20), (0, 20), True),
+                    ("ki,kj", (50, None), (50, None), (50, 9), (50, 13), True),
+                    ("ik,kj rank 2", (None, 200), (200, None), (3, 200), (200, 40), True),
+                    ("ik,jk", (None, None), (None, None), (6, 1), (5, 4), False)]
+for _form, _a, _b, *_ in CONTRACTIONS_ANY:
+    contractions.get_concrete_function(rt.TensorSpec(_a, F), rt.TensorSpec(_b, F), _form)
+
+
+def test_sums_of_broadcast_products_of_run_time_sizes_run_as_matmuls(programs):
+    rng = np.random.default_rng(14)
+    for form, a_spec, b_spec, a_shape, b_shape, rewritten in CONTRACTIONS_ANY:
+        specs = (rt.TensorSpec(a_spec, rt.float32), rt.TensorSpec(b_spec, rt.float32))
+        a, b = (rt.constant(rng.standard_normal(shape).astype(np.float32)) for shape in (a_shape, b_shape))
+        check(programs.contractions, (*specs, form), [a, b], [form], atol=1e-4)
+        ir = str(lower_function(built(programs.contractions, *specs, form).graph, "contraction").ir)
+        assert ("rt_gemm" in ir or "rt_matmul" in ir) == rewritten, (form, ir)
 
 
 SHORT_ROWS = (2, 3, 10, 15, 16, 17, 33, 100, 127, 128)
