@@ -107,6 +107,16 @@ static inline size_t rt_itemsize(int dtype) {
     }
 }
 
+/* ---- Ctrl-C ------------------------------------------------------------------------------------ */
+
+/* Ctrl-C reaches native loops through one process-wide flag: runtime._native's SIGINT handler sets it (and
+ * then runs Python's handler as before), every iteration of a generated loop reads it (no GIL needed), and a
+ * call that sees it stops and raises KeyboardInterrupt. runtime._native hands the address of its flag to
+ * each built module at import (rt_set_runtime); until then a module reads a flag nobody sets. */
+static volatile int rt_interrupt_flag = 0;
+static volatile int *rt_interrupt = &rt_interrupt_flag;
+#define RT_INTERRUPTED (*rt_interrupt)
+
 /* ---- threads on a busy machine -------------------------------------------------------------- */
 
 /* How many of `wanted` threads parallel loops should use now. A parallel loop ends when its slowest thread

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from transpiler.lowering.ir import (
     Alloc, Assign, Break, Call, Check, Comment, Declare, Describe, Expr, Fail, For, Function, If, Loop, Parts,
-    Poly, Raw, Store, Swap, Text, render_expr,
+    Poly, Raw, Store, Swap, Text, render_expr, walk_stmts,
 )
 
 
@@ -59,6 +59,7 @@ class _Renderer:
         self.lines: list[str] = []
         self.fail_label = "fail"
         self.parts = 0
+        self.parallel = 0         # depth of parallel loops around the statement being rendered
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -86,6 +87,9 @@ class _Renderer:
             self.loop(s, depth)
         elif isinstance(s, Loop):
             self.line(depth, "for (;;) {")
+            # Ctrl-C (rt_kernels.h): leave the loop, and the call; inside a parallel loop only the loop (no jump
+            # may leave a parallel region), the flag is read again after it
+            self.line(depth + 1, "if (RT_INTERRUPTED) break;" if self.parallel else f"if (RT_INTERRUPTED) {self.stop()}")
             self.block(s.body, depth + 1)
             self.line(depth, "}")
         elif isinstance(s, Break):
@@ -143,14 +147,22 @@ class _Renderer:
             self.line(depth, f"if (!({s.ptr} = ({s.ctype} *)rt_alloc_array(ctx, {s.count}, {size}))) "
                              f"goto {self.fail_label};")
 
+    def stop(self) -> str:
+        """The statement that stops the call after Ctrl-C."""
+        return self.fail("interrupted", [])
+
     def loop(self, s: For, depth: int) -> None:
         if s.parallel:
             cond = s.parallel if isinstance(s.parallel, str) else "1"
             self.line(depth, f"if ({cond}) {{")
+            self.parallel += 1
             self.for_loop(s, depth + 1, parallel=True)
+            self.parallel -= 1
             self.line(depth, "} else {")
             self.for_loop(s, depth + 1, parallel=False)
             self.line(depth, "}")
+            if not self.parallel and any(isinstance(x, Loop) for x in walk_stmts(s.body)):
+                self.line(depth, f"if (RT_INTERRUPTED) {self.stop()}")
         else:
             self.for_loop(s, depth, parallel=False)
 
