@@ -22,7 +22,7 @@ from benchmarks.support import c_flags, fmt_time, machine
 
 # Modules whose @bench_class functions make up the run, in order; add yours here.
 CLASS_MODULES = ["benchmarks.first_wave", "benchmarks.second_wave", "benchmarks.training_bench",
-                 "benchmarks.jit_compile_bench"]
+                 "benchmarks.jit_compile_bench", "benchmarks.variants_bench"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # built modules other than kernels/ml (None: the class builds its own)
@@ -59,7 +59,8 @@ def run_classes(args) -> list[tuple[str, list[Row]]]:
     if args.json:
         print("JSON:" + json.dumps({row.name: row.times.get("built") for _, rows in results for row in rows}))
         return results
-    for wave, title in (("first", "SPEC speed targets"), ("second", "ML workloads (SPEC second wave)")):
+    for wave, title in (("first", "SPEC speed targets"), ("second", "ML workloads (SPEC second wave)"),
+                        ("third", "The same workloads spelled otherwise, and tensor loops (SPEC third wave)")):
         rows = [row for w, rs in results if w == wave for row in rs]
         if rows:
             print(f"== {title}")
@@ -114,7 +115,7 @@ def main(argv=None) -> int:
                                                             "sizes: for trying the benchmark out)")
     parser.add_argument("--force", action="store_true", help="rebuild the benchmark modules")
     parser.add_argument("--only", action="append", metavar="CLASS", help="run this class (repeatable); --list")
-    parser.add_argument("--wave", choices=("first", "second"), help="run one wave only")
+    parser.add_argument("--wave", choices=("first", "second", "third"), help="run one wave only")
     parser.add_argument("--list", action="store_true", help="list the benchmark classes")
     parser.add_argument("--built-only", action="store_true", help="time the built code only (no peers)")
     parser.add_argument("--json", action="store_true", help="print only a JSON line of built times")

@@ -90,7 +90,8 @@ CLASSES: list[BenchClass] = []
 
 
 def bench_class(name: str, wave: str = "second") -> Callable:
-    """Register a benchmark class (``wave``: "first" for SPEC's speed targets, "second" for ML workloads)."""
+    """Register a benchmark class (``wave``: "first" for SPEC's speed targets, "second" for ML workloads, "third"
+    for other spellings of them and tensor loops)."""
     def register(function):
         CLASSES.append(BenchClass(name, function, wave))
         return function
@@ -172,7 +173,7 @@ class Bench:
                 if module is None:
                     continue
                 fn = make(module)
-            elif label != "built" and self.built_only:
+            elif not label.startswith("built") and self.built_only:     # "built" or a variant "built: ..."
                 continue
             else:
                 fn = make

@@ -19,14 +19,15 @@ def _dense_numpy(x, w1, b1, w2, b2):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@bench_class("dense layers")
-def dense(bench: Bench) -> list[Row]:
-    built = bench.module("ml")
+def dense_inputs():
     rng = np.random.default_rng(0)
-    args = (rng.standard_normal((ml.BATCH, ml.FEATURES)).astype(f32),
+    return (rng.standard_normal((ml.BATCH, ml.FEATURES)).astype(f32),
             (rng.standard_normal((ml.FEATURES, ml.HIDDEN)) * 0.05).astype(f32), np.zeros(ml.HIDDEN, f32),
             (rng.standard_normal((ml.HIDDEN, ml.CLASSES)) * 0.05).astype(f32), np.zeros(ml.CLASSES, f32))
 
+
+def dense_peers(args) -> dict:
+    """numpy, jax.jit and tf.function versions of ``ml.dense`` on ``args``."""
     def jax_version(jax):
         fn = jax.jit(lambda x, w1, b1, w2, b2: jax.nn.softmax(jax.nn.relu(x @ w1 + b1) @ w2 + b2))
         device = [jax.device_put(a) for a in args]
@@ -36,11 +37,15 @@ def dense(bench: Bench) -> list[Row]:
         fn = tf.function(lambda x, w1, b1, w2, b2: tf.nn.softmax(tf.nn.relu(tf.matmul(x, w1) + b1) @ w2 + b2))
         tensors = [tf.constant(a) for a in args]
         return lambda: fn(*tensors)
+    return {"numpy": lambda: _dense_numpy(*args), "jax.jit": jax_version, "tf.function": tf_version}
 
+
+@bench_class("dense layers")
+def dense(bench: Bench) -> list[Row]:
+    built = bench.module("ml")
+    args = dense_inputs()
     row = bench.measure(f"dense: softmax(relu(x @ w1 + b1) @ w2 + b2), x [{ml.BATCH}, {ml.FEATURES}], "
-                        f"{ml.HIDDEN} hidden", {
-                            "built": lambda: built.dense(*args), "numpy": lambda: _dense_numpy(*args),
-                            "jax.jit": jax_version, "tf.function": tf_version})
+                        f"{ml.HIDDEN} hidden", {"built": lambda: built.dense(*args), **dense_peers(args)})
     bench.faster_than(row, "jax.jit", 0.8)
     bench.faster_than(row, "numpy", 1.0)
     return [row]
@@ -57,13 +62,14 @@ def _softmax_numpy(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-@bench_class("row-wise normalization")
-def normalization(bench: Bench) -> list[Row]:
-    built = bench.module("ml")
+def normalization_inputs():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((ml.ROWS, ml.COLS)).astype(f32)
-    gamma, beta = rng.uniform(0.5, 1.5, ml.COLS).astype(f32), rng.standard_normal(ml.COLS).astype(f32)
+    return x, rng.uniform(0.5, 1.5, ml.COLS).astype(f32), rng.standard_normal(ml.COLS).astype(f32)
 
+
+def layer_norm_peers(x, gamma, beta) -> dict:
+    """numpy, jax.jit and tf.function versions of ``ml.layer_norm``."""
     def jax_layer_norm(jax):
         jnp = jax.numpy
 
@@ -82,7 +88,12 @@ def normalization(bench: Bench) -> list[Row]:
             return (x - mean) / tf.sqrt(variance + 1e-5) * gamma + beta
         tensors = [tf.constant(a) for a in (x, gamma, beta)]
         return lambda: layer_norm(*tensors)
+    return {"numpy": lambda: _layer_norm_numpy(x, gamma, beta), "jax.jit": jax_layer_norm,
+            "tf.function": tf_layer_norm}
 
+
+def softmax_peers(x) -> dict:
+    """numpy, jax.jit and tf.function versions of ``ml.softmax``."""
     def jax_softmax(jax):
         jnp = jax.numpy
         fn = jax.jit(lambda x: (lambda e: e / jnp.sum(e, axis=-1, keepdims=True))(
@@ -97,24 +108,31 @@ def normalization(bench: Bench) -> list[Row]:
             return e / tf.reduce_sum(e, axis=-1, keepdims=True)
         tensor = tf.constant(x)
         return lambda: softmax(tensor)
+    return {"numpy": lambda: _softmax_numpy(x), "jax.jit": jax_softmax, "tf.function": tf_softmax}
 
+
+@bench_class("row-wise normalization")
+def normalization(bench: Bench) -> list[Row]:
+    built = bench.module("ml")
+    x, gamma, beta = normalization_inputs()
     norm = bench.measure(f"layer norm over [{ml.ROWS}, {ml.COLS}]", {
-        "built": lambda: built.layer_norm(x, gamma, beta), "numpy": lambda: _layer_norm_numpy(x, gamma, beta),
-        "jax.jit": jax_layer_norm, "tf.function": tf_layer_norm})
+        "built": lambda: built.layer_norm(x, gamma, beta), **layer_norm_peers(x, gamma, beta)})
     soft = bench.measure(f"softmax over [{ml.ROWS}, {ml.COLS}]", {
-        "built": lambda: built.softmax(x), "numpy": lambda: _softmax_numpy(x),
-        "jax.jit": jax_softmax, "tf.function": tf_softmax})
+        "built": lambda: built.softmax(x), **softmax_peers(x)})
     bench.faster_than(norm, "jax.jit", 1.0)
     bench.faster_than(soft, "jax.jit", 1.0)
     return [norm, soft]
 
 
-@bench_class("broadcast then reduce")
-def pairwise(bench: Bench) -> list[Row]:
-    built = bench.module("ml")
+def pairwise_inputs():
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((ml.POINTS, 3)).astype(f32), rng.standard_normal((ml.POINTS, 3)).astype(f32)
+    x, y = rng.standard_normal((ml.SET, ml.DEPTH)).astype(f32), rng.standard_normal((ml.SET, ml.DEPTH)).astype(f32)
+    return a, b, x, y
 
+
+def pairwise_peers(a, b) -> dict:
+    """numpy, jax.jit and tf.function versions of ``ml.pairwise_distances``."""
     def numpy_version():
         diff = a[:, None, :] - b[None, :, :]
         return (diff * diff).sum(axis=-1)
@@ -131,13 +149,11 @@ def pairwise(bench: Bench) -> list[Row]:
             return tf.reduce_sum(diff * diff, axis=-1)
         tensors = [tf.constant(v) for v in (a, b)]
         return lambda: distances(*tensors)
+    return {"numpy": numpy_version, "jax.jit": jax_version, "tf.function": tf_version}
 
-    row = bench.measure(f"pairwise squared distances [{ml.POINTS}, 3] x [{ml.POINTS}, 3]", {
-        "built": lambda: built.pairwise_distances(a, b), "numpy": numpy_version,
-        "jax.jit": jax_version, "tf.function": tf_version})
-    bench.faster_than(row, "jax.jit", 1.0)
-    x, y = rng.standard_normal((ml.SET, ml.DEPTH)).astype(f32), rng.standard_normal((ml.SET, ml.DEPTH)).astype(f32)
 
+def all_dots_peers(x, y) -> dict:
+    """numpy, jax.jit and tf.function versions of ``ml.all_dots``."""
     def jax_dots(jax):
         fn = jax.jit(lambda x, y: jax.numpy.sum(x[:, None, :] * y[None, :, :], axis=-1))
         device = [jax.device_put(v) for v in (x, y)]
@@ -149,20 +165,25 @@ def pairwise(bench: Bench) -> list[Row]:
             return tf.reduce_sum(tf.expand_dims(x, 1) * tf.expand_dims(y, 0), axis=-1)
         tensors = [tf.constant(v) for v in (x, y)]
         return lambda: dots(*tensors)
+    return {"numpy": lambda: (x[:, None, :] * y[None, :, :]).sum(axis=-1), "jax.jit": jax_dots,
+            "tf.function": tf_dots}
 
+
+@bench_class("broadcast then reduce")
+def pairwise(bench: Bench) -> list[Row]:
+    built = bench.module("ml")
+    a, b, x, y = pairwise_inputs()
+    row = bench.measure(f"pairwise squared distances [{ml.POINTS}, 3] x [{ml.POINTS}, 3]", {
+        "built": lambda: built.pairwise_distances(a, b), **pairwise_peers(a, b)})
+    bench.faster_than(row, "jax.jit", 1.0)
     dots = bench.measure(f"all dot products [{ml.SET}, {ml.DEPTH}] x [{ml.SET}, {ml.DEPTH}] as a broadcast sum", {
-        "built": lambda: built.all_dots(x, y), "numpy": lambda: (x[:, None, :] * y[None, :, :]).sum(axis=-1),
-        "jax.jit": jax_dots, "tf.function": tf_dots})
+        "built": lambda: built.all_dots(x, y), **all_dots_peers(x, y)})
     bench.faster_than(dots, "jax.jit", 1.0)
     return [row, dots]
 
 
-@bench_class("scalar loop")
-def newton(bench: Bench) -> list[Row]:
-    built = bench.module("ml")
-    a = np.array(2.0, f32)
-    steps = ml.NEWTON_STEPS
-
+def newton_peers(a, steps) -> dict:
+    """numpy, Numba, jax.jit and tf.function versions of ``ml.newton_sqrt``."""
     def numpy_version():
         x, half = a, f32(0.5)
         i = 0
@@ -201,19 +222,21 @@ def newton(bench: Bench) -> list[Row]:
             return x
         tensor = tf.constant(a)
         return lambda: newton_sqrt(tensor)
+    return {"numpy": numpy_version, "jax.jit": jax_version, "tf.function": tf_version, "numba": numba_version}
 
-    row = bench.measure(f"{steps} Newton steps, 0-d float32, tensor while", {
-        "built": lambda: built.newton_sqrt(a), "numpy": numpy_version, "jax.jit": jax_version,
-        "tf.function": tf_version, "numba": numba_version})
+
+@bench_class("scalar loop")
+def newton(bench: Bench) -> list[Row]:
+    built = bench.module("ml")
+    a = np.array(2.0, f32)
+    row = bench.measure(f"{ml.NEWTON_STEPS} Newton steps, 0-d float32, tensor while", {
+        "built": lambda: built.newton_sqrt(a), **newton_peers(a, ml.NEWTON_STEPS)})
     bench.within(row, "numba", 2.0)
     return [row]
 
 
-@bench_class("vector loop")
-def collatz(bench: Bench) -> list[Row]:
-    built = bench.module("ml")
-    n0 = np.arange(1, ml.COLLATZ + 1, dtype=np.int32)
-
+def collatz_peers(n0) -> dict:
+    """numpy, jax.jit and tf.function versions of ``ml.collatz_steps``."""
     def numpy_version():
         n, steps = n0, np.zeros_like(n0)
         while np.any(n > 1):
@@ -244,25 +267,32 @@ def collatz(bench: Bench) -> list[Row]:
             return steps
         tensor = tf.constant(n0)
         return lambda: collatz_steps(tensor)
+    return {"numpy": numpy_version, "jax.jit": jax_version, "tf.function": tf_version}
 
+
+@bench_class("vector loop")
+def collatz(bench: Bench) -> list[Row]:
+    built = bench.module("ml")
+    n0 = np.arange(1, ml.COLLATZ + 1, dtype=np.int32)
     row = bench.measure(f"Collatz steps of {ml.COLLATZ} int32, while reduce_any", {
-        "built": lambda: built.collatz_steps(n0), "numpy": numpy_version, "jax.jit": jax_version,
-        "tf.function": tf_version})
+        "built": lambda: built.collatz_steps(n0), **collatz_peers(n0)})
     bench.faster_than(row, "jax.jit", 1.0)
     return [row]
 
 
-@bench_class("recurrent loop")
-def rnn(bench: Bench) -> list[Row]:
-    built = bench.module("ml")
+def rnn_inputs():
     rng = np.random.default_rng(3)
     xs = rng.standard_normal((ml.RNN_BATCH, ml.RNN_STEPS, ml.RNN_UNITS)).astype(f32)
     h0 = (rng.standard_normal((ml.RNN_BATCH, ml.RNN_UNITS)) * 0.1).astype(f32)
     w = (rng.standard_normal((ml.RNN_UNITS, ml.RNN_UNITS)) * 0.1).astype(f32)
+    return xs, h0, w
 
+
+def rnn_peers(xs, h0, w) -> dict:
+    """numpy, jax.jit (``lax.scan``) and tf.function versions of ``ml.dynamic_rnn``."""
     def numpy_version():
         h, states = h0, []
-        for t in range(ml.RNN_STEPS):
+        for t in range(xs.shape[1]):
             h = np.tanh(h @ w + xs[:, t])
             states.append(h)
         return np.stack(states, axis=1)
@@ -292,10 +322,14 @@ def rnn(bench: Bench) -> list[Row]:
             return tf.transpose(states.stack(), [1, 0, 2])
         tensors = [tf.constant(v) for v in (xs, h0, w)]
         return lambda: dynamic_rnn(*tensors)
+    return {"numpy": numpy_version, "jax.jit": jax_version, "tf.function": tf_version}
 
+
+@bench_class("recurrent loop")
+def rnn(bench: Bench) -> list[Row]:
+    built = bench.module("ml")
+    xs, h0, w = rnn_inputs()
     row = bench.measure(f"dynamic_rnn tanh(h @ w + x[t]), batch {ml.RNN_BATCH}, {ml.RNN_UNITS} units, "
-                        f"{ml.RNN_STEPS} steps", {
-                            "built": lambda: built.dynamic_rnn(xs, h0, w), "numpy": numpy_version,
-                            "jax.jit": jax_version, "tf.function": tf_version})
+                        f"{ml.RNN_STEPS} steps", {"built": lambda: built.dynamic_rnn(xs, h0, w), **rnn_peers(xs, h0, w)})
     bench.faster_than(row, "jax.jit", 1.0)
     return [row]

@@ -40,12 +40,9 @@ def _adam_jax(jnp, params, grads, m, v, step):
     return params, m, v, step
 
 
-@bench_class("training step")
-def training_step(bench: Bench) -> list[Row]:
-    built = bench.module("training")
-    x, y = _batch()
-    weights = [w.numpy().copy() for w in built.model.trainable_variables]     # every peer starts here
-
+def training_peers(weights, x, y) -> dict:
+    """jax.jit, tf.function (tf.keras) and hand-written tf.function versions of ``training.train_step``, each
+    starting from ``weights``."""
     def jax_version(jax):
         jnp = jax.numpy
 
@@ -110,23 +107,30 @@ def training_step(bench: Bench) -> list[Row]:
         xt, yt = tf.constant(x), tf.constant(y)
         return lambda: step(xt, yt)
 
+    return {"jax.jit": jax_version, "tf.function": tf_keras_version, "tf.function hand-written": tf_hand_written}
+
+
+@bench_class("training step")
+def training_step(bench: Bench) -> list[Row]:
+    built = bench.module("training")
+    x, y = _batch()
+    weights = [w.numpy().copy() for w in built.model.trainable_variables]     # every peer starts here
     row = bench.measure(f"training step: MLP {training.FEATURES}-{training.HIDDEN}-{training.CLASSES}, batch "
                         f"{training.BATCH}, forward + backward + Adam", {
-                            "built": lambda: built.train_step(x, y), "jax.jit": jax_version,
-                            "tf.function": tf_keras_version, "tf.function hand-written": tf_hand_written})
+                            "built": lambda: built.train_step(x, y), **training_peers(weights, x, y)})
     bench.faster_than(row, "jax.jit", 1.0)
     bench.faster_than(row, "tf.function", 3.0)
     bench.faster_than(row, "tf.function hand-written", 3.0)
     return [row]
 
 
-@bench_class("convolution")
-def convolution(bench: Bench) -> list[Row]:
-    built = bench.module("training")
+def conv_inputs():
     rng = np.random.default_rng(6)
-    image = rng.standard_normal((1, training.IMAGE, training.IMAGE, training.CHANNELS)).astype(f32)
-    kernel, bias = (w.numpy() for w in built.conv_layer.trainable_variables)
+    return rng.standard_normal((1, training.IMAGE, training.IMAGE, training.CHANNELS)).astype(f32)
 
+
+def conv_peers(image, kernel, bias) -> dict:
+    """tf.function of a tf.keras ``Conv2D`` with the built layer's weights."""
     def tf_version(tf):
         layer = tf.keras.layers.Conv2D(training.FILTERS, 3)
         layer.build(image.shape)
@@ -134,8 +138,15 @@ def convolution(bench: Bench) -> list[Row]:
         fn = tf.function(lambda x: layer(x))
         tensor = tf.constant(image)
         return lambda: fn(tensor)
+    return {"tf.function": tf_version}
 
+
+@bench_class("convolution")
+def convolution(bench: Bench) -> list[Row]:
+    built = bench.module("training")
+    image = conv_inputs()
+    kernel, bias = (w.numpy() for w in built.conv_layer.trainable_variables)
     row = bench.measure(f"convolution: Conv2D({training.FILTERS}, 3) on [1, {training.IMAGE}, {training.IMAGE}, "
-                        f"{training.CHANNELS}]", {"built": lambda: built.conv(image), "tf.function": tf_version})
+                        f"{training.CHANNELS}]", {"built": lambda: built.conv(image), **conv_peers(image, kernel, bias)})
     bench.within(row, "tf.function", 1.5)
     return [row]

@@ -14,6 +14,7 @@ from libc.stdint cimport int64_t, int32_t, intptr_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
+from cpython.exc cimport PyErr_CheckSignals
 
 from runtime import config, context, errors
 
@@ -41,6 +42,7 @@ cdef extern from "kernels/rt_kernels.h" nogil:
     void rt_ctx_free(rt_ctx *ctx)
     int64_t rt_numel(const rt_tensor *t)
     size_t rt_itemsize(int dtype)
+    int rt_available_threads(int wanted)
 
 ctypedef int (*rt_fn)(rt_ctx *ctx, rt_tensor *inputs, rt_tensor *outputs) noexcept nogil
 
@@ -146,10 +148,43 @@ cdef extern from *:
     static int rt_big_register_fork(void) {
         return pthread_atfork(rt_big_before_fork, rt_big_after_fork, rt_big_after_fork);
     }
+    /* Ctrl-C in native loops (rt_kernels.h): a SIGINT handler that sets the flag every built module reads, then
+     * runs the handler it replaced (Python's, which makes the interpreter raise KeyboardInterrupt). Installed
+     * over a handler that is a function (Python's), never over SIG_DFL or SIG_IGN; Python reinstalls its own
+     * when a program calls signal.signal(SIGINT, ...), and rt_watch_sigint puts this one back in front. */
+    #include <signal.h>
+    static struct sigaction rt_sigint_previous;
+    static void rt_on_sigint(int sig, siginfo_t *info, void *uctx) {
+        rt_interrupt_flag = 1;
+        if (rt_sigint_previous.sa_flags & SA_SIGINFO) {
+            if (rt_sigint_previous.sa_sigaction) rt_sigint_previous.sa_sigaction(sig, info, uctx);
+        } else if (rt_sigint_previous.sa_handler != SIG_DFL && rt_sigint_previous.sa_handler != SIG_IGN) {
+            rt_sigint_previous.sa_handler(sig);
+        }
+    }
+    static void rt_watch_sigint(void) {
+        struct sigaction now, mine;
+        if (sigaction(SIGINT, NULL, &now) != 0) return;
+        if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == rt_on_sigint) return;
+        if (!(now.sa_flags & SA_SIGINFO) && (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN)) return;
+        rt_sigint_previous = now;
+        memset(&mine, 0, sizeof(mine));
+        mine.sa_sigaction = rt_on_sigint;
+        mine.sa_flags = SA_SIGINFO | (now.sa_flags & SA_RESTART);
+        sigemptyset(&mine.sa_mask);
+        sigaction(SIGINT, &mine, NULL);
+    }
+    static void *rt_interrupt_address(void) { return (void *)rt_interrupt; }
+    static void rt_clear_interrupt(void) { *rt_interrupt = 0; }
+    static int rt_was_interrupted(void) { return *rt_interrupt; }
     """
     void *rt_big_alloc_impl(size_t nbytes) nogil
     void rt_big_free_impl(void *data) nogil
     int rt_big_register_fork()
+    void rt_watch_sigint()
+    void *rt_interrupt_address()
+    void rt_clear_interrupt() nogil
+    int rt_was_interrupted() nogil
 
 
 if rt_big_register_fork() != 0:
@@ -165,9 +200,25 @@ cdef void _free_big_capsule(object capsule) noexcept:
 
 
 def allocator_capsules():
-    """The big-buffer allocator's alloc/free functions, for built modules to share."""
+    """The big-buffer allocator's alloc/free functions (extensions built before ``runtime_capsules`` call this)."""
     return (PyCapsule_New(<void *>rt_big_alloc_impl, b"rt_big_alloc", NULL),
             PyCapsule_New(<void *>rt_big_free_impl, b"rt_big_free", NULL))
+
+
+def runtime_capsules():
+    """What built modules share with this one: the big-buffer allocator's alloc/free functions and the Ctrl-C
+    flag their loops read (``rt_set_runtime`` in the generated header)."""
+    rt_watch_sigint()
+    return allocator_capsules() + (PyCapsule_New(rt_interrupt_address(), b"rt_interrupt", NULL),)
+
+
+rt_watch_sigint()
+
+
+def _interrupted() -> BaseException:
+    """The exception a native call stopped by Ctrl-C raises: what Python's handler raises, else KeyboardInterrupt."""
+    PyErr_CheckSignals()
+    return KeyboardInterrupt()
 
 
 # Results at least this big are handed to numpy without a copy (the array owns the arena buffer); a smaller
@@ -282,14 +333,16 @@ _settings_changed()
 
 
 cdef int _inter = 0
+cdef bint _follow_load = False
 
 
 cdef inline int _num_threads():
-    global _threads, _inter
+    global _threads, _inter, _follow_load
     if _threads == 0:
         _threads = config.intra_op_threads()
         _inter = config.inter_op_threads()
-    return _threads
+        _follow_load = config.threads_follow_load()
+    return rt_available_threads(_threads) if _follow_load else _threads
 
 
 from runtime.tensor import EagerTensor as _EagerTensor
@@ -447,7 +500,7 @@ cdef class NativeFunction:
         ctx.callback = <void *>_callback
         ctx.user = NULL
         ctx.num_threads = _num_threads()
-        ctx.inter_threads = _inter
+        ctx.inter_threads = _inter if not _follow_load or _inter <= ctx.num_threads else ctx.num_threads
         if self.needs_state:
             state = _CallState()
             state.function = self
@@ -478,6 +531,7 @@ cdef class NativeFunction:
                     keep = []
                 keep.append(storage)
                 _pack(&ctx, &ins[self.n_in + i], storage, variable.dtype.code, state)
+            rt_clear_interrupt()
             if self.small:
                 rc = self.fn(&ctx, ins, outs)
             else:
@@ -486,6 +540,8 @@ cdef class NativeFunction:
             if rc != 0:
                 if state is not None and state.error is not None:
                     raise state.error
+                if rt_was_interrupted():
+                    raise _interrupted()
                 raise errors.InvalidArgumentError(ctx.msg.decode("utf-8", "replace"))
             if first_only:
                 return _unpack(&outs[0], self.out_typenums[0], state, &ctx)

@@ -79,6 +79,14 @@ def intra_op_threads() -> int:
     return count
 
 
+def threads_follow_load() -> bool:
+    """Whether native code may use fewer intra-op threads than ``intra_op_threads()`` while other processes
+    keep the cores busy: when neither ``set_intra_op_parallelism_threads`` nor ``OMP_NUM_THREADS`` chose the
+    count (``rt_available_threads`` in ``rt_kernels.h`` says why and how)."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    return threading._intra <= 0 and not (env.strip().isdigit() and int(env) > 0)
+
+
 def inter_op_threads() -> int:
     """Threads for independent parts of a graph: the setting, else as many as intra-op (1 in a forked child)."""
     global _pool_may_run

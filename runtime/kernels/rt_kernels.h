@@ -107,6 +107,72 @@ static inline size_t rt_itemsize(int dtype) {
     }
 }
 
+/* ---- Ctrl-C ------------------------------------------------------------------------------------ */
+
+/* Ctrl-C reaches native loops through one process-wide flag: runtime._native's SIGINT handler sets it (and
+ * then runs Python's handler as before), every iteration of a generated loop reads it (no GIL needed), and a
+ * call that sees it stops and raises KeyboardInterrupt. runtime._native hands the address of its flag to
+ * each built module at import (rt_set_runtime); until then a module reads a flag nobody sets. */
+static volatile int rt_interrupt_flag = 0;
+static volatile int *rt_interrupt = &rt_interrupt_flag;
+#define RT_INTERRUPTED (*rt_interrupt)
+
+/* ---- threads on a busy machine -------------------------------------------------------------- */
+
+/* How many of `wanted` threads parallel loops should use now. A parallel loop ends when its slowest thread
+ * does: while another process keeps a core busy, one of two threads on two cores is descheduled for whole
+ * time slices, and a loop of 100 us took 1-10 ms (an MLP step 2.1 ms on two threads, 0.9 ms on one). So at
+ * most every RT_LOAD_PERIOD_NS this reads how busy the machine's CPUs were since the last reading
+ * (/proc/stat, busy = everything but idle and iowait; stolen time counts, the hypervisor gave it to
+ * others) and how much of it was this process (its CPU clock): the cores the others used are free for
+ * nobody else. It uses as many threads as cores are left (rounded), at least one. Without /proc/stat it
+ * returns `wanted`. Callers hold the GIL (the readings are plain statics). */
+#define RT_LOAD_PERIOD_NS 50000000LL
+#if defined(__linux__)
+#include <time.h>
+#include <unistd.h>
+static int rt_available_threads(int wanted) {
+    static int64_t last_wall = 0, last_self = 0, last_busy = 0, last_total = 0;
+    static int threads = 0, cores = 0;
+    struct timespec now, self;
+    if (wanted <= 1) return wanted;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t wall = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    if (threads > 0 && wall - last_wall < RT_LOAD_PERIOD_NS) return threads < wanted ? threads : wanted;
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    int got = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                         &v[5], &v[6], &v[7]) : 0;
+    if (f) fclose(f);
+    if (got < 4) return wanted;
+    if (cores == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cores = n > 0 ? (int)n : 1;
+    }
+    int64_t total = 0;
+    for (int i = 0; i < 8; i++) total += (int64_t)v[i];
+    int64_t busy = total - (int64_t)v[3] - (int64_t)v[4];
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &self);
+    int64_t self_ns = (int64_t)self.tv_sec * 1000000000LL + self.tv_nsec;
+    if (threads > 0 && total > last_total) {
+        double ticks = (double)(total - last_total);            /* all CPUs' time, in clock ticks */
+        double others = (double)(busy - last_busy) / ticks * cores   /* cores busy, ours included */
+                        - (double)(self_ns - last_self) / (double)(wall - last_wall);
+        int free_cores = (int)(cores - (others > 0 ? others : 0) + 0.5);
+        threads = free_cores < 1 ? 1 : free_cores;
+    } else {
+        threads = cores;
+    }
+    last_wall = wall;
+    last_self = self_ns;
+    last_busy = busy;
+    last_total = total;
+    return threads < wanted ? threads : wanted;
+}
+#else
+static int rt_available_threads(int wanted) { return wanted; }
+#endif
+
 /* ---- arena ------------------------------------------------------------------------------- */
 
 /* Big buffers (>= RT_BIG_BYTES) come from a process-wide caching allocator in runtime._native
@@ -258,6 +324,14 @@ static inline int rt_reserve(rt_ctx *ctx, void **p, int64_t *capacity, int64_t c
     *p = rt_alloc(ctx, (size_t)(nbytes > 0 ? nbytes : 1));
     *capacity = *p ? nbytes : 0;
     return *p ? 0 : rt_fail(ctx, "out of memory");
+}
+
+/* rt_reserve's value form, which generated code uses: the buffer itself (grown when too small), NULL with a
+ * message when it cannot be. The pointer goes in by value: a buffer pointer whose address the code takes is
+ * shared with OpenMP regions by reference, and GCC then reloads it after every store of a loop and leaves the loop
+ * scalar (every loop of a kernel with run-time sizes, which gets a parallel copy, ran 5-10x slower). */
+static inline void *rt_reserved(rt_ctx *ctx, void *p, int64_t *capacity, int64_t count, int64_t itemsize) {
+    return rt_reserve(ctx, &p, capacity, count, itemsize) ? NULL : p;
 }
 
 /* Paddings: the position of an input of n elements that position j of the padded axis copies, j counted

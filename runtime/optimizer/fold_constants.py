@@ -2,8 +2,8 @@
 
 An op folds when it is ``foldable``, not stateful, holds no subgraph, and either all its inputs are
 constants (its numpy kernel -- the reference semantics -- computes the value) or it only asks for a
-statically known shape (``Shape``/``Size``/``ZerosLike``/``OnesLike`` of a fully defined shape, ``Rank``
-of a known rank).
+statically known shape (``Shape``/``Size``/``ZerosLike``/``OnesLike`` of a fully defined shape that no
+run-time check of its producer could contradict, ``Rank`` of a known rank).
 Results larger than ``MAX_ELEMENTS`` stay computed at run time (they would bloat the graph), and so
 do ops whose kernel raises: the error belongs to the run, not to the build.
 """
@@ -88,10 +88,33 @@ def _evaluate(op: Operation) -> list[np.ndarray] | None:
     return values
 
 
+# Producers whose output has its static shape whenever their inputs have theirs: nothing about sizes is left to
+# check at run time (a reshape of a fully known input was checked while tracing, a gather's indices were not).
+_SHAPE_SAFE_VIEWS = ("expand_dims", "squeeze", "reshape", "transpose", "unpack")
+_SHAPE_SAFE_OPS = ("Placeholder", "Const", "Identity", "ReadVariableOp")
+_MAY_FAIL = ("FloorDiv", "FloorMod", "Pow")       # integer division by zero, integer negative powers
+
+
+def _shape_is_certain(t) -> bool:
+    """Whether ``t``'s static shape holds without running its producer: folding ``Shape(t)`` prunes the producer,
+    and with it a check that would fail at run time (``rt.shape(rt.reshape(z, [4, 2]))`` of a ``z`` of 12
+    elements must raise, as in TensorFlow, which keeps the producer alive)."""
+    op = t.op
+    if op.type in _SHAPE_SAFE_OPS:
+        return True
+    if not all(x.shape.is_fully_defined() for x in op.inputs):
+        return False
+    if op.opdef.view is not None:
+        return op.opdef.view in _SHAPE_SAFE_VIEWS
+    return op.opdef.elementwise and not (op.type in _MAY_FAIL and any(x.dtype.is_integer for x in op.inputs))
+
+
 def _shape_stand_in(op: Operation) -> list[np.ndarray] | None:
-    """For ops that read only their input's shape: a zero-cost array of that (static) shape."""
+    """For ops that read only their input's shape: a zero-cost array of that (static) shape, when it is certain."""
     need = _SHAPE_ONLY.get(op.type)
     if need is None:
+        return None
+    if need == "fully_defined" and not _shape_is_certain(op.inputs[0]):
         return None
     shape = op.inputs[0].shape
     if need == "fully_defined" and not shape.is_fully_defined():

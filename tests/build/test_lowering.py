@@ -434,6 +434,25 @@ CONTRACTIONS = [("ik,kj", (5, 7), (7, 6)), ("ik,kj", (40, 300), (300, 70)), ("ik
 for _form, _a, _b in CONTRACTIONS:
     contractions.get_concrete_function(rt.TensorSpec(_a, F), rt.TensorSpec(_b, F), _form)
 contractions.get_concrete_function(rt.TensorSpec([20, 30], rt.float64), rt.TensorSpec([30, 10], rt.float64), "ik,kj")
+# kept axes of run-time sizes: still matmuls; a reduced axis of run-time size (it could broadcast): a reduction
+CONTRACTIONS_ANY = [("ik,kj", (None, 7), (7, None), (5, 7), (7, 6), True),
+                    ("ik,jk", (None, 20), (None, 20), (33, 20), (17, 20), True),
+                    ("ik,jk", (None, 20), (None, 20), (1, 20), (0, 20), True),
+                    ("ki,kj", (50, None), (50, None), (50, 9), (50, 13), True),
+                    ("ik,kj rank 2", (None, 200), (200, None), (3, 200), (200, 40), True),
+                    ("ik,jk", (None, None), (None, None), (6, 1), (5, 4), False)]
+for _form, _a, _b, *_ in CONTRACTIONS_ANY:
+    contractions.get_concrete_function(rt.TensorSpec(_a, F), rt.TensorSpec(_b, F), _form)
+
+
+def test_sums_of_broadcast_products_of_run_time_sizes_run_as_matmuls(programs):
+    rng = np.random.default_rng(14)
+    for form, a_spec, b_spec, a_shape, b_shape, rewritten in CONTRACTIONS_ANY:
+        specs = (rt.TensorSpec(a_spec, rt.float32), rt.TensorSpec(b_spec, rt.float32))
+        a, b = (rt.constant(rng.standard_normal(shape).astype(np.float32)) for shape in (a_shape, b_shape))
+        check(programs.contractions, (*specs, form), [a, b], [form], atol=1e-4)
+        ir = str(lower_function(built(programs.contractions, *specs, form).graph, "contraction").ir)
+        assert ("rt_gemm" in ir or "rt_matmul" in ir) == rewritten, (form, ir)
 
 
 SHORT_ROWS = (2, 3, 10, 15, 16, 17, 33, 100, 127, 128)
@@ -480,6 +499,34 @@ def everything(i, m):
     g = rt.gather(f, rt.zeros([2], rt.int32)) + parts[0] + parts[1]
     stacked = rt.stack([g, g * 2.0], axis=1)
     return a + rt.cast(b, F) + c + d + e + r, eye, stacked
+
+@rt.function
+def orbits(cr, ci, steps):
+    zr = rt.zeros_like(cr)
+    zi = rt.zeros_like(ci)
+    count = rt.zeros_like(cr)
+    i = rt.constant(0)
+    while i < steps:
+        zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+        count += rt.cast(zr * zr + zi * zi < 4.0, cr.dtype)
+        i += 1
+    return count, zr, i
+
+
+orbits.get_concrete_function(spec(2), spec(2), rt.TensorSpec([], rt.int32))
+orbits.get_concrete_function(spec(1, rt.float64), spec(1, rt.float64), rt.TensorSpec([], rt.int32))
+
+
+@rt.function
+def halvings(n, k, d):
+    i = rt.constant(0)
+    while i < k:
+        n = n // d + n % 3
+        i += 1
+    return n
+
+
+halvings.get_concrete_function(spec(1, rt.int32), rt.TensorSpec([], rt.int32), rt.TensorSpec([], rt.int32))
 '''
 
 
@@ -754,6 +801,41 @@ def test_scalar_and_vector_loops(programs, a, n, values):
     check(programs.newton, (rt.TensorSpec([], rt.float32), rt.TensorSpec([], rt.int32)),
           [rt.constant(np.float32(a)), rt.constant(n)])
     check(programs.collatz, (rt.TensorSpec([None], rt.int32),), [rt.constant(np.array(values, np.int32))])
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (7, 9), (8, 8), (5, 13), (130, 131)])
+def test_elementwise_loops_run_tile_by_tile(programs, shape):
+    """A loop over elementwise updates runs tile by tile (on threads from 16K elements), with a last partial tile
+    that also gives the loop's one-element results, even when it is empty (64 x k elements, none)."""
+    rng = np.random.default_rng(sum(shape))
+    cr = rt.constant(rng.uniform(-2, 0.6, shape).astype(np.float32))
+    ci = rt.constant(rng.uniform(-1.3, 1.3, shape).astype(np.float32))
+    f32, steps = rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([], rt.int32)
+    check(programs.orbits, (f32, f32, steps), [cr, ci, rt.constant(20)], atol=0)
+    check(programs.orbits, (f32, f32, steps), [cr, ci, rt.constant(0)], atol=0)
+    f64 = rt.TensorSpec([None], rt.float64)
+    flat = [rt.constant(v.numpy().reshape(-1).astype(np.float64)) for v in (cr, ci)]
+    check(programs.orbits, (f64, f64, steps), flat + [rt.constant(30)], atol=0)
+    n = rt.constant(rng.integers(-1000, 1000, int(np.prod(shape))).astype(np.int32))
+    check(programs.halvings, (rt.TensorSpec([None], rt.int32), steps, steps), [n, rt.constant(9), rt.constant(2)])
+    if n.shape[0]:          # a failing check inside a tile: the divisor is checked where the division runs
+        with pytest.raises(rt.errors.InvalidArgumentError, match="FloorDiv: Integer division by zero"):
+            built(programs.halvings, rt.TensorSpec([None], rt.int32), steps, steps)(n, rt.constant(9),
+                                                                                   rt.constant(0))
+
+
+def test_which_loops_run_tile_by_tile(programs):
+    ir = str(lower_function(built(programs.orbits, rt.TensorSpec([None, None], rt.float32),
+                                  rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([], rt.int32)).graph,
+                            "f").ir)
+    assert "tile by tile (64 elements)" in ir and "parallel if" in ir.split("tile by tile")[1].split("loop:")[0]
+    halving = str(lower_function(built(programs.halvings, rt.TensorSpec([None], rt.int32),
+                                       rt.TensorSpec([], rt.int32), rt.TensorSpec([], rt.int32)).graph, "f").ir)
+    # an integer division checks its divisor: a failing check cannot leave a parallel loop, so tiles run in turn
+    tiles = halving.split("tile by tile")[1].split("loop:")[0]
+    assert "for c" in tiles and "parallel" not in tiles.split("for c")[1].split("\n")[0]
+    collatz = str(lower_function(built(programs.collatz, rt.TensorSpec([None], rt.int32)).graph, "f").ir)
+    assert "tile by tile" not in collatz          # its condition reads every element
 
 
 # ---------------------------------------------------------------------------

@@ -9,18 +9,24 @@ from __future__ import annotations
 
 from transpiler.lowering.ir import (
     Alloc, Assign, Break, Call, Check, Comment, Declare, Describe, Expr, Fail, For, Function, If, Loop, Parts,
-    Poly, Raw, Store, Text, render_expr,
+    Poly, Raw, Store, Swap, Text, render_expr, walk_stmts,
 )
 
 
 def render_function(fn: Function) -> str:
     """``static int name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` for a lowered function."""
     r = _Renderer()
+    if fn.guard:
+        same = " && ".join(f"{a} == {b}" for a, b in fn.guard)
+        r.line(1, f"if (!({same})) return {fn.fallback.name}(ctx, in, out);")
     for d in fn.locals:
         r.stmt(d, 1)
     r.block(fn.body, 1)
     head = f"static int {fn.name}(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {{"
-    return "\n".join([head] + r.lines + ["    return 0;", "fail:", "    return -1;", "}"])
+    text = "\n".join([head] + r.lines + ["    return 0;", "fail:", "    return -1;", "}"])
+    if fn.fallback is not None:
+        text = render_function(fn.fallback) + "\n\n" + text
+    return text
 
 
 def c_string(text: str) -> str:
@@ -53,6 +59,7 @@ class _Renderer:
         self.lines: list[str] = []
         self.fail_label = "fail"
         self.parts = 0
+        self.parallel = 0         # depth of parallel loops around the statement being rendered
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -74,10 +81,15 @@ class _Renderer:
             self.line(depth, f"{s.name} = {_value(s.value)};")
         elif isinstance(s, Store):
             self.line(depth, f"{s.ptr}[{s.index}] = {render_expr(s.value)};")
+        elif isinstance(s, Swap):
+            self.line(depth, f"{{ {s.ctype} rt_swap = {s.a}; {s.a} = {s.b}; {s.b} = rt_swap; }}")
         elif isinstance(s, For):
             self.loop(s, depth)
         elif isinstance(s, Loop):
             self.line(depth, "for (;;) {")
+            # Ctrl-C (rt_kernels.h): leave the loop, and the call; inside a parallel loop only the loop (no jump
+            # may leave a parallel region), the flag is read again after it
+            self.line(depth + 1, "if (RT_INTERRUPTED) break;" if self.parallel else f"if (RT_INTERRUPTED) {self.stop()}")
             self.block(s.body, depth + 1)
             self.line(depth, "}")
         elif isinstance(s, Break):
@@ -129,20 +141,28 @@ class _Renderer:
         if s.kind == "stack":
             self.line(depth, f"{s.ptr} = {s.buffer};")
         elif s.kind == "reserve":
-            self.line(depth, f"if (rt_reserve(ctx, (void **)&{s.ptr}, &{s.capacity}, {s.count}, {size})) "
-                             f"goto {self.fail_label};")
+            self.line(depth, f"if (!({s.ptr} = ({s.ctype} *)rt_reserved(ctx, {s.ptr}, &{s.capacity}, {s.count}, "
+                             f"{size}))) goto {self.fail_label};")
         else:
             self.line(depth, f"if (!({s.ptr} = ({s.ctype} *)rt_alloc_array(ctx, {s.count}, {size}))) "
                              f"goto {self.fail_label};")
+
+    def stop(self) -> str:
+        """The statement that stops the call after Ctrl-C."""
+        return self.fail("interrupted", [])
 
     def loop(self, s: For, depth: int) -> None:
         if s.parallel:
             cond = s.parallel if isinstance(s.parallel, str) else "1"
             self.line(depth, f"if ({cond}) {{")
+            self.parallel += 1
             self.for_loop(s, depth + 1, parallel=True)
+            self.parallel -= 1
             self.line(depth, "} else {")
             self.for_loop(s, depth + 1, parallel=False)
             self.line(depth, "}")
+            if not self.parallel and any(isinstance(x, Loop) for x in walk_stmts(s.body)):
+                self.line(depth, f"if (RT_INTERRUPTED) {self.stop()}")
         else:
             self.for_loop(s, depth, parallel=False)
 

@@ -6,8 +6,8 @@ nest with no register blocking (0.65x jax.jit on [256, 64] x [64, 256]); XLA rew
 so does this pass, into a ``MatMul`` the lowering runs through the kernel library's GEMM (with
 transposes folded into the operands' strides: nothing is copied).
 
-It applies to a ``Sum`` over one axis of a rank-3 float ``Mul`` (operands of rank 2 or 3, static
-shapes), read by nothing else, whose operands each span the reduced axis and one of the two others,
+It applies to a ``Sum`` over one axis of a rank-3 float ``Mul`` (operands of rank 2 or 3, the reduced size
+static), read by nothing else, whose operands each span the reduced axis and one of the two others,
 the other size 1: the product ``[I, K, J]`` of ``a [I, K, 1]`` and ``b [1, K, J]``, in any order of
 the axes. Only native code is rewritten: a matmul adds the products in another order than numpy's
 sum (as every native reduction may; see the README's Semantics), while the graph optimizer's passes
@@ -61,7 +61,9 @@ def _rewrite(graph: Graph) -> None:
 def _contraction(op: Operation, counts: dict):
     """(left, left_axis, right, right_axis, reduced axis) when ``op`` is a sum of a broadcast product
     (see the module docstring): out[a, b] = sum_k left[a, k] * right[k, b] over the product's axes a < b;
-    else None."""
+    else None. The kept axes' sizes may be unknown (``None``): each operand is 1 along the axis the other
+    keeps, so the product's size there is the keeping operand's. The reduced axis must be of one static size in
+    both operands (a run-time 1 would broadcast in the product, not in a matmul)."""
     if op.type != "Sum" or op.attrs["axis"] is None or len(op.attrs["axis"]) != 1:
         return None
     product = op.inputs[0]
@@ -69,21 +71,21 @@ def _contraction(op: Operation, counts: dict):
     if mul.type != "Mul" or counts.get(id(product), 0) != 1 or product.dtype.name not in FLOATS:
         return None
     dims = product.shape.dims
-    if dims is None or len(dims) != 3 or any(d is None for d in dims):
+    if dims is None or len(dims) != 3:
         return None
     shapes = []
     for t in mul.inputs:
         d = t.shape.dims
-        if d is None or len(d) not in (2, 3) or any(n is None for n in d):
+        if d is None or len(d) not in (2, 3):
             return None
         shapes.append((1,) * (3 - len(d)) + tuple(d))
     r = op.attrs["axis"][0] % 3
     a, b = (axis for axis in range(3) if axis != r)
-    if any(shape[r] != dims[r] for shape in shapes):
+    if dims[r] is None or any(shape[r] != dims[r] for shape in shapes):
         return None
 
     def spans(shape, kept, other):
-        return shape[kept] == dims[kept] and shape[other] == 1
+        return shape[other] == 1 and (shape[kept] == dims[kept] or dims[kept] is None)
 
     x, y = mul.inputs
     if spans(shapes[0], a, b) and spans(shapes[1], b, a):
@@ -93,12 +95,18 @@ def _contraction(op: Operation, counts: dict):
     return None
 
 
+def _matrix(t, other: int):
+    """Operand ``t`` (rank 3 with size 1 along ``other``, or rank 2: the product's last two axes) as a matrix
+    over its two other axes in order (views: nothing is copied)."""
+    if t.shape.rank == 2:
+        if other == 0:
+            return t
+        t = array_ops.expand_dims(t, 0)
+    return array_ops.squeeze(t, [other])
+
+
 def _matmul(op: Operation, left, a: int, right, b: int, r: int):
-    """The graph ops of out = left2 @ right2, reshaped to the sum's output shape."""
-    dims = op.inputs[0].shape.dims
-    k = dims[r]
-    # each operand's elements in memory order over (its kept axis, the reduced axis)
-    left2 = array_ops.reshape(left, [dims[a], k] if a < r else [k, dims[a]])
-    right2 = array_ops.reshape(right, [dims[b], k] if b < r else [k, dims[b]])
-    out = math_ops.matmul(left2, right2, transpose_a=a > r, transpose_b=b < r)
-    return array_ops.reshape(out, list(op.outputs[0].shape.dims))
+    """The graph ops of out = left2 @ right2, shaped as the sum's output (a size-1 axis kept at ``r``)."""
+    # each operand over (its kept axis, the reduced axis) in memory order: a view, nothing is copied
+    out = math_ops.matmul(_matrix(left, b), _matrix(right, a), transpose_a=a > r, transpose_b=b < r)
+    return array_ops.expand_dims(out, r) if op.attrs.get("keepdims") else out

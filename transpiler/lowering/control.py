@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from runtime import dtypes
 from transpiler.lowering.ir import (
-    Alloc, Assign, Break, Call, Comment, Declare, If, Loop, Text, Var, product, render_expr,
+    Alloc, Assign, Break, Call, Comment, Declare, If, Loop, Swap, Text, Var, product, render_expr,
 )
 from transpiler.lowering.kernels import Elements, elementwise
 from transpiler.lowering.values import Array, Obj, Scalar
@@ -21,7 +21,7 @@ def _one_element(lw, t) -> bool:
     return t.dtype.c_type is not None and id(t) in lw.dims and product(lw.dims[id(t)]).const == 1
 
 
-def _slot(lw, t, base: str):
+def _slot(lw, t, base: str, on_stack: bool = False):
     """The value an If/While result lives in, and its (pointer, capacity) when it is an array."""
     if t.dtype is dtypes.variant and lw.native_lists:
         return Obj(lw.local("rt_list *", base, "NULL"), t.dtype, "rt_list *"), None
@@ -31,9 +31,17 @@ def _slot(lw, t, base: str):
     if product(dims).const == 1:
         name = lw.local(t.dtype.c_type, base)
         return Scalar(Var(name, t.dtype.c_type), t.dtype, dims), None
-    ptr = lw.local(f"{t.dtype.c_type} *", base, "NULL")
-    cap = lw.local("int64_t", "cap", "0")
-    return Array.dense(ptr, t.dtype, dims, "reserve"), (ptr, cap)
+    buffer = _buffer(lw, t.dtype, dims, base, on_stack)
+    return Array.dense(buffer[0], t.dtype, dims, "stack" if on_stack else "reserve"), buffer
+
+
+def _buffer(lw, dtype, dims, base: str, on_stack: bool) -> tuple[str, str | None]:
+    """(pointer, capacity in bytes) of a buffer kept across iterations, grown when too small; ``on_stack``
+    (static ``dims`` only): a local array of exactly that size, which never grows (no capacity)."""
+    if on_stack:
+        buf = lw.local(dtype.c_type, f"{base}buf", size=max(product(dims).const, 1))
+        return lw.local(f"{dtype.c_type} *", base, buf), None
+    return lw.local(f"{dtype.c_type} *", base, "NULL"), lw.local("int64_t", "cap", "0")
 
 
 def _scalar_of(lw, t) -> str:
@@ -55,11 +63,12 @@ def _put(lw, t, slot, buffer) -> None:
     dims = lw.dims[id(t)]
     value = lw.values.get(id(t))
     if not (isinstance(value, Array) and value.ptr == buffer[0]):
-        lw.emit(Alloc(buffer[0], t.dtype.c_type, product(dims), "reserve", capacity=buffer[1]))
+        if buffer[1] is not None:
+            lw.emit(Alloc(buffer[0], t.dtype.c_type, product(dims), "reserve", capacity=buffer[1]))
         target = Array.dense(buffer[0], t.dtype, dims, "reserve")
         lw.emit(*elementwise(lw, [target], dims, lambda el, index: [el.of(t, index)]))
     for mine, theirs in zip(slot.dims, dims):
-        if mine.const is None:
+        if mine.const is None and mine != theirs:
             lw.emit(Assign(str(mine), theirs))
 
 
@@ -101,18 +110,20 @@ def emit_if(lw, op) -> bool:
     return True
 
 
-def emit_while(lw, op) -> bool:
+def emit_while(lw, op, on_stack: bool = False) -> bool:
+    """The loop as written; ``on_stack``: array loop variables (all of static sizes) in local arrays (a tile's,
+    ``tiles.py``)."""
     n = op.attrs["num_loop_vars"]
     cond_g, body = op.attrs["cond"], op.attrs["body"]
     entry = op.inputs[:n]
     captures = op.inputs[n:n + len(body.captures)]
-    slots = [_slot(lw, t, "lv") for t in op.outputs]
+    slots = [_slot(lw, t, "lv", on_stack) for t in op.outputs]
     nexts = []
     for t, (slot, buffer) in zip(op.outputs, slots):
         if buffer is None:
             nexts.append(None)
         else:
-            nexts.append((lw.local(f"{t.dtype.c_type} *", "nx", "NULL"), lw.local("int64_t", "cap", "0")))
+            nexts.append(_buffer(lw, t.dtype, slot.dims, "nx", on_stack))
     taken: set[str] = set()
     for x, t, (slot, buffer) in zip(entry, op.outputs, slots):
         value = lw.values.get(id(x))
@@ -148,6 +159,7 @@ def emit_while(lw, op) -> bool:
             if nexts[k] is not None and _produced_inside(lw, body, t) and id(t) not in lw.dests:
                 lw.dests[id(t)] = nexts[k]
         lw.lower_graph(body, {id(p): v for p, v in zip(placeholders, values)})
+        _prove_invariant_dims(lw, op, body)
         lw.emit(Comment("next values of the loop variables"))
         updates = []
         for k, (t, (slot, buffer)) in enumerate(zip(body.outputs, slots)):
@@ -165,10 +177,9 @@ def emit_while(lw, op) -> bool:
                 nx = Array.dense(nexts[k][0], t.dtype, slot.dims, "reserve")
                 _put(lw, t, nx, nexts[k])
                 ptr, cap = buffer
-                tmp_p, tmp_c = lw.fresh("swap"), lw.fresh("swapc")
-                updates += [Declare(tmp_p, f"{t.dtype.c_type} *", ptr), Assign(ptr, nexts[k][0]),
-                            Assign(nexts[k][0], tmp_p), Declare(tmp_c, "int64_t", cap), Assign(cap, nexts[k][1]),
-                            Assign(nexts[k][1], tmp_c)]
+                updates.append(Swap(ptr, nexts[k][0], f"{t.dtype.c_type} *"))
+                if cap is not None:
+                    updates.append(Swap(cap, nexts[k][1], "int64_t"))
         lw.emit(*updates)
         _drops(lw, lw.drops)
         lw.emit(Assign(counter, f"{counter} + 1"))
@@ -177,6 +188,19 @@ def emit_while(lw, op) -> bool:
     for t, (slot, _) in zip(op.outputs, slots):
         lw.values[id(t)] = slot
     return True
+
+
+def _prove_invariant_dims(lw, op, body) -> None:
+    """The induction step of the loop dims assumed invariant (``shapes._while``): the body, lowered with each
+    loop variable of the dims it entered with, gives its next value the same dims. While discovering, a dim
+    for which it does not is marked varying (the next round gives it a symbol of its own)."""
+    for k, d in sorted(lw.hypotheses.get(id(op), ())):
+        after = lw.dims.get(id(body.outputs[k]))
+        if after is not None and lw.same_dim(after[d], lw.dims[id(op.outputs[k])][d]):
+            continue
+        if not lw.assume.learning:
+            raise AssertionError(f"{op.name}: loop variable {k}'s dim {d} was assumed invariant and is not")
+        lw.assume.vary((id(op), k, d))
 
 
 def _bind(lw, sub, values, sources) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from runtime.config import PARALLEL_MIN_ELEMENTS
 from transpiler.lowering.ir import (Alloc, Assign, Call, Check, Comment, Declare, Expr, For, Load, Poly, Raw,
                                     Store, Var, walk_expr, walk_stmts)
 from transpiler.lowering.merge import accesses, injective, perfect_nest, rename_indices
@@ -78,8 +79,7 @@ def _consumer(stmts: list, k: int, owner: dict):
             continue
         nest = perfect_nest(s) if isinstance(s, For) else None
         if nest is not None and _reads_block(gemm, nest, owner):
-            work = (gemm.m * gemm.k * gemm.n).const
-            if nest[0][0].parallel and (work is None or work < PARALLEL_GEMM):
+            if nest[0][0].parallel and not _parallel_with(gemm):
                 return None      # a big loop after a product too small for threads: keep the loop parallel
             if not _precedes(_footprint(s, owner), effects):
                 return None
@@ -91,6 +91,17 @@ def _consumer(stmts: list, k: int, owner: dict):
             total |= part
         passed.append(s)
     return None
+
+
+def _parallel_with(gemm) -> bool:
+    """Whether the product runs on threads whenever a loop over its result would: static sizes of at least
+    PARALLEL_GEMM multiply-adds, or run-time ones with an inner size of at least PARALLEL_GEMM /
+    RT_PARALLEL_MIN (then m * n elements worth threads make m * k * n multiply-adds worth them too)."""
+    work = (gemm.m * gemm.k * gemm.n).const
+    if work is not None:
+        return work >= PARALLEL_GEMM
+    k = gemm.k.const
+    return k is not None and k * PARALLEL_MIN_ELEMENTS >= PARALLEL_GEMM
 
 
 def _precedes(footprint, effects) -> bool:

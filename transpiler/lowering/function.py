@@ -21,6 +21,7 @@ from transpiler.lowering import lists, ops as opaque, parallel, rows, shapes
 from transpiler.lowering.ir import (
     Alloc, Assign, Comment, Declare, Describe, Function, Parts, Poly, Store, Var, literal, product,
 )
+from transpiler.lowering.assume import Assumptions, discover
 from transpiler.lowering.contract import contract_products
 from transpiler.lowering.epilogue import fuse_epilogues
 from transpiler.lowering.merge import memory_owners, merge_loops
@@ -51,24 +52,52 @@ class LoweredFunction:
 
 
 def lower_function(graph: Graph, name: str, fuse: bool = True, plan_memory: bool = True) -> LoweredFunction:
-    """Lower a concrete function's (optimized) graph to the loop IR of ``static int name(...)``."""
+    """Lower a concrete function's (optimized) graph to the loop IR of ``static int name(...)``.
+
+    Run-time dims are lowered under the ``assume`` module's facts: loop dims proven invariant, and input dims
+    the program relates assumed equal; when it assumes any, the function's entry checks them (``guard``) and
+    calls a version lowered without them (``fallback``) when they do not hold.
+    """
     if fuse:
         graph = contract_products(graph)
-    lw = Lowerer(graph, name, fuse=fuse, plan_memory=plan_memory)
-    lw.lower_function()
-    if fuse:
+
+    def lowered(assume: Assumptions, fn_name: str = name) -> Lowerer:
+        lw = Lowerer(graph, fn_name, fuse=fuse, plan_memory=plan_memory, assume=assume)
+        lw.lower_function()
+        return lw
+
+    assume = discover(lowered)
+    lw = lowered(assume)
+    ir = _finish(lw)
+    ir.guard = assume.guard()
+    if ir.guard:
+        general = lowered(discover(lowered, unions=False), f"{name}_any")
+        if [id(h) for h in general.variables] != [id(h) for h in lw.variables]:
+            raise AssertionError(f"{name}: the guarded versions use different variables")
+        ir.fallback = _finish(general)
+    return LoweredFunction(ir, lw.variables, lw.report)
+
+
+def _finish(lw: "Lowerer") -> Function:
+    """The function's IR after the passes over finished loop nests."""
+    if lw.fuse:
         owner = memory_owners(lw.body, lw.locals)
         merge_loops(lw.body, owner)
         fuse_epilogues(lw.body, lw.locals, owner)
-    ir = Function(name, lw.locals, lw.body, lw.signature())
-    return LoweredFunction(ir, lw.variables, lw.report)
+    return Function(lw.name, lw.locals, lw.body, lw.signature())
 
 
 class Lowerer:
     """The state of one function's lowering (see the module docstring)."""
 
-    def __init__(self, graph: Graph, name: str, fuse: bool = True, plan_memory: bool = True):
+    def __init__(self, graph: Graph, name: str, fuse: bool = True, plan_memory: bool = True,
+                 assume: Assumptions | None = None):
         self.graph = graph
+        # what run-time dims may be assumed (``assume.py``); by default nothing: every loop dim varies
+        self.assume = assume if assume is not None else Assumptions(unions=False, varying={"*"})
+        self.entry_keys: dict[str, str] = {}   # symbol of an input's run-time dim -> its C source (the key)
+        self.entry_symbols: dict[str, Poly] = {}   # class representative key -> its symbol
+        self.hypotheses: dict[int, set] = {}   # id(While op) -> {(loop variable, axis)} assumed invariant
         self.name = name
         self.fuse = fuse
         self.plan_memory = plan_memory
@@ -125,6 +154,40 @@ class Lowerer:
         finally:
             self.out = saved
 
+    def entry_classes(self, polys) -> list[str] | None:
+        """The entry-dim keys of ``polys`` when each is one input's run-time dim, else None."""
+        keys = []
+        for p in polys:
+            symbols = p.symbols()
+            if len(symbols) != 1 or p != Poly.sym(next(iter(symbols))):
+                return None
+            key = self.entry_keys.get(next(iter(symbols)))
+            if key is None:
+                return None
+            keys.append(key)
+        return keys
+
+    def assume_equal(self, polys) -> bool:
+        """Whether run-time dims ``polys`` (distinct symbols) may be taken as one: while discovering, input dims
+        are (the entry will check them); otherwise they are separate."""
+        keys = self.entry_classes(polys)
+        if keys is None or not self.assume.unions or not self.assume.learning:
+            return False
+        self.assume.union(keys)
+        return True
+
+    def same_dim(self, a: Poly, b: Poly) -> bool:
+        """``a`` and ``b`` are the same size: equal, or input dims assumed equal."""
+        if a == b:
+            return True
+        keys = self.entry_classes([a, b])
+        return keys is not None and self.assume.find(keys[0]) == self.assume.find(keys[1])
+
+    def unify(self, a: Poly, b: Poly) -> bool:
+        """Whether ``a`` and ``b`` may be taken as one size (no check needed): the same, or input dims assumed
+        equal (while discovering, this assumes it)."""
+        return self.same_dim(a, b) or self.assume_equal([a, b])
+
     def message(self, op, text: str) -> str:
         """An error message (printf format) naming ``op`` and the user's line, as the executors do."""
         return f"{op.type}: {text}\n  [[{op.where().replace('%', '%%')}]]"
@@ -159,7 +222,8 @@ class Lowerer:
         dims = self.dims[id(t)]
         if dest is not None:
             ptr, capacity = dest
-            self.emit(Alloc(ptr, t.dtype.c_type, product(dims), "reserve", capacity=capacity))
+            if capacity is not None:            # None: a local array of the exact size (``control._buffer``)
+                self.emit(Alloc(ptr, t.dtype.c_type, product(dims), "reserve", capacity=capacity))
             return Array.dense(ptr, t.dtype, dims, "reserve")
         if product(dims).const == 1:
             name = self.local(t.dtype.c_type, "s")
@@ -241,7 +305,13 @@ class Lowerer:
         dims = []
         for d, n in enumerate(t.shape.dims):
             if n is None:
-                dims.append(Poly.sym(self.local("int64_t", "n", f"{tensor}.shape[{d}]")))
+                key = f"{tensor}.shape[{d}]"
+                rep = self.assume.find(key) if self.assume.unions else key
+                if rep not in self.entry_symbols:
+                    symbol = self.local("int64_t", "n", rep)
+                    self.entry_symbols[rep] = Poly.sym(symbol)
+                    self.entry_keys[symbol] = rep
+                dims.append(self.entry_symbols[rep])
             else:
                 dims.append(Poly.of(n))
         self.dims[id(t)] = tuple(dims)

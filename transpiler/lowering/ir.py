@@ -390,6 +390,17 @@ class Assign(Stmt):
 
 
 @dataclass(eq=False)
+class Swap(Stmt):
+    """Exchange the values of two C locals of type ``ctype`` (a loop variable's current and next buffers).
+
+    Pointers only ever swapped with each other keep pointing at distinct memory, which passes over the IR
+    may rely on (a plain ``Assign`` of a pointer makes its memory unknown)."""
+    a: str
+    b: str
+    ctype: str
+
+
+@dataclass(eq=False)
 class Store(Stmt):
     """``ptr[index] = value;``"""
     ptr: str
@@ -540,11 +551,17 @@ class Parts(Stmt):
 
 @dataclass
 class Function:
-    """One built function: ``static int name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)``."""
+    """One built function: ``static int name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)``.
+
+    ``guard``: pairs of input dims (``in[k].shape[d]``) the body assumes equal (``lowering/assume.py``); when
+    one differs at run time the call goes to ``fallback``, lowered without the assumption.
+    """
     name: str
     locals: list          # Declare statements at function level
     body: list
     signature: str = ""
+    guard: list = field(default_factory=list)
+    fallback: "Function | None" = None
 
     def __str__(self) -> str:
         return format_function(self)
@@ -555,7 +572,12 @@ class Function:
 
 
 def format_function(fn: Function) -> str:
-    lines = [f"function {fn.name}{fn.signature}:"]
+    lines = []
+    if fn.fallback is not None:
+        lines += [format_function(fn.fallback), ""]
+    lines.append(f"function {fn.name}{fn.signature}:")
+    if fn.guard:
+        lines.append("  guard " + " and ".join(f"{a} == {b}" for a, b in fn.guard) + f" else {fn.fallback.name}")
     for d in fn.locals:
         lines.append("  " + _format_stmt(d))
     _format_block(fn.body, 1, lines)
@@ -604,6 +626,8 @@ def _format_stmt(s: Stmt) -> str:
         return f"{s.name} = {s.value}"
     if isinstance(s, Store):
         return f"{s.ptr}[{s.index}] = {s.value}"
+    if isinstance(s, Swap):
+        return f"swap {s.a}, {s.b}"
     if isinstance(s, Break):
         return "break"
     if isinstance(s, Fail):

@@ -142,6 +142,8 @@ class Elements:
         axis = op.attrs["axis"] % len(self.lw.dims[id(params)])
         ri = len(self.lw.dims[id(indices)])
         value = self.lw.values.get(id(params))
+        if isinstance(value, Scalar):
+            return value.expr         # one element: every index that passed the range check picks it
         if not isinstance(value, Array):
             raise ValueError("gather from a tensor that is not in memory")
         which = self.of(indices, index[axis:axis + ri])
@@ -173,7 +175,7 @@ def _pad(el, op, index: tuple) -> Expr:
     selects the constant outside the input."""
     x = op.inputs[0]
     value = el.lw.values.get(id(x))
-    if not isinstance(value, Array):
+    if not isinstance(value, (Array, Scalar)):
         raise ValueError("a pad reads a tensor that is not in memory")
     dims = el.lw.dims[id(x)]
     mode = PAD_MODES[op.attrs["mode"]]
@@ -185,10 +187,14 @@ def _pad(el, op, index: tuple) -> Expr:
             continue
         direct.append(Poly.of(0))
         j = Index(shifted)
-        indirect.append((CExpr(f"rt_pad_source({{0}}, {dims[d]}, {mode})", (j,), "int64_t"), value.strides[d]))
+        if isinstance(value, Array):
+            indirect.append((CExpr(f"rt_pad_source({{0}}, {dims[d]}, {mode})", (j,), "int64_t"), value.strides[d]))
         inside.append(CExpr(f"((uint64_t){{0}} < (uint64_t)({dims[d]}))", (j,), "int"))
-    base = value.load(direct)
-    load = Load(base.ptr, base.index, base.ctype, tuple(indirect))
+    if isinstance(value, Scalar):
+        load = value.expr              # one element: every position inside (or mirrored inside) reads it
+    else:
+        base = value.load(direct)
+        load = Load(base.ptr, base.index, base.ctype, tuple(indirect))
     if mode or not inside:
         return load
     constant = el.of(op.inputs[2], ())

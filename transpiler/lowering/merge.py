@@ -15,7 +15,7 @@ depends only on element ``k`` of the first, which the merged nest computes just 
 """
 from __future__ import annotations
 
-from transpiler.lowering.ir import (Assign, Comment, Declare, Expr, For, Lit, Load, Poly, Stmt, Store, Var,
+from transpiler.lowering.ir import (Alloc, Assign, Comment, Declare, Expr, For, Lit, Load, Poly, Stmt, Store, Var,
                                     map_expr, walk_expr, walk_stmts)
 
 
@@ -27,7 +27,8 @@ def merge_loops(body: list, owner: dict) -> None:
 
 def memory_owners(body: list, locals_: list) -> dict:
     """Pointer name -> the name of the memory it points at (a stack array's buffer), or None for
-    pointers reassigned somewhere (their memory is not known statically)."""
+    pointers reassigned somewhere (their memory is not known statically). Pointers that are only swapped
+    with each other (a loop variable's buffers) keep their own names: they never point at the same memory."""
     pointers = {d.name for d in locals_ if isinstance(d, Declare) and d.ctype.endswith("*")}
     owner: dict = {}
     for s in walk_stmts(body):
@@ -43,10 +44,13 @@ def _merge_block(stmts: list, owner: dict) -> None:
         for block in s.blocks():
             _merge_block(block, owner)
     out: list = []
-    pending: list = []          # comments between the last loop and the next statement
+    pending: list = []          # comments (and allocations) between the last loop and the next statement
     merged: list = []
     for s in stmts:
-        if isinstance(s, Comment):
+        if isinstance(s, Comment) or (isinstance(s, Alloc) and out and isinstance(out[-1], For)
+                                       and not _mentions(out[-1], s.ptr)):
+            # an allocation the last loop does not touch may move before it, so that the loop writing the
+            # allocated buffer can merge with it (a loop body's kernels each allocate their result)
             pending.append(s)
             continue
         last = out[-1] if out else None
@@ -64,6 +68,20 @@ def _merge_block(stmts: list, owner: dict) -> None:
     for loop in merged:
         innermost = perfect_nest(loop)[0][-1]
         innermost.body = _forward(innermost.body, owner)
+
+
+def _mentions(loop: For, ptr: str) -> bool:
+    """Whether any statement of ``loop`` may read, write or name pointer ``ptr`` (C text mentioning it counts)."""
+    for s in walk_stmts([loop]):
+        if isinstance(s, Store) and s.ptr == ptr:
+            return True
+        for value in (getattr(s, "value", None), getattr(s, "init", None), getattr(s, "parallel", None)):
+            if isinstance(value, Expr):
+                if any(isinstance(node, Load) and node.ptr == ptr for node in walk_expr(value)):
+                    return True
+            elif isinstance(value, str) and ptr in value:
+                return True
+    return False
 
 
 def perfect_nest(loop: For):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from runtime import dtypes
 from runtime.ops.registry import all_opdefs, get_opdef
-from transpiler.lowering import control, lists, nn, scatter
+from transpiler.lowering import control, lists, nn, scatter, tiles
 from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Gemm, Poly, Raw, Var, product
 from transpiler.lowering.kernels import INDEXED, Elements, elementwise, loads
 from transpiler.lowering.plan import QUERIES, unit_ops
@@ -389,7 +389,7 @@ EMITTERS = {
     "AssignAddVariableOp": emit_assign,
     "AssignSubVariableOp": emit_assign,
     "If": control.emit_if,
-    "While": control.emit_while,
+    "While": tiles.emit_while,
     **nn.EMITTERS,
     **scatter.EMITTERS,
 }

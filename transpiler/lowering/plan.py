@@ -236,6 +236,10 @@ def _row_key(lw, op):
         return None
     if product(dims[:rank - len(axes)]).const == 1:
         return None
+    if product(dims[rank - len(axes):]).const == 1:
+        # over static axes of size 1 the reduced values have the domain's dims: a group could not tell them
+        # from the values it reads at every element (a softmax over one class); a plain reduction copies them
+        return None
     return dims, len(axes)
 
 

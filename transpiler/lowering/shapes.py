@@ -97,6 +97,8 @@ def _elementwise(lw, op):
                 pending.append((d, p, size))
         elif len(symbolic) == 1:
             size = symbolic[0]
+        elif len(symbolic) > 1 and lw.assume_equal(symbolic):
+            size = symbolic[0]
         elif symbolic:
             size = lw.new_dim()
             pending.append((d, symbolic, size))
@@ -446,10 +448,11 @@ def _concat(lw, op):
         first = parts[0]
         dims = list(first)
         dims.insert(axis, Poly.of(len(parts)))
-        pairs = [(d, p[d], first[d]) for p in parts[1:] for d in range(len(first)) if p[d] != first[d]]
+        pairs = [(d, p[d], first[d]) for p in parts[1:] for d in range(len(first)) if not lw.unify(p[d], first[d])]
     else:
         dims = [sum((p[axis] for p in parts), Poly.of(0)) if d == axis else parts[0][d] for d in range(rank)]
-        pairs = [(d, p[d], parts[0][d]) for p in parts[1:] for d in range(rank) if d != axis and p[d] != parts[0][d]]
+        pairs = [(d, p[d], parts[0][d]) for p in parts[1:] for d in range(rank)
+                 if d != axis and not lw.unify(p[d], parts[0][d])]
     if pairs:
         def code():
             for d, a, b in pairs:
@@ -475,7 +478,7 @@ def _matmul(lw, op):
     bb = [Poly.of(1)] * (rank - len(bb)) + bb
     checks = []
     for x, y in zip(ab, bb):
-        if x == y or y == 1:
+        if y == 1 or lw.unify(x, y):
             batch.append(x)
         elif x == 1:
             batch.append(y)
@@ -487,8 +490,10 @@ def _matmul(lw, op):
             batch.append(size)
     k1, k2 = ad[-1], bd[-2]
 
+    inner_checked = not lw.unify(k1, k2)
+
     def code():
-        if k1 != k2:
+        if inner_checked:
             lw.emit(Check(f"({k1}) != ({k2})", lw.message(
                 op, "inner dimensions differ: %lld vs %lld"), [str(k1), str(k2)]))
         for x, y, size in checks:
@@ -523,7 +528,7 @@ def shape_input_dims(lw, op, t, code: list) -> tuple | None:
 
 def _same_dims(lw, op, pairs, what: str, code: list) -> None:
     """Check at run time that each (actual, expected) pair of dims agrees (symbols that are equal need nothing)."""
-    pairs = [(a, b) for a, b in pairs if a != b]
+    pairs = [(a, b) for a, b in pairs if not lw.unify(a, b)]
     if not pairs:
         return
 
@@ -807,6 +812,31 @@ def _check_labels(lw, op):
     return [tuple(gd[:-1])]
 
 
+def _while(lw, op):
+    """A loop variable keeps the dims it enters the loop with, unless discovery found that dim varies
+    (``assume.py``); ``control.emit_while`` proves the assumption by induction when it lowers the body."""
+    varying = lw.assume.varying
+    outs, assumed = [], set()
+    for k, t in enumerate(op.outputs):
+        if t.shape.rank is None:
+            outs.append(None)
+            continue
+        entry = lw.dims.get(id(op.inputs[k]))
+        dims = []
+        for d, size in enumerate(t.shape.dims):
+            if size is not None:
+                dims.append(Poly.of(size))
+            elif entry is not None and len(entry) == t.shape.rank and "*" not in varying \
+                    and (id(op), k, d) not in varying:
+                dims.append(entry[d])
+                assumed.add((k, d))
+            else:
+                dims.append(lw.new_dim())
+        outs.append(tuple(dims))
+    lw.hypotheses[id(op)] = assumed
+    return outs
+
+
 def _shape(lw, op):
     return [(Poly.of(len(lw.dims[id(op.inputs[0])])),)] if id(op.inputs[0]) in lw.dims else _opaque(lw, op)
 
@@ -830,6 +860,7 @@ _RULES = {
     "ConcatV2": _concat,
     "Pack": _concat,
     "MatMul": _matmul,
+    "While": _while,
     "Shape": _shape,
     "BroadcastTo": _broadcast_to,
     "CheckLabels": _check_labels,

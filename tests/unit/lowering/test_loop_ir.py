@@ -38,8 +38,13 @@ def test_an_elementwise_chain_is_one_vectorised_parallel_loop():
                      rt.TensorSpec([None], F), rt.TensorSpec([None], F))
     loops = _loops(lowered.ir)
     stores = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Store)]
-    assert len(stores) == 2            # the fast version and the one for run-time broadcasts of size 1
-    assert all(loop.simd for loop in loops) and [bool(loop.parallel) for loop in loops] == [True, False]
+    assert len(stores) == 1 and [(loop.simd, bool(loop.parallel)) for loop in loops] == [(True, True)]
+    # x and y are assumed to be of one size; the entry checks it and calls a version without the assumption,
+    # with a loop for the same sizes and one for run-time broadcasts of size 1
+    assert lowered.ir.guard == [("in[1].shape[0]", "in[0].shape[0]")]
+    general = lowered.ir.fallback
+    assert len([s for s in walk_stmts(general.body) if isinstance(s, Store)]) == 2
+    assert [bool(loop.parallel) for loop in _loops(general)] == [True, False]
     assert lowered.report.fused >= 7 and not lowered.report.callbacks
 
 

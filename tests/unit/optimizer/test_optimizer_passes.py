@@ -247,3 +247,18 @@ def test_softmax_expands_into_ops_that_fuse():
     assert changed and count_ops(copy, "Softmax") == 0 and count_ops(copy, "Max") == count_ops(copy, "Sum") == 1
     x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
     assert_same_results(graph, copy, [[x]])
+
+
+def test_a_shape_folds_only_when_no_run_time_check_of_its_producer_could_contradict_it():
+    def rows(z, x):
+        return rt.shape(rt.reshape(z, [4, 2]))[0] + rt.shape(rt.transpose(x))[0] + rt.size(x * 2.0)
+
+    graph = rt.function(rows).get_concrete_function(rt.TensorSpec([None], rt.float32),
+                                                    rt.TensorSpec([3, 5], rt.float32)).graph
+    optimized = optimize(graph)
+    # the transpose and the product of a [3, 5] input fold away; the reshape of a run-time size stays and checks
+    assert count_ops(optimized, "Reshape") == 1 and count_ops(optimized, "Transpose") == 0
+    assert count_ops(optimized, "Mul") == 0
+    assert int(run_graph(optimized, [np.zeros(8, np.float32), np.zeros((3, 5), np.float32)])[0]) == 4 + 5 + 15
+    with pytest.raises(rt.errors.InvalidArgumentError, match="12 elements"):
+        run_graph(optimized, [np.zeros(12, np.float32), np.zeros((3, 5), np.float32)])

@@ -1,4 +1,4 @@
-static int rt_fn_bias_relu(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
+static int rt_fn_bias_relu_any(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     int64_t n1 = in[0].shape[0];
     int64_t n2 = in[0].shape[1];
     float * x3 = (float *)in[0].data;
@@ -39,6 +39,37 @@ static int rt_fn_bias_relu(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
         }
     }
     out[0].data = (void *)(p9); out[0].ndim = 2; out[0].shape[0] = n1; out[0].shape[1] = n6; out[0].dtype = 7; out[0].owner = NULL;
+    return 0;
+fail:
+    return -1;
+}
+
+static int rt_fn_bias_relu(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
+    if (!(in[1].shape[0] == in[0].shape[1])) return rt_fn_bias_relu_any(ctx, in, out);
+    int64_t n1 = in[0].shape[0];
+    int64_t n2 = in[0].shape[1];
+    float * x3 = (float *)in[0].data;
+    float * x4 = (float *)in[1].data;
+    float * p7 = NULL;
+    /* Identity = Identity */
+    if (!(p7 = (float *)rt_alloc_array(ctx, n1 * n2, sizeof(float)))) goto fail;
+    if ((n1 * n2) >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
+        for (int64_t i8 = 0; i8 < n1; i8++) {
+            #pragma omp simd
+            for (int64_t i9 = 0; i9 < n2; i9++) {
+                p7[i8 * n2 + i9] = ((float)((float)rt_relu_float32(((float)(x3[i8 * n2 + i9] + x4[i9])))));
+            }
+        }
+    } else {
+        for (int64_t i8 = 0; i8 < n1; i8++) {
+            #pragma omp simd
+            for (int64_t i9 = 0; i9 < n2; i9++) {
+                p7[i8 * n2 + i9] = ((float)((float)rt_relu_float32(((float)(x3[i8 * n2 + i9] + x4[i9])))));
+            }
+        }
+    }
+    out[0].data = (void *)(p7); out[0].ndim = 2; out[0].shape[0] = n1; out[0].shape[1] = n2; out[0].dtype = 7; out[0].owner = NULL;
     return 0;
 fail:
     return -1;

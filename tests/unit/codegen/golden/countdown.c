@@ -12,6 +12,7 @@ static int rt_fn_countdown(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     lv3 = 0;
     iter4 = 0;
     for (;;) {
+        if (RT_INTERRUPTED) { snprintf(ctx->msg, sizeof(ctx->msg), "interrupted"); goto fail; }
         /* greater = Greater */
         s5 = ((rt_bool)(lv2 > 0));
         if (!(s5)) {

@@ -1,0 +1,160 @@
+"""SPEC "Third wave": the same computations spelled another way, and tensor loops of elementwise updates.
+
+- variants: each second-wave workload as ``benchmarks/ml.py`` / ``training.py`` declare it (static sizes) and as
+  ``benchmarks/variants.py`` spells it: ``None`` for batch/time/length dims, trip counts and dims from
+  ``rt.shape``, an RNN without a TensorArray. Targets: every spelling within 1.25x of the best spelling of its
+  workload, and the ``None`` spelling meets the static one's peer target (measured in the same row).
+- tensor while: a vectorised Mandelbrot (``MANDELBROT`` grid, ``variants.MANDELBROT_STEPS`` steps) in a tensor
+  ``while``, built, vs numpy. Target: >= 5x numpy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks import ml, second_wave, training, training_bench, variants
+from benchmarks.harness import Bench, Check, Row, bench_class
+
+f32 = np.float32
+SPELLING_TARGET = 1.25
+MANDELBROT = 256
+
+
+def _spellings(bench: Bench, name: str, spellings: dict, peers: dict, targets: list, any_size: str) -> Row:
+    """Time the spellings (the first is the static one, the reference) and ``peers`` in one row; check every
+    spelling against the best one, and ``targets`` ((peer, at least) of the static spelling's class) for the
+    static spelling and for ``any_size``, the spelling with ``None`` dims."""
+    labels = list(spellings)
+    names = {label: "built" if label == labels[0] else f"built: {label}" for label in labels}
+    implementations = {names[label]: fn for label, fn in spellings.items()}
+    row = bench.measure(f"{name} (built: {labels[0]})", {**implementations, **peers})
+    timed = {label: row.times[names[label]] for label in labels}
+    best = min(timed.values())
+    for label, seconds in timed.items():
+        row.checks.append(Check(f"{label} / best spelling", seconds / best, SPELLING_TARGET, at_most=True))
+    for peer, at_least in targets:
+        seconds = row.times.get(peer)
+        row.checks.append(Check(f"{peer} / {any_size}", None if seconds is None else seconds / timed[any_size],
+                                at_least))
+    return row
+
+
+@bench_class("variants", wave="third")
+def spellings(bench: Bench) -> list[Row]:
+    static, built = bench.module("ml"), bench.module("variants")
+    rows = []
+
+    args = second_wave.dense_inputs()
+    rows.append(_spellings(bench, "dense layers", {
+        "static": lambda: static.dense(*args), "None batch": lambda: built.dense(*args)},
+        second_wave.dense_peers(args), [("jax.jit", 0.8), ("numpy", 1.0)], "None batch"))
+
+    x, gamma, beta = second_wave.normalization_inputs()
+    rows.append(_spellings(bench, "layer norm", {
+        "static": lambda: static.layer_norm(x, gamma, beta), "None rows": lambda: built.layer_norm(x, gamma, beta),
+        "None rows and columns": lambda: built.layer_norm_any(x, gamma, beta)},
+        second_wave.layer_norm_peers(x, gamma, beta), [("jax.jit", 1.0)], "None rows"))
+    rows.append(_spellings(bench, "softmax", {
+        "static": lambda: static.softmax(x), "None rows": lambda: built.softmax(x),
+        "None rows and columns": lambda: built.softmax_any(x)},
+        second_wave.softmax_peers(x), [("jax.jit", 1.0)], "None rows"))
+
+    a, b, p, q = second_wave.pairwise_inputs()
+    rows.append(_spellings(bench, "pairwise squared distances", {
+        "static": lambda: static.pairwise_distances(a, b), "None points": lambda: built.pairwise_distances(a, b)},
+        second_wave.pairwise_peers(a, b), [("jax.jit", 1.0)], "None points"))
+    rows.append(_spellings(bench, "all dot products", {
+        "static": lambda: static.all_dots(p, q), "None rows": lambda: built.all_dots(p, q)},
+        second_wave.all_dots_peers(p, q), [("jax.jit", 1.0)], "None rows"))
+
+    a0 = np.array(2.0, f32)
+    steps = np.array(ml.NEWTON_STEPS, np.int32)
+    newton_peers = {k: v for k, v in second_wave.newton_peers(a0, ml.NEWTON_STEPS).items() if k == "numba"}
+    row = _spellings(bench, "Newton steps", {
+        "static": lambda: static.newton_sqrt(a0), "trip count a tensor": lambda: built.newton_sqrt(a0, steps)},
+        newton_peers, [], "trip count a tensor")
+    seconds = row.times.get("numba")
+    row.checks.append(Check("trip count a tensor / numba", None if seconds is None else
+                            row.times["built: trip count a tensor"] / seconds, 2.0, at_most=True))
+    rows.append(row)
+
+    n0 = np.arange(1, ml.COLLATZ + 1, dtype=np.int32)
+    rows.append(_spellings(bench, "Collatz steps", {
+        "static": lambda: static.collatz_steps(n0), "None length": lambda: built.collatz_steps(n0)},
+        second_wave.collatz_peers(n0), [("jax.jit", 1.0)], "None length"))
+
+    xs, h0, w = second_wave.rnn_inputs()
+    rnn_peers = second_wave.rnn_peers(xs, h0, w)
+    any_size = "None batch and time, trip count from rt.shape"
+    states = _spellings(bench, "dynamic_rnn", {
+        "static": lambda: static.dynamic_rnn(xs, h0, w), any_size: lambda: built.dynamic_rnn(xs, h0, w)},
+        rnn_peers, [("jax.jit", 1.0)], any_size)
+    last = _spellings(bench, "the same recurrence without a TensorArray, last state only", {
+        "static": lambda: built.rnn_last_state_static(xs, h0, w), any_size: lambda: built.rnn_last_state(xs, h0, w)},
+        {}, [], any_size)
+    # keeping every state in a TensorArray costs its stores, not another way of running the loop
+    last.checks.append(Check("with a TensorArray / without", min(states.times["built"], states.times[
+        f"built: {any_size}"]) / min(last.times["built"], last.times[f"built: {any_size}"]), SPELLING_TARGET,
+        at_most=True))
+    rows += [states, last]
+
+    bx, by = training_bench._batch()
+    weights = [v.numpy().copy() for v in built.model.trainable_variables]
+    rows.append(_spellings(bench, "training step", {
+        "static": lambda: built.train_step_static(bx, by), "None batch": lambda: built.train_step(bx, by)},
+        training_bench.training_peers(weights, bx, by),
+        [("jax.jit", 1.0), ("tf.function", 3.0)], "None batch"))
+
+    image = training_bench.conv_inputs()
+    kernel, bias = (v.numpy() for v in built.conv_layer.trainable_variables)
+    rows.append(_spellings(bench, "convolution", {
+        "static": lambda: built.conv_static(image), "None batch and size": lambda: built.conv(image)},
+        training_bench.conv_peers(image, kernel, bias), [], "None batch and size"))
+    rows[-1].checks.append(_within(rows[-1], "None batch and size", "tf.function", 1.5))
+    assert training.CHANNELS == variants.CHANNELS
+    return rows
+
+
+def _within(row: Row, label: str, peer: str, at_most: float) -> Check:
+    seconds = row.times.get(peer)
+    return Check(f"{label} / {peer}", None if seconds is None else row.times[f"built: {label}"] / seconds, at_most,
+                 at_most=True)
+
+
+def _mandelbrot_numpy(cr, ci):
+    zr, zi, count = np.zeros_like(cr), np.zeros_like(ci), np.zeros_like(cr)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(variants.MANDELBROT_STEPS):
+            zr, zi = zr * zr - zi * zi + cr, f32(2.0) * zr * zi + ci
+            count += (zr * zr + zi * zi < f32(4.0)).astype(f32)
+    return count
+
+
+def _mandelbrot_grid(n: int):
+    cr, ci = np.meshgrid(np.linspace(-2.0, 0.6, n, dtype=f32), np.linspace(-1.3, 1.3, n, dtype=f32))
+    return np.ascontiguousarray(cr), np.ascontiguousarray(ci)
+
+
+@bench_class("tensor while", wave="third")
+def mandelbrot(bench: Bench) -> list[Row]:
+    built = bench.module("variants")
+    cr, ci = _mandelbrot_grid(MANDELBROT)
+
+    def jax_version(jax):
+        jnp, lax = jax.numpy, jax.lax
+
+        def run(cr, ci):
+            def body(i, state):
+                zr, zi, count = state
+                zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+                return zr, zi, count + (zr * zr + zi * zi < 4.0).astype(jnp.float32)
+            zero = jnp.zeros_like(cr)
+            return lax.fori_loop(0, variants.MANDELBROT_STEPS, body, (zero, zero, zero))[2]
+        fn, device = jax.jit(run), [jax.device_put(v) for v in (cr, ci)]
+        return lambda: fn(*device).block_until_ready()
+
+    row = bench.measure(f"Mandelbrot {MANDELBROT}x{MANDELBROT}, {variants.MANDELBROT_STEPS} steps, tensor while "
+                        "over [None, None]", {"built": lambda: built.mandelbrot(cr, ci),
+                                              "numpy": lambda: _mandelbrot_numpy(cr, ci), "jax.jit": jax_version})
+    bench.faster_than(row, "numpy", 5.0)
+    bench.faster_than(row, "jax.jit", 1.0)
+    return [row]
