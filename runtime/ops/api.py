@@ -12,6 +12,11 @@ from runtime.ops.math_ops import (abs, add, argmax, argmin, cast, ceil, clip_by_
                                   reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, round, sigmoid, sign, sin, softmax,
                                   sqrt, square, subtract, tanh, truediv, unsorted_segment_sum, where)
 from runtime.ops import random_ops  # noqa: F401  (registers the random ops)
+from runtime.ops.index_ops import boolean_mask, gather_nd, scatter_nd
+from runtime.ops.linalg_ops import einsum, norm, tensordot
+from runtime.ops.manip_ops import ensure_shape, reverse, roll, split
+from runtime.ops.map_fn import map_fn
+from runtime.ops.sort_ops import argsort, sort, unique
 from runtime.tensor import register_operators as _register_operators
 from runtime.tensor_array import TensorArray  # noqa: F401  (with the ops: the runtime operators use rt.TensorArray)
 
