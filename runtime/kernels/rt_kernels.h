@@ -103,6 +103,7 @@ static inline size_t rt_itemsize(int dtype) {
     case RT_BOOL: case RT_INT8: case RT_UINT8: return 1;
     case RT_INT16: case RT_FLOAT16: return 2;
     case RT_INT32: case RT_FLOAT32: return 4;
+    case RT_COMPLEX128: return 16;       /* complex values only travel between Python callbacks */
     default: return 8;
     }
 }

@@ -10,6 +10,7 @@
 #define RT_RANDOM_H
 
 #include "rt_kernels.h"
+#include "rt_sort.h"
 #include <time.h>
 #include <unistd.h>
 
@@ -228,5 +229,24 @@ RT_DEFINE_RANDOM_CATEGORICAL(float, float32, int32_t, int32)
 RT_DEFINE_RANDOM_CATEGORICAL(float, float32, int64_t, int64)
 RT_DEFINE_RANDOM_CATEGORICAL(double, float64, int32_t, int32)
 RT_DEFINE_RANDOM_CATEGORICAL(double, float64, int64_t, int64)
+
+/* ---- shuffle: rows of src (row_bytes each) into dst in the order of their 64-bit keys (ties by position) --- */
+
+static int rt_random_shuffle(rt_ctx *ctx, const char *src, char *dst, int64_t rows, int64_t row_bytes, uint64_t key,
+                             uint64_t call, const char *where) {
+    if (rows <= 0) return 0;
+    int64_t *order = rt_library_scratch(ctx, 1, 3 * rows, "RandomShuffle", where);
+    if (!order) return -1;
+    int64_t *tmp = order + rows;
+    uint64_t *keys = (uint64_t *)(order + 2 * rows);
+    for (int64_t b = 0; b < (rows + 1) / 2; b++) {
+        rt_philox4 r = rt_philox(key, (uint64_t)b, call, 0);
+        for (int j = 0; j < 2; j++)
+            if (2 * b + j < rows) keys[2 * b + j] = rt_random_u64(r.w[2 * j], r.w[2 * j + 1]);
+    }
+    rt_argsort_uint64(keys, 1, rows, 0, order, tmp);
+    for (int64_t i = 0; i < rows; i++) memcpy(dst + i * row_bytes, src + order[i] * row_bytes, (size_t)row_bytes);
+    return 0;
+}
 
 #endif
