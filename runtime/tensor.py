@@ -300,6 +300,8 @@ def _string_array(value) -> np.ndarray:
 
 def _same_values(converted: np.ndarray, source: np.ndarray) -> bool:
     """Every value of ``source`` survived the conversion to ``converted`` (compared as numbers both ways)."""
+    if converted.dtype.kind == "c" and source.dtype.kind != "c":      # a real value as a complex one
+        return _same_values(converted.real, source) and not np.any(converted.imag)
     with np.errstate(all="ignore"):
         back = converted.astype(source.dtype)
     nan = converted.dtype.kind == "f" and source.dtype.kind == "f"
