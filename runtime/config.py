@@ -11,6 +11,10 @@ import contextlib
 import os
 from typing import NamedTuple
 
+__all__ = ["run_functions_eagerly", "functions_run_eagerly", "threading", "PhysicalDevice", "LogicalDevice",
+           "list_physical_devices", "list_logical_devices", "get_visible_devices", "set_visible_devices",
+           "set_soft_device_placement", "get_soft_device_placement", "experimental"]
+
 _run_eagerly = False
 
 # Loops over fewer elements than this run on one thread. Waking the pool's sleeping workers

@@ -11,7 +11,7 @@ from runtime.ops.math_ops import (abs, add, argmax, argmin, cast, ceil, clip_by_
                                   negative, not_equal, pow, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
                                   reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, round, sigmoid, sign, sin, softmax,
                                   sqrt, square, subtract, tanh, truediv, unsorted_segment_sum, where)
-from runtime.ops import random_ops  # noqa: F401  (registers the random ops)
+from runtime.ops import random_ops as _random_ops  # noqa: F401  (registers the random ops)
 from runtime.ops.index_ops import boolean_mask, gather_nd, scatter_nd
 from runtime.ops.linalg_ops import einsum, norm, tensordot
 from runtime.ops.manip_ops import ensure_shape, reverse, roll, split
