@@ -155,6 +155,11 @@ class Tensor:
     def get_shape(self) -> TensorShape:
         return self.shape
 
+    def set_shape(self, shape) -> None:
+        """Make a graph tensor's static shape more specific, checked when the graph runs (``tf.Tensor.set_shape``;
+        ``runtime.ops.manip_ops.set_shape`` says how)."""
+        _operators.set_shape(self, shape)
+
 
 class EagerTensor(Tensor):
     """A concrete tensor holding a numpy array."""

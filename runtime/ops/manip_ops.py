@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import context, dtypes, errors
+from runtime.graph import SymbolicTensor
 from runtime.ops import array_ops, logging_ops, math_ops
 from runtime.ops.array_ops import dim_size, strided_slice
-from runtime.ops.registry import OpDef, apply, convert, gradient, register
+from runtime.ops.registry import OpDef, apply, convert, get_opdef, gradient, register
 from runtime.shapes import TensorShape, as_shape
-from runtime.tensor import Tensor
+from runtime.tensor import EagerTensor, Tensor
 
 
 def _axis(api: str, axis, rank: int) -> int:
@@ -169,3 +170,32 @@ def ensure_shape(x, shape, name=None):
     graph shows a mismatch, an ``InvalidArgumentError`` at run time otherwise (``tf.ensure_shape``); the result
     has the static shape of both."""
     return apply("EnsureShape", [convert(x)], {"shape": as_shape(shape)}, name=name)
+
+
+def set_shape(tensor, shape) -> None:
+    """``tensor.set_shape(shape)`` (``tf.Tensor.set_shape``): the static shape of a graph tensor made more specific.
+
+    The promise is checked when the graph runs: the tensor becomes the output of an ``EnsureShape`` of what its op
+    produced (native code relies on static dims, so an unchecked promise could read out of bounds). That needs the
+    tensor unused so far (the usual place: right after a ``py_function`` or a dataset map's op); a function's
+    argument or a tensor already used gets a ``ValueError`` suggesting ``rt.ensure_shape``. On an eager tensor it
+    only checks that the shapes are compatible, as TensorFlow does.
+    """
+    shape = as_shape(shape)
+    if not tensor.shape.is_compatible_with(shape):
+        raise ValueError(f"Tensor's shape {tensor.shape} is not compatible with supplied shape {shape}")
+    if isinstance(tensor, EagerTensor) or not isinstance(tensor, SymbolicTensor):
+        return
+    merged = tensor.shape.merge_with(shape)
+    if merged.dims == tensor.shape.dims:
+        return
+    producer, graph = tensor.op, tensor.op.graph
+    if producer.type == "Placeholder" or graph is not context.current_graph() or tensor in graph.outputs or any(
+            t is tensor for op in graph.operations for t in op.inputs):
+        raise ValueError(f"set_shape({shape}) on {tensor}: rt can check the new shape only for a tensor its function "
+                         "has not used yet and did not receive as an argument; use x = rt.ensure_shape(x, shape)")
+    produced = SymbolicTensor(producer, tensor.index, tensor.dtype, tensor.shape)
+    producer.outputs = producer.outputs[:tensor.index] + (produced,) + producer.outputs[tensor.index + 1:]
+    check = graph.create_op(get_opdef("EnsureShape"), [produced], {"shape": merged})
+    tensor.op, tensor.index, tensor.shape = check, 0, merged
+    check.outputs = (tensor,)

@@ -465,3 +465,28 @@ def test_complex_variables_as_the_variable_guide_uses_them():
     assert_matches_numpy(rt.cast(v, rt.float32), np.float32([1.0, 2.0]))
     f = rt.function(lambda: v.read_value() * 2.0)
     np.testing.assert_array_equal(f().numpy(), [2 + 4j, 4 + 2j])
+
+
+def test_set_shape_refines_a_graph_tensor_and_checks_it_when_the_graph_runs():
+    @rt.function
+    def f(x):
+        y = rt.numpy_function(lambda a: a * 2.0, [x], rt.float32)
+        assert y.shape.rank is None
+        y.set_shape([None, 3])
+        assert y.shape == rt.TensorShape([None, 3])
+        return y + 1.0
+
+    np.testing.assert_array_equal(f(rt.ones([2, 3])).numpy(), np.full((2, 3), 3.0, np.float32))
+    assert f.get_concrete_function(rt.TensorSpec([None, 3])).outputs[0].shape == rt.TensorShape([None, 3])
+    with pytest.raises(rt.errors.InvalidArgumentError, match="EnsureShape"):
+        f(rt.ones([2, 4]))
+    with pytest.raises(ValueError, match="not compatible"):
+        rt.constant([1, 2]).set_shape([3])
+    rt.constant([1, 2]).set_shape([None])          # eager tensors: a compatibility check, as in TensorFlow
+
+    @rt.function
+    def argument(x):
+        x.set_shape([2, 3])
+        return x
+    with pytest.raises(ValueError, match="ensure_shape"):
+        argument.get_concrete_function(rt.TensorSpec([None, 3]))
