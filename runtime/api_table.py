@@ -91,8 +91,8 @@ def op_types(value, seen: set | None = None) -> set[str]:
 
 def _filled(cell) -> bool:
     try:
-        cell.cell_contents
-    except ValueError:
+        _ = cell.cell_contents
+    except ValueError:          # a closure variable not assigned yet
         return False
     return True
 
@@ -171,7 +171,7 @@ def table(check_tf: bool = True) -> str:
     if check_tf:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         try:
-            import tensorflow as tf  # noqa: PLC0415 - optional: only to check TensorFlow's names
+            import tensorflow as tf  # optional: only to check the names
         except ImportError:
             tf = None
     native = native_op_types()

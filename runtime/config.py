@@ -11,9 +11,9 @@ import contextlib
 import os
 from typing import NamedTuple
 
-__all__ = ["run_functions_eagerly", "functions_run_eagerly", "threading", "PhysicalDevice", "LogicalDevice",
-           "list_physical_devices", "list_logical_devices", "get_visible_devices", "set_visible_devices",
-           "set_soft_device_placement", "get_soft_device_placement", "experimental"]
+__all__ = ["LogicalDevice", "PhysicalDevice", "experimental", "functions_run_eagerly", "get_soft_device_placement",
+           "get_visible_devices", "list_logical_devices", "list_physical_devices", "run_functions_eagerly",
+           "set_soft_device_placement", "set_visible_devices", "threading"]
 
 _run_eagerly = False
 

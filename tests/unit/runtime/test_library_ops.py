@@ -490,3 +490,20 @@ def test_set_shape_refines_a_graph_tensor_and_checks_it_when_the_graph_runs():
         return x
     with pytest.raises(ValueError, match="ensure_shape"):
         argument.get_concrete_function(rt.TensorSpec([None, 3]))
+
+
+def test_eager_and_traced_draw_the_same_numbers_for_the_same_seeds():
+    def draw():
+        return (rt.random.uniform([3], seed=1), rt.random.normal([2], dtype=rt.float64, seed=2),
+                rt.random.truncated_normal([4], seed=3), rt.random.uniform([3], 0, 9, rt.int64, seed=4),
+                rt.random.categorical([[0.0, 1.0, 2.0]], 3, seed=5), rt.random.shuffle(rt.range(5), seed=6))
+    rt.random.set_seed(7)
+    traced = rt.function(draw)
+    runs = [[t.numpy() for t in traced()] for _ in range(3)]
+    rt.random.set_seed(7)
+    eager = [[t.numpy() for t in draw()] for _ in range(3)]
+    for ours, theirs in zip(runs, eager):
+        for a, b in zip(ours, theirs):
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(runs[0][0], runs[1][0])
+    rt.random.set_seed(None)
