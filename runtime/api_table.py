@@ -13,9 +13,10 @@ when the lowering has a native form for it (``transpiler.lowering.native_op_type
   only, say) run their numpy kernel through a Python callback (the build report lists them);
 - ``-``: it creates no op (configuration, classes of the Python layer, dtypes).
 
-Ops only complex tensors reach (``Real``, ``Imag``, ``Conj``, ``ComplexAbs``) count only for a function that creates
-nothing else (``rt.math.real``): ``rt.abs`` of floats is native. ``PartitionedCall`` is a Function called eagerly under
-a tape; in built code a Function calling another traces it inline.
+Ops only complex tensors reach (``Real``, ``Imag``, ``Conj``, ``ComplexAbs``) are noted apart, for a function whose
+own code has a branch for complex tensors: ``rt.abs`` is ``native (complex: callback)``. ``PartitionedCall`` is a Function called eagerly under a tape; in built code a
+Function calling another traces it inline. The classes of the tracing layer (``rt.Function``, ``rt.Graph`` ...) show
+``-``: what runs is the code traced with them.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ NAMESPACES = ("autograph", "config", "data", "debugging", "dtypes", "errors", "k
               "random", "test")
 ALWAYS_NATIVE = {"Placeholder", "Const", "PartitionedCall"}
 COMPLEX_ONLY = {"Real", "Imag", "Conj", "ComplexAbs"}
+TRACING = ("runtime.graph", "runtime.polymorphic_function", "runtime.module", "runtime.shapes", "runtime.tensor")
 
 
 def _runtime_object(value) -> bool:
@@ -89,6 +91,26 @@ def op_types(value, seen: set | None = None) -> set[str]:
     return found
 
 
+def direct_op_types(value) -> set[str]:
+    """The op types ``value``'s own code names (its constants and closure, not what it calls)."""
+    function = getattr(value, "__func__", value)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return set()
+    registered = all_opdefs()
+    found = {c.cell_contents for c in (function.__closure__ or ()) if _filled(c)
+             and isinstance(c.cell_contents, str) and c.cell_contents in registered}
+
+    def walk(code_object):
+        for constant in code_object.co_consts:
+            if isinstance(constant, str) and constant in registered:
+                found.add(constant)
+            elif isinstance(constant, types.CodeType):
+                walk(constant)
+    walk(code)
+    return found
+
+
 def _filled(cell) -> bool:
     try:
         _ = cell.cell_contents
@@ -112,13 +134,16 @@ def lowered(ops: set[str], seen: set | None = None) -> set[str]:
 
 
 def native_status(value, native: set[str]) -> str:
+    if isinstance(value, type) and value.__module__ in TRACING:
+        return "-"
     ops = lowered(op_types(value))
-    if ops - COMPLEX_ONLY:
-        ops -= COMPLEX_ONLY
-    if not ops - {"PartitionedCall"}:
+    complex_only = direct_op_types(value) & COMPLEX_ONLY       # a branch of its own for complex tensors
+    ops -= COMPLEX_ONLY
+    if not ops - ALWAYS_NATIVE and not complex_only:
         return "-"
     missing = sorted(ops - native - ALWAYS_NATIVE)
-    return "native" if not missing else "callback: " + ", ".join(missing)
+    status = "native" if not missing else "callback: " + ", ".join(missing)
+    return f"{status} (complex: callback)" if complex_only else status
 
 
 def public_names() -> list[tuple[str, object]]:

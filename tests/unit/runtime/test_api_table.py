@@ -35,7 +35,9 @@ def test_the_native_column_follows_the_lowering(rows):
     assert rows["rt.einsum"][1] == "native"              # a composite: transposes, reshapes, MatMul, sums
     assert rows["rt.nn.softmax"][1] == "native"          # Softmax expands into ops with native forms
     assert rows["rt.complex"][1] == "callback: Complex"
-    assert rows["rt.abs"][1] == "native"                 # its complex branch (ComplexAbs) is not counted for floats
+    assert rows["rt.abs"][1] == "native (complex: callback)"     # ComplexAbs only for complex tensors
+    assert rows["rt.math.real"][1] == "native (complex: callback)"
+    assert rows["rt.Graph"][1] == "-" and rows["rt.Variable"][1] == "native"
     assert rows["rt.config.list_physical_devices"][1] == "-"
     assert rows["rt.float32"][1] == "-"
 
