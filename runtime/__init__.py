@@ -9,7 +9,7 @@ Example:
     <rt.Tensor: shape=(), dtype=int32, numpy=2>
 """
 import os as _os
-from types import SimpleNamespace as _Namespace
+from types import ModuleType as _ModuleType
 
 # OpenMP workers wait for the next parallel region by spinning about 0.1 ms (GOMP_SPINCOUNT=10000), then
 # sleep. GOMP's default spins about 3 ms, burning a core long after a call returned; sleeping at once
@@ -21,16 +21,18 @@ if "OMP_WAIT_POLICY" not in _os.environ:
 
 from runtime import autograph, config, dtypes, errors
 from runtime.context import executing_eagerly, init_scope, inside_function, name_scope
-from runtime.dtypes import (DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int16, int32, int64,
-                            string, uint8, variant)
+from runtime.dtypes import (DType, as_dtype, bool_ as bool, complex64, complex128, float16, float32, float64, int8,
+                            int16, int32, int64, string, uint8, variant)
 from runtime.polymorphic_function import ConcreteFunction, Function, function
 from runtime.graph import Graph
 from runtime import data
 from runtime.module import Module
+from runtime.ops import linalg_ops as _linalg_ops
 from runtime.ops import logging_ops as _logging_ops
 from runtime.ops import math_ops as _math_ops
 from runtime.ops import nn_ops as _nn_ops
 from runtime.ops import random_ops as _random_ops
+from runtime.ops import sort_ops as _sort_ops
 from runtime.ops.api import *  # noqa: F401,F403
 from runtime.ops.script_ops import numpy_function, py_function
 from runtime.shapes import TensorShape, TensorSpec
@@ -47,15 +49,68 @@ from transpiler.lazy import lazy_import as _lazy_import
 # loaded by the first such trace. This module is the top of the layers: the one place that wires it in.
 _jit.register_compiler(_lazy_import("transpiler.jit"))
 
-random = _Namespace(uniform=_random_ops.uniform, normal=_random_ops.normal)
-nn = _Namespace(relu=_math_ops.relu, softmax=_math_ops.softmax, sigmoid=_math_ops.sigmoid, tanh=_math_ops.tanh,
-                log_softmax=_nn_ops.log_softmax, conv2d=_nn_ops.conv2d, max_pool2d=_nn_ops.max_pool2d,
-                sparse_softmax_cross_entropy_with_logits=_nn_ops.sparse_softmax_cross_entropy_with_logits)
-math = _Namespace(**{name: getattr(_math_ops, name) for name in dir(_math_ops)
-                     if not name.startswith("_") and callable(getattr(_math_ops, name))
-                     and getattr(getattr(_math_ops, name), "__module__", "") == _math_ops.__name__})
-debugging = _Namespace(assert_equal=_logging_ops.assert_equal, assert_greater=_logging_ops.assert_greater,
-                       assert_less=_logging_ops.assert_less, assert_greater_equal=_logging_ops.assert_greater_equal,
-                       assert_less_equal=_logging_ops.assert_less_equal, check_numerics=_logging_ops.check_numerics,
-                       Assert=_logging_ops.Assert)
+_random_ops.register_variable_class(Variable)     # Generators keep their state in an rt.Variable
 
+
+# ---------------------------------------------------------------------------
+# The sub-namespaces (rt.math, rt.nn ...), each with TensorFlow's names. A name TensorFlow has and rt lacks is an
+# AttributeError that says so, here and in each namespace (module __getattr__).
+
+def _missing(path: str):
+    def __getattr__(name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(f"module 'runtime{'.' if path else ''}{path}' has no attribute {name!r}")
+        full = f"{path}.{name}" if path else name
+        raise AttributeError(f"rt has no {full} (TensorFlow's tf.{full}); see the README's API table")
+    return __getattr__
+
+
+def _namespace(path: str, members: dict) -> _ModuleType:
+    module = _ModuleType(f"runtime.{path}", f"``rt.{path}``: TensorFlow's ``tf.{path}``.")
+    module.__dict__.update(members)
+    module.__all__ = sorted(members)
+    module.__getattr__ = _missing(path)
+    return module
+
+
+def _pick(source, names: str) -> dict:
+    return {name: getattr(source, name) for name in names.split()}
+
+
+random = _namespace("random", _pick(_random_ops, """uniform normal truncated_normal categorical shuffle set_seed
+    stateless_uniform stateless_normal stateless_truncated_normal Generator get_global_generator
+    set_global_generator"""))
+nn = _namespace("nn", {
+    **_pick(_math_ops, "relu softmax sigmoid tanh"),
+    **_pick(_nn_ops, """log_softmax conv2d max_pool2d sparse_softmax_cross_entropy_with_logits relu6 leaky_relu elu
+        selu silu swish l2_loss bias_add sigmoid_cross_entropy_with_logits softmax_cross_entropy_with_logits moments
+        dropout"""),
+    "l2_normalize": _linalg_ops.l2_normalize,
+})
+math = _namespace("math", {
+    **_pick(_math_ops, """abs add subtract multiply divide truediv floordiv floormod mod pow negative sign square sqrt
+        rsqrt exp log log1p expm1 tanh sigmoid sin cos maximum minimum greater greater_equal less less_equal equal
+        not_equal logical_and logical_or logical_not logical_xor reduce_sum reduce_mean reduce_max reduce_min
+        reduce_prod reduce_any reduce_all reduce_logsumexp reduce_std reduce_variance reduce_euclidean_norm argmax
+        argmin cumsum floor ceil round is_nan is_inf is_finite erf squared_difference count_nonzero real imag conj
+        unsorted_segment_sum softmax add_n divide_no_nan"""),
+    "top_k": _sort_ops.top_k,
+    "l2_normalize": _linalg_ops.l2_normalize,
+    "log_softmax": _nn_ops.log_softmax,
+})
+linalg = _namespace("linalg", {
+    **_pick(_linalg_ops, "norm inv solve det eye diag diag_part trace matrix_transpose l2_normalize matvec einsum "
+                         "tensordot"),
+    "matmul": _linalg_ops.linalg_matmul,
+})
+debugging = _namespace("debugging", _pick(_logging_ops, """assert_equal assert_greater assert_less
+    assert_greater_equal assert_less_equal check_numerics Assert"""))
+test = _namespace("test", {
+    "is_gpu_available": lambda cuda_only=False, min_cuda_compute_capability=None: False,
+    "gpu_device_name": lambda: "",
+    "is_built_with_cuda": lambda: False,
+    "is_built_with_gpu_support": lambda: False,
+})
+complex = _math_ops.complex  # noqa: A001 - TensorFlow's name
+device = config.device
+__getattr__ = _missing("")

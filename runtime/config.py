@@ -1,7 +1,19 @@
-"""``rt.config``: eager mode switch and threading settings."""
+"""``rt.config``: eager mode switch, threading settings and the devices (one CPU).
+
+The device calls tutorials make before any math work as in TensorFlow on a machine without accelerators:
+``list_physical_devices()`` is ``[PhysicalDevice(name='/physical_device:CPU:0', device_type='CPU')]``,
+``list_physical_devices('GPU')`` is ``[]``; the CPU is always visible; setting memory growth on it is
+TensorFlow's ``ValueError``.
+"""
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import NamedTuple
+
+__all__ = ["LogicalDevice", "PhysicalDevice", "experimental", "functions_run_eagerly", "get_soft_device_placement",
+           "get_visible_devices", "list_logical_devices", "list_physical_devices", "run_functions_eagerly",
+           "set_soft_device_placement", "set_visible_devices", "threading"]
 
 _run_eagerly = False
 
@@ -123,3 +135,117 @@ def add_listener(listener) -> None:
 def _notify() -> None:
     for listener in _listeners:
         listener()
+
+
+# ---------------------------------------------------------------------------
+# Devices: rt runs on the CPU (native code's threads are set above), as TensorFlow does without accelerators.
+
+class PhysicalDevice(NamedTuple):
+    """A device of the machine (``tf.config.PhysicalDevice``)."""
+    name: str
+    device_type: str
+
+
+class LogicalDevice(NamedTuple):
+    """A device ops are placed on (``tf.config.LogicalDevice``)."""
+    name: str
+    device_type: str
+
+
+_CPU = PhysicalDevice(name="/physical_device:CPU:0", device_type="CPU")
+_CPU_LOGICAL = LogicalDevice(name="/device:CPU:0", device_type="CPU")
+_soft_placement = True
+
+
+def _matches(device, device_type) -> bool:
+    return device_type is None or str(device_type).upper() == device.device_type
+
+
+def list_physical_devices(device_type=None) -> list:
+    """The machine's devices of ``device_type`` (all when None): the CPU (``tf.config.list_physical_devices``)."""
+    return [d for d in (_CPU,) if _matches(d, device_type)]
+
+
+def list_logical_devices(device_type=None) -> list:
+    """The devices ops run on (``tf.config.list_logical_devices``): the CPU."""
+    return [d for d in (_CPU_LOGICAL,) if _matches(d, device_type)]
+
+
+def get_visible_devices(device_type=None) -> list:
+    """The visible physical devices (``tf.config.get_visible_devices``): the CPU, which is always visible."""
+    return list_physical_devices(device_type)
+
+
+def set_visible_devices(devices, device_type=None) -> None:
+    """Choose the visible devices (``tf.config.set_visible_devices``): every device given must be one of
+    ``list_physical_devices()``; the CPU cannot be hidden (``set_visible_devices([], 'GPU')`` is accepted)."""
+    if isinstance(devices, PhysicalDevice):
+        devices = [devices]
+    devices = list(devices)
+    for device in devices:
+        if device not in list_physical_devices():
+            raise ValueError(f"Unrecognized device: {device!r} (the devices are {list_physical_devices()})")
+        if not _matches(device, device_type):
+            raise ValueError(f"set_visible_devices: {device!r} is not of device_type {device_type!r}")
+    if _matches(_CPU, device_type) and _CPU not in devices:
+        raise ValueError("set_visible_devices: rt runs on the CPU, which cannot be hidden")
+
+
+def set_soft_device_placement(enabled: bool) -> None:
+    global _soft_placement
+    _soft_placement = bool(enabled)
+
+
+def get_soft_device_placement() -> bool:
+    return _soft_placement
+
+
+def _check_gpu(device, what: str) -> None:
+    if not isinstance(device, PhysicalDevice) or device.device_type != "GPU":
+        raise ValueError(f"Cannot {what} on non-GPU and non-Pluggable devices")
+
+
+class experimental:  # noqa: N801 - mirrors tf.config.experimental
+    """``tf.config.experimental``: memory growth (for GPUs, which rt has none of) and the device lists."""
+
+    list_physical_devices = staticmethod(list_physical_devices)
+    list_logical_devices = staticmethod(list_logical_devices)
+    get_visible_devices = staticmethod(get_visible_devices)
+    set_visible_devices = staticmethod(set_visible_devices)
+
+    @staticmethod
+    def set_memory_growth(device, enable: bool) -> None:
+        """``ValueError`` on the CPU, as in TensorFlow (rt sees no GPU to set it on)."""
+        _check_gpu(device, "set memory growth")
+
+    @staticmethod
+    def get_memory_growth(device) -> bool:
+        _check_gpu(device, "get memory growth")
+        return False
+
+    @staticmethod
+    def enable_op_determinism() -> None:
+        """Accepted: rt's results do not depend on thread timing (reductions combine in a fixed order)."""
+
+    @staticmethod
+    def disable_op_determinism() -> None:
+        """Accepted (see ``enable_op_determinism``)."""
+
+
+@contextlib.contextmanager
+def device(device_name):
+    """``with rt.device('CPU:0'):`` (``tf.device``): everything runs on the CPU; any device name is accepted, as
+    TensorFlow's soft placement accepts a missing GPU's."""
+    if device_name is not None and not isinstance(device_name, str):
+        raise TypeError(f"rt.device: the device name must be a string, got {type(device_name).__name__}")
+    yield
+
+
+def _missing(name: str):
+    raise AttributeError(f"rt has no config.{name} (TensorFlow's tf.config.{name}); see the README's API table")
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _missing(name)

@@ -11,7 +11,7 @@ import numpy as np
 class DType:
     """An element type. ``str(rt.float32)`` is ``float32``; ``repr`` is ``rt.float32``."""
 
-    __slots__ = ("name", "np", "c_type", "code", "is_floating", "is_integer", "is_bool", "size")
+    __slots__ = ("name", "np", "c_type", "code", "is_floating", "is_integer", "is_bool", "is_complex", "size")
 
     def __init__(self, name: str, np_dtype, c_type: str | None, code: int):
         self.name = name
@@ -21,6 +21,7 @@ class DType:
         self.is_floating = self.np.kind == "f"
         self.is_integer = self.np.kind in "iu"
         self.is_bool = self.np.kind == "b"
+        self.is_complex = self.np.kind == "c"
         self.size = self.np.itemsize
 
     @property
@@ -29,7 +30,12 @@ class DType:
 
     @property
     def is_numeric(self) -> bool:
-        return self.is_floating or self.is_integer
+        return self.is_floating or self.is_integer or self.is_complex
+
+    @property
+    def real_dtype(self) -> "DType":
+        """The dtype of the real and imaginary parts (``complex64`` -> ``float32``); the dtype itself otherwise."""
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
 
     def __str__(self) -> str:
         return self.name
@@ -54,8 +60,10 @@ float32 = DType("float32", np.float32, "float", 7)
 float64 = DType("float64", np.float64, "double", 8)
 string = DType("string", object, None, 9)
 variant = DType("variant", object, None, 10)
+complex64 = DType("complex64", np.complex64, None, 11)      # not C values: native code calls back into Python
+complex128 = DType("complex128", np.complex128, None, 12)
 
-ALL = (bool_, int8, int16, int32, int64, uint8, float16, float32, float64, string, variant)
+ALL = (bool_, int8, int16, int32, int64, uint8, float16, float32, float64, string, variant, complex64, complex128)
 NUMERIC = (int8, int16, int32, int64, uint8, float16, float32, float64)
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL if d is not variant}
@@ -71,6 +79,8 @@ def as_dtype(value) -> DType:
         return bool_
     if value is float:
         return float32
+    if value is complex:
+        return complex128
     if value is int:
         return int32
     if value in (str, bytes):

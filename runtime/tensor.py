@@ -155,6 +155,11 @@ class Tensor:
     def get_shape(self) -> TensorShape:
         return self.shape
 
+    def set_shape(self, shape) -> None:
+        """Make a graph tensor's static shape more specific, checked when the graph runs (``tf.Tensor.set_shape``;
+        ``runtime.ops.manip_ops.set_shape`` says how)."""
+        _operators.set_shape(self, shape)
+
 
 class EagerTensor(Tensor):
     """A concrete tensor holding a numpy array."""
@@ -300,6 +305,8 @@ def _string_array(value) -> np.ndarray:
 
 def _same_values(converted: np.ndarray, source: np.ndarray) -> bool:
     """Every value of ``source`` survived the conversion to ``converted`` (compared as numbers both ways)."""
+    if converted.dtype.kind == "c" and source.dtype.kind != "c":      # a real value as a complex one
+        return _same_values(converted.real, source) and not np.any(converted.imag)
     with np.errstate(all="ignore"):
         back = converted.astype(source.dtype)
     nan = converted.dtype.kind == "f" and source.dtype.kind == "f"

@@ -15,6 +15,8 @@ enum rt_dtype {
     RT_FLOAT64 = 8,
     RT_STRING = 9,
     RT_VARIANT = 10,
+    RT_COMPLEX64 = 11,
+    RT_COMPLEX128 = 12,
 };
 
 /* loops over fewer elements run on one thread */

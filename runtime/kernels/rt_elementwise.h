@@ -910,6 +910,26 @@ static void rt_ew_Equal_float64_float64(void *const *ins, void *out, int64_t n, 
         for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)(x0[k * s[0]] == x1[k * s[1]]));
     }
 }
+static void rt_ew_Erf_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_erf_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_erf_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Erf_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_erf_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_erf_float64(x0[k * s[0]]));
+    }
+}
 static void rt_ew_Exp_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
@@ -928,6 +948,26 @@ static void rt_ew_Exp_float64(void *const *ins, void *out, int64_t n, const int6
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_exp_float64(x0[k * s[0]]));
     } else {
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_exp_float64(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Expm1_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_expm1_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_expm1_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Expm1_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_expm1_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_expm1_float64(x0[k * s[0]]));
     }
 }
 static void rt_ew_Floor_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -1338,6 +1378,66 @@ static void rt_ew_Identity_float64(void *const *ins, void *out, int64_t n, const
         for (int64_t k = 0; k < n; k++) o[k] = ((double)x0[k * s[0]]);
     }
 }
+static void rt_ew_IsFinite_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    rt_bool *o = (rt_bool *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isfinite_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isfinite_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_IsFinite_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    rt_bool *o = (rt_bool *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isfinite_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isfinite_float64(x0[k * s[0]]));
+    }
+}
+static void rt_ew_IsInf_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    rt_bool *o = (rt_bool *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isinf_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isinf_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_IsInf_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    rt_bool *o = (rt_bool *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isinf_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isinf_float64(x0[k * s[0]]));
+    }
+}
+static void rt_ew_IsNan_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    rt_bool *o = (rt_bool *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isnan_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isnan_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_IsNan_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    rt_bool *o = (rt_bool *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isnan_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((rt_bool)rt_isnan_float64(x0[k * s[0]]));
+    }
+}
 static void rt_ew_Less_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const int8_t *x0 = (const int8_t *)ins[0];
     const int8_t *x1 = (const int8_t *)ins[1];
@@ -1510,6 +1610,26 @@ static void rt_ew_Log_float64(void *const *ins, void *out, int64_t n, const int6
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_log_float64(x0[k * s[0]]));
     } else {
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_log_float64(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Log1p_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_log1p_float32(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_log1p_float32(x0[k * s[0]]));
+    }
+}
+static void rt_ew_Log1p_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_log1p_float64(x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_log1p_float64(x0[k * s[0]]));
     }
 }
 static void rt_ew_LogicalAnd_bool_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
@@ -2499,6 +2619,83 @@ static void rt_ew_Square_float64(void *const *ins, void *out, int64_t n, const i
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_square_float64(x0[k * s[0]]));
     }
 }
+static void rt_ew_SquaredDifference_int8_int8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const int8_t *x0 = (const int8_t *)ins[0];
+    const int8_t *x1 = (const int8_t *)ins[1];
+    int8_t *o = (int8_t *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_square_int8((x0[k * s[0]] - x1[k * s[1]])));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int8_t)rt_square_int8((x0[k * s[0]] - x1[k * s[1]])));
+    }
+}
+static void rt_ew_SquaredDifference_int16_int16(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const int16_t *x0 = (const int16_t *)ins[0];
+    const int16_t *x1 = (const int16_t *)ins[1];
+    int16_t *o = (int16_t *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_square_int16((x0[k * s[0]] - x1[k * s[1]])));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int16_t)rt_square_int16((x0[k * s[0]] - x1[k * s[1]])));
+    }
+}
+static void rt_ew_SquaredDifference_int32_int32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const int32_t *x0 = (const int32_t *)ins[0];
+    const int32_t *x1 = (const int32_t *)ins[1];
+    int32_t *o = (int32_t *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_square_int32((x0[k * s[0]] - x1[k * s[1]])));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int32_t)rt_square_int32((x0[k * s[0]] - x1[k * s[1]])));
+    }
+}
+static void rt_ew_SquaredDifference_int64_int64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const int64_t *x0 = (const int64_t *)ins[0];
+    const int64_t *x1 = (const int64_t *)ins[1];
+    int64_t *o = (int64_t *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_square_int64((x0[k * s[0]] - x1[k * s[1]])));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((int64_t)rt_square_int64((x0[k * s[0]] - x1[k * s[1]])));
+    }
+}
+static void rt_ew_SquaredDifference_uint8_uint8(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const uint8_t *x0 = (const uint8_t *)ins[0];
+    const uint8_t *x1 = (const uint8_t *)ins[1];
+    uint8_t *o = (uint8_t *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_square_uint8((x0[k * s[0]] - x1[k * s[1]])));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((uint8_t)rt_square_uint8((x0[k * s[0]] - x1[k * s[1]])));
+    }
+}
+static void rt_ew_SquaredDifference_float32_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    const float *x1 = (const float *)ins[1];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_square_float32((x0[k * s[0]] - x1[k * s[1]])));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)rt_square_float32((x0[k * s[0]] - x1[k * s[1]])));
+    }
+}
+static void rt_ew_SquaredDifference_float64_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    const double *x1 = (const double *)ins[1];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_square_float64((x0[k * s[0]] - x1[k * s[1]])));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_square_float64((x0[k * s[0]] - x1[k * s[1]])));
+    }
+}
 static void rt_ew_StopGradient_bool(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const rt_bool *x0 = (const rt_bool *)ins[0];
     rt_bool *o = (rt_bool *)out;
@@ -2848,8 +3045,12 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 5 && dst == -1 && strcmp(op, "Equal") == 0) return rt_ew_Equal_uint8_uint8;
     if (dtype == 7 && dst == -1 && strcmp(op, "Equal") == 0) return rt_ew_Equal_float32_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Equal") == 0) return rt_ew_Equal_float64_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "Erf") == 0) return rt_ew_Erf_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "Erf") == 0) return rt_ew_Erf_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Exp") == 0) return rt_ew_Exp_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Exp") == 0) return rt_ew_Exp_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "Expm1") == 0) return rt_ew_Expm1_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "Expm1") == 0) return rt_ew_Expm1_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Floor") == 0) return rt_ew_Floor_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Floor") == 0) return rt_ew_Floor_float64;
     if (dtype == 1 && dst == -1 && strcmp(op, "FloorDiv") == 0) return rt_ew_FloorDiv_int8_int8;
@@ -2888,6 +3089,12 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 5 && dst == -1 && strcmp(op, "Identity") == 0) return rt_ew_Identity_uint8;
     if (dtype == 7 && dst == -1 && strcmp(op, "Identity") == 0) return rt_ew_Identity_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Identity") == 0) return rt_ew_Identity_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "IsFinite") == 0) return rt_ew_IsFinite_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "IsFinite") == 0) return rt_ew_IsFinite_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "IsInf") == 0) return rt_ew_IsInf_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "IsInf") == 0) return rt_ew_IsInf_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "IsNan") == 0) return rt_ew_IsNan_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "IsNan") == 0) return rt_ew_IsNan_float64;
     if (dtype == 1 && dst == -1 && strcmp(op, "Less") == 0) return rt_ew_Less_int8_int8;
     if (dtype == 2 && dst == -1 && strcmp(op, "Less") == 0) return rt_ew_Less_int16_int16;
     if (dtype == 3 && dst == -1 && strcmp(op, "Less") == 0) return rt_ew_Less_int32_int32;
@@ -2904,6 +3111,8 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 8 && dst == -1 && strcmp(op, "LessEqual") == 0) return rt_ew_LessEqual_float64_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Log") == 0) return rt_ew_Log_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Log") == 0) return rt_ew_Log_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "Log1p") == 0) return rt_ew_Log1p_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "Log1p") == 0) return rt_ew_Log1p_float64;
     if (dtype == 0 && dst == -1 && strcmp(op, "LogicalAnd") == 0) return rt_ew_LogicalAnd_bool_bool;
     if (dtype == 0 && dst == -1 && strcmp(op, "LogicalNot") == 0) return rt_ew_LogicalNot_bool;
     if (dtype == 0 && dst == -1 && strcmp(op, "LogicalOr") == 0) return rt_ew_LogicalOr_bool_bool;
@@ -2997,6 +3206,13 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 5 && dst == -1 && strcmp(op, "Square") == 0) return rt_ew_Square_uint8;
     if (dtype == 7 && dst == -1 && strcmp(op, "Square") == 0) return rt_ew_Square_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Square") == 0) return rt_ew_Square_float64;
+    if (dtype == 1 && dst == -1 && strcmp(op, "SquaredDifference") == 0) return rt_ew_SquaredDifference_int8_int8;
+    if (dtype == 2 && dst == -1 && strcmp(op, "SquaredDifference") == 0) return rt_ew_SquaredDifference_int16_int16;
+    if (dtype == 3 && dst == -1 && strcmp(op, "SquaredDifference") == 0) return rt_ew_SquaredDifference_int32_int32;
+    if (dtype == 4 && dst == -1 && strcmp(op, "SquaredDifference") == 0) return rt_ew_SquaredDifference_int64_int64;
+    if (dtype == 5 && dst == -1 && strcmp(op, "SquaredDifference") == 0) return rt_ew_SquaredDifference_uint8_uint8;
+    if (dtype == 7 && dst == -1 && strcmp(op, "SquaredDifference") == 0) return rt_ew_SquaredDifference_float32_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "SquaredDifference") == 0) return rt_ew_SquaredDifference_float64_float64;
     if (dtype == 0 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_bool;
     if (dtype == 1 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_int8;
     if (dtype == 2 && dst == -1 && strcmp(op, "StopGradient") == 0) return rt_ew_StopGradient_int16;

@@ -103,6 +103,7 @@ static inline size_t rt_itemsize(int dtype) {
     case RT_BOOL: case RT_INT8: case RT_UINT8: return 1;
     case RT_INT16: case RT_FLOAT16: return 2;
     case RT_INT32: case RT_FLOAT32: return 4;
+    case RT_COMPLEX128: return 16;       /* complex values only travel between Python callbacks */
     default: return 8;
     }
 }
@@ -570,7 +571,13 @@ static inline int rt_list_add(rt_ctx *ctx, rt_list *a, const rt_list *b, const c
     static inline T rt_tanh_##S(T a) { return tanh##F(a); } \
     static inline T rt_sin_##S(T a) { return sin##F(a); } \
     static inline T rt_cos_##S(T a) { return cos##F(a); } \
-    static inline T rt_sigmoid_##S(T a) { return (T)1 / ((T)1 + exp##F(-a)); }
+    static inline T rt_sigmoid_##S(T a) { return (T)1 / ((T)1 + exp##F(-a)); } \
+    static inline T rt_log1p_##S(T a) { return log1p##F(a); } \
+    static inline T rt_expm1_##S(T a) { return expm1##F(a); } \
+    static inline T rt_erf_##S(T a) { return (T)erf((double)a); } /* double's erf rounded, as eager code */ \
+    static inline rt_bool rt_isnan_##S(T a) { return a != a; } \
+    static inline rt_bool rt_isinf_##S(T a) { return isinf(a) != 0; } \
+    static inline rt_bool rt_isfinite_##S(T a) { return isfinite(a) != 0; }
 
 /* x, which the compiler cannot see through. The bound of a padded row loop (transpiler.lowering.kernels.pad_inner)
  * goes through it: with a literal bound GCC folded the masked load of a row's last, partly live vector into a

@@ -983,3 +983,21 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     attrs = {"depth": int(depth), "axis": -1 if axis is None else int(axis), "dtype": dtype,
              "on_value": to_array(on, dtype).item(), "off_value": to_array(off, dtype).item()}
     return apply("OneHot", [indices], attrs, name=name)
+
+
+# -- sizes that are static or not --------------------------------------------------------------
+
+def dim_size(x, axis: int):
+    """The size of ``x`` along ``axis``: an int when the graph knows it, else a scalar int32 tensor."""
+    size = x.shape.dims[axis] if x.shape.dims is not None else None
+    if size is not None:
+        return size
+    return strided_slice(shape(x), axis)
+
+
+def size_product(sizes):
+    """The product of sizes (ints, or scalar int32 tensors): an int while every factor is one."""
+    out = 1
+    for s in sizes:
+        out = out * s if isinstance(out, int) and isinstance(s, int) else math_ops.multiply(out, s)
+    return out

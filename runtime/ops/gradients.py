@@ -36,8 +36,9 @@ from runtime.tensor_array import list_add, list_zeros_like
 
 
 def differentiable_dtype(dtype) -> bool:
-    """Gradients flow through floating tensors and TensorArray lists (``variant``), not integers or bools."""
-    return dtype.is_floating or dtype is dtypes.variant
+    """Gradients flow through floating and complex tensors and TensorArray lists (``variant``), not integers or
+    bools."""
+    return dtype.is_floating or dtype.is_complex or dtype is dtypes.variant
 
 
 def zeros_like(tensor):

@@ -1,17 +1,29 @@
 """Elementwise math, comparisons, logic, matmul and reductions."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops.registry import (OpDef, Reduction, apply, argument_error, convert, convert_same, gradient,
-                                  not_differentiable, register)
+from runtime.ops.registry import (
+    OpDef,
+    Reduction,
+    apply,
+    argument_error,
+    convert,
+    convert_same,
+    gradient,
+    not_differentiable,
+    register,
+)
 from runtime.shapes import TensorShape
 
 FLOATS = (dtypes.float16, dtypes.float32, dtypes.float64)
 INTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8)
 SIGNED = FLOATS + (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 NUMERIC = FLOATS + INTS
+COMPLEX = (dtypes.complex64, dtypes.complex128)     # eager and traced; native code calls back into Python
 BOOL = (dtypes.bool_,)
 
 
@@ -159,10 +171,11 @@ def _sigmoid(x):
     return (1 / (1 + np.exp(-x))).astype(x.dtype)
 
 
-add = _define_elementwise("AddV2", "add", lambda x, y: x + y, NUMERIC + (dtypes.string,), 2, c_expr="({0} + {1})")
-subtract = _define_elementwise("Sub", "sub", np.subtract, NUMERIC, 2, c_expr="({0} - {1})")
-multiply = _define_elementwise("Mul", "mul", np.multiply, NUMERIC, 2, c_expr="({0} * {1})")
-_realdiv = _define_elementwise("RealDiv", "truediv", np.true_divide, FLOATS, 2, c_expr="({0} / {1})")
+add = _define_elementwise("AddV2", "add", lambda x, y: x + y, NUMERIC + COMPLEX + (dtypes.string,), 2,
+                          c_expr="({0} + {1})")
+subtract = _define_elementwise("Sub", "sub", np.subtract, NUMERIC + COMPLEX, 2, c_expr="({0} - {1})")
+multiply = _define_elementwise("Mul", "mul", np.multiply, NUMERIC + COMPLEX, 2, c_expr="({0} * {1})")
+_realdiv = _define_elementwise("RealDiv", "truediv", np.true_divide, FLOATS + COMPLEX, 2, c_expr="({0} / {1})")
 floordiv = _define_elementwise("FloorDiv", "floordiv", _floordiv, NUMERIC, 2, c_expr="rt_floordiv({0}, {1})")
 floormod = _define_elementwise("FloorMod", "floormod", _floormod, NUMERIC, 2, c_expr="rt_floormod({0}, {1})")
 pow = _define_elementwise("Pow", "pow", _pow, NUMERIC, 2, c_expr="rt_pow({0}, {1})")
@@ -173,23 +186,24 @@ greater_equal = _define_elementwise("GreaterEqual", "greater_equal", np.greater_
                                     "({0} >= {1})")
 less = _define_elementwise("Less", "less", np.less, NUMERIC, 2, dtypes.bool_, "({0} < {1})")
 less_equal = _define_elementwise("LessEqual", "less_equal", np.less_equal, NUMERIC, 2, dtypes.bool_, "({0} <= {1})")
-equal = _define_elementwise("Equal", "equal", lambda x, y: np.asarray(x == y), NUMERIC + BOOL + (dtypes.string,),
+equal = _define_elementwise("Equal", "equal", lambda x, y: np.asarray(x == y),
+                            NUMERIC + COMPLEX + BOOL + (dtypes.string,),
                             2, dtypes.bool_, "({0} == {1})")
 not_equal = _define_elementwise("NotEqual", "not_equal", lambda x, y: np.asarray(x != y),
-                                NUMERIC + BOOL + (dtypes.string,), 2, dtypes.bool_, "({0} != {1})")
+                                NUMERIC + COMPLEX + BOOL + (dtypes.string,), 2, dtypes.bool_, "({0} != {1})")
 logical_and = _define_elementwise("LogicalAnd", "logical_and", np.logical_and, BOOL, 2, c_expr="({0} && {1})")
 logical_or = _define_elementwise("LogicalOr", "logical_or", np.logical_or, BOOL, 2, c_expr="({0} || {1})")
 logical_xor = _define_elementwise("LogicalXor", "logical_xor", np.logical_xor, BOOL, 2, c_expr="({0} != {1})")
 logical_not = _define_elementwise("LogicalNot", "logical_not", np.logical_not, BOOL, 1, c_expr="(!{0})")
-negative = _define_elementwise("Neg", "neg", np.negative, SIGNED, 1, c_expr="(-{0})")
-abs = _define_elementwise("Abs", "abs", np.abs, SIGNED, 1, c_expr="rt_abs({0})")
+negative = _define_elementwise("Neg", "neg", np.negative, SIGNED + COMPLEX, 1, c_expr="(-{0})")
+_abs = _define_elementwise("Abs", "abs", np.abs, SIGNED, 1, c_expr="rt_abs({0})")
 sign = _define_elementwise("Sign", "sign", np.sign, SIGNED, 1, c_expr="rt_sign({0})")
-square = _define_elementwise("Square", "square", np.square, NUMERIC, 1, c_expr="rt_square({0})")
+square = _define_elementwise("Square", "square", np.square, NUMERIC + COMPLEX, 1, c_expr="rt_square({0})")
 sqrt = _define_elementwise("Sqrt", "sqrt", np.sqrt, FLOATS, 1, c_expr="rt_sqrt({0})")
 # 1 / sqrt(x), rounded twice as numpy's 1 / np.sqrt(x) is (tf.math.rsqrt)
 rsqrt = _define_elementwise("Rsqrt", "rsqrt", lambda x: np.divide(1, np.sqrt(x), dtype=x.dtype), FLOATS, 1,
                             c_expr="rt_rsqrt({0})")
-exp = _define_elementwise("Exp", "exp", np.exp, FLOATS, 1, c_expr="rt_exp({0})")
+exp = _define_elementwise("Exp", "exp", np.exp, FLOATS + COMPLEX, 1, c_expr="rt_exp({0})")
 log = _define_elementwise("Log", "log", np.log, FLOATS, 1, c_expr="rt_log({0})")
 tanh = _define_elementwise("Tanh", "tanh", np.tanh, FLOATS, 1, c_expr="rt_tanh({0})")
 sigmoid = _define_elementwise("Sigmoid", "sigmoid", _sigmoid, FLOATS, 1, c_expr="rt_sigmoid({0})")
@@ -203,6 +217,22 @@ ceil = _define_elementwise("Ceil", "ceil", np.ceil, FLOATS, 1, c_expr="rt_ceil({
 round = _define_elementwise("Round", "round", np.round, FLOATS, 1, c_expr="rt_round({0})")  # noqa: A001
 not_differentiable("Floor", "Ceil", "Round")      # as in TF: piecewise constant, the gradient is None
 mod = floormod
+
+
+def _erf(x):
+    """The error function: C's ``erf`` in double for every element (numpy has none), rounded to the dtype."""
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)
+
+
+log1p = _define_elementwise("Log1p", "log1p", np.log1p, FLOATS, 1, c_expr="rt_log1p({0})")
+expm1 = _define_elementwise("Expm1", "expm1", np.expm1, FLOATS, 1, c_expr="rt_expm1({0})")
+erf = _define_elementwise("Erf", "erf", _erf, FLOATS, 1, c_expr="rt_erf({0})")
+is_nan = _define_elementwise("IsNan", "is_nan", np.isnan, FLOATS, 1, dtypes.bool_, "rt_isnan({0})")
+is_inf = _define_elementwise("IsInf", "is_inf", np.isinf, FLOATS, 1, dtypes.bool_, "rt_isinf({0})")
+is_finite = _define_elementwise("IsFinite", "is_finite", np.isfinite, FLOATS, 1, dtypes.bool_, "rt_isfinite({0})")
+# (x - y) ** 2, rounded as numpy's square of the difference (tf.math.squared_difference)
+squared_difference = _define_elementwise("SquaredDifference", "squared_difference", lambda x, y: np.square(x - y),
+                                         NUMERIC, 2, c_expr="rt_square(({0} - {1}))")
 
 
 # -- gradients of the elementwise ops ---------------------------------------------------
@@ -222,14 +252,14 @@ def _sub_grad(op, grad):
 @gradient("Mul")
 def _mul_grad(op, grad):
     x, y = op.inputs
-    return [unbroadcast(multiply(grad, y), x, y), unbroadcast(multiply(grad, x), y, x)]
+    return [unbroadcast(multiply(grad, _conj(y)), x, y), unbroadcast(multiply(grad, _conj(x)), y, x)]
 
 
 @gradient("RealDiv")
 def _realdiv_grad(op, grad):
     x, y = op.inputs
-    return [unbroadcast(_realdiv(grad, y), x, y),
-            unbroadcast(multiply(grad, _realdiv(_realdiv(negative(x), y), y)), y, x)]
+    return [unbroadcast(_realdiv(grad, _conj(y)), x, y),
+            unbroadcast(multiply(grad, _conj(_realdiv(_realdiv(negative(x), y), y))), y, x)]
 
 
 @gradient("FloorMod")
@@ -283,7 +313,7 @@ def _sign_grad(op, grad):
 
 @gradient("Square")
 def _square_grad(op, grad):
-    return [multiply(grad, multiply(op.inputs[0], 2))]
+    return [multiply(grad, multiply(_conj(op.inputs[0]), 2))]
 
 
 @gradient("Sqrt")
@@ -299,7 +329,7 @@ def _rsqrt_grad(op, grad):
 
 @gradient("Exp")
 def _exp_grad(op, grad):
-    return [multiply(grad, op.outputs[0])]
+    return [multiply(grad, _conj(op.outputs[0]))]
 
 
 @gradient("Log")
@@ -332,6 +362,29 @@ def _cos_grad(op, grad):
 @gradient("Relu")
 def _relu_grad(op, grad):
     return [where(greater(op.outputs[0], 0), grad, zeros_like_(grad))]
+
+
+@gradient("Log1p")
+def _log1p_grad(op, grad):
+    return [_realdiv(grad, add(op.inputs[0], 1))]
+
+
+@gradient("Expm1")
+def _expm1_grad(op, grad):
+    return [multiply(grad, exp(op.inputs[0]))]
+
+
+@gradient("Erf")
+def _erf_grad(op, grad):
+    x = op.inputs[0]
+    return [multiply(grad, multiply(exp(negative(square(x))), 2 / np.sqrt(np.pi)))]
+
+
+@gradient("SquaredDifference")
+def _squared_difference_grad(op, grad):
+    x, y = op.inputs
+    gx = multiply(grad, multiply(subtract(x, y), 2))
+    return [unbroadcast(gx, x, y), unbroadcast(negative(gx), y, x)]
 
 
 not_differentiable("FloorDiv")
@@ -408,8 +461,11 @@ def _cast_infer(specs, attrs):
 
 
 def _cast_kernel(inputs, attrs):
+    x = inputs[0]
+    if x.dtype.kind == "c" and attrs["DstT"].np.kind != "c":
+        x = x.real                  # complex to real keeps the real part, as tf.cast
     with np.errstate(all="ignore"):
-        return (inputs[0].astype(attrs["DstT"].np),)
+        return (x.astype(attrs["DstT"].np),)
 
 
 register(OpDef("Cast", "Cast", _cast_infer, _cast_kernel, 1, c_expr="{0}"))   # c_expression converts to {T}
@@ -441,7 +497,7 @@ def _matmul_infer(specs, attrs):
     a, b = specs
     if a.dtype is not b.dtype:
         raise TypeError(f"MatMul: both inputs must have the same dtype, got {a.dtype} and {b.dtype}")
-    _check_dtype("MatMul", a.dtype, NUMERIC)
+    _check_dtype("MatMul", a.dtype, NUMERIC + COMPLEX)
     if a.shape.rank is None or b.shape.rank is None:
         return [(a.dtype, None)]
     if a.shape.rank < 2 or b.shape.rank < 2:
@@ -477,6 +533,8 @@ register(OpDef("MatMul", "MatMul", _matmul_infer, _matmul_kernel, 2))
 def _matmul_grad(op, grad):
     a, b = op.inputs
     ta, tb = bool(op.attrs.get("transpose_a")), bool(op.attrs.get("transpose_b"))
+    if a.dtype.is_complex:        # the gradient of a complex product takes the conjugates (adjoints)
+        a, b = _conj(a), _conj(b)
     if not ta and not tb:
         ga, gb = matmul(grad, b, transpose_b=True), matmul(a, grad, transpose_a=True)
     elif not ta and tb:
@@ -579,11 +637,12 @@ def _define_reduction(op_type, name, fn, allowed, reduction: Reduction, out_dtyp
 
 
 _SUM = Reduction("({0} + {1})", "+", "0")
-reduce_sum = _define_reduction("Sum", "reduce_sum", np.sum, NUMERIC, _SUM)
-reduce_mean = _define_reduction("Mean", "reduce_mean", _mean, NUMERIC, Reduction(_SUM.combine, "+", "0", mean=True))
+reduce_sum = _define_reduction("Sum", "reduce_sum", np.sum, NUMERIC + COMPLEX, _SUM)
+reduce_mean = _define_reduction("Mean", "reduce_mean", _mean, NUMERIC + COMPLEX,
+                                Reduction(_SUM.combine, "+", "0", mean=True))
 reduce_max = _define_reduction("Max", "reduce_max", np.max, NUMERIC, Reduction("rt_max({0}, {1})", "max", None))
 reduce_min = _define_reduction("Min", "reduce_min", np.min, NUMERIC, Reduction("rt_min({0}, {1})", "min", None))
-reduce_prod = _define_reduction("Prod", "reduce_prod", np.prod, NUMERIC, Reduction("({0} * {1})", "*", "1"))
+reduce_prod = _define_reduction("Prod", "reduce_prod", np.prod, NUMERIC + COMPLEX, Reduction("({0} * {1})", "*", "1"))
 reduce_any = _define_reduction("Any", "reduce_any", np.any, BOOL, Reduction("({0} || {1})", "|", "0"))
 reduce_all = _define_reduction("All", "reduce_all", np.all, BOOL, Reduction("({0} && {1})", "&", "1"))
 
@@ -831,3 +890,165 @@ def softmax(logits, axis=-1, name=None):
 def _softmax_grad(op, grad):
     y = op.outputs[0]
     return [multiply(y, subtract(grad, reduce_sum(multiply(grad, y), op.attrs["axis"], keepdims=True)))]
+
+
+# -- complex numbers ------------------------------------------------------------------------
+# complex64 / complex128 run eagerly and traced; they have no C type, so native code runs these ops (and
+# any other op on complex tensors) through a Python callback, which the build report lists.
+
+def _complex_infer(specs, attrs):
+    real, imag = specs
+    if real.dtype is not imag.dtype or real.dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError(f"Complex: real and imag must both be float32 or both float64, got {real.dtype} and "
+                        f"{imag.dtype}")
+    out = dtypes.complex64 if real.dtype is dtypes.float32 else dtypes.complex128
+    return [(out, broadcast_shapes("Complex", real.shape, imag.shape))]
+
+
+def _complex_kernel(inputs, attrs):
+    real, imag = np.broadcast_arrays(*inputs)
+    out = np.empty(real.shape, np.complex64 if real.dtype == np.float32 else np.complex128)
+    out.real, out.imag = real, imag
+    return (out,)
+
+
+def _part_infer(op_type):
+    def infer(specs, attrs):
+        x = specs[0]
+        _check_dtype(op_type, x.dtype, COMPLEX)
+        out = x.dtype if op_type == "Conj" else x.dtype.real_dtype
+        return [(out, x.shape.dims)]
+    return infer
+
+
+register(OpDef("Complex", "Complex", _complex_infer, _complex_kernel, 2))
+register(OpDef("Real", "Real", _part_infer("Real"), lambda i, a: (np.real(i[0]).copy(),), 1))
+register(OpDef("Imag", "Imag", _part_infer("Imag"), lambda i, a: (np.imag(i[0]).copy(),), 1))
+register(OpDef("Conj", "Conj", _part_infer("Conj"), lambda i, a: (np.conj(i[0]),), 1))
+register(OpDef("ComplexAbs", "ComplexAbs", _part_infer("ComplexAbs"), lambda i, a: (np.abs(i[0]),), 1))
+
+
+def _conj(x):
+    """The conjugate of a complex tensor (the gradients of complex ops take it), ``x`` itself otherwise."""
+    return apply("Conj", [x]) if x.dtype.is_complex else x
+
+
+@gradient("Complex")
+def _complex_grad(op, grad):
+    real, imag = op.inputs
+    return [unbroadcast(apply("Real", [grad]), real, imag), unbroadcast(apply("Imag", [grad]), imag, real)]
+
+
+@gradient("Real")
+def _real_grad(op, grad):
+    return [apply("Complex", [grad, zeros_like_(grad)])]
+
+
+@gradient("Imag")
+def _imag_grad(op, grad):
+    return [apply("Complex", [zeros_like_(grad), grad])]
+
+
+@gradient("Conj")
+def _conj_grad(op, grad):
+    return [apply("Conj", [grad])]
+
+
+@gradient("ComplexAbs")
+def _complex_abs_grad(op, grad):
+    """|z| = sqrt(x^2 + y^2): d|z|/dx = x/|z|, d|z|/dy = y/|z|, as the complex number z/|z| (0 where z is 0)."""
+    z, r = op.inputs[0], op.outputs[0]
+    safe = where(equal(r, zeros_like_(r)), ones_like_(r), r)
+    scale = _realdiv(grad, safe)
+    return [multiply(apply("Complex", [scale, zeros_like_(scale)]), z)]
+
+
+def complex(real, imag, name=None):
+    """``real + imag * 1j`` (``tf.complex``): float32 parts give complex64, float64 parts complex128."""
+    real, imag = convert_same("Complex", [real, imag])
+    return apply("Complex", [real, imag], name=name)
+
+
+def real(input, name=None):
+    """The real part (``tf.math.real``); a real tensor is returned as it is."""
+    x = convert(input)
+    return apply("Real", [x], name=name) if x.dtype.is_complex else x
+
+
+def imag(input, name=None):
+    """The imaginary part (``tf.math.imag``); zeros for a real tensor."""
+    x = convert(input)
+    return apply("Imag", [x], name=name) if x.dtype.is_complex else zeros_like_(x)
+
+
+def conj(x, name=None):
+    """The complex conjugate (``tf.math.conj``); a real tensor is returned as it is."""
+    x = convert(x)
+    return apply("Conj", [x], name=name) if x.dtype.is_complex else x
+
+
+def abs(x, name=None):
+    """``|x|`` elementwise (``tf.math.abs``): the magnitude of complex numbers (a real tensor)."""
+    x = convert(x)
+    if x.dtype.is_complex:
+        return apply("ComplexAbs", [x], name=name)
+    return _abs(x, name=name)
+
+
+# -- reductions composed from others ---------------------------------------------------------
+
+def _floating_input(api: str, input_tensor):
+    x = convert(input_tensor)
+    if not (x.dtype.is_floating or x.dtype.is_complex):
+        raise TypeError(f"{api} needs a floating-point tensor, got {x.dtype}")
+    return x
+
+
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """The mean of the squared deviations from the mean over ``axis`` (``tf.math.reduce_variance``)."""
+    x = _floating_input("reduce_variance", input_tensor)
+    deviation = subtract(x, reduce_mean(x, axis, keepdims=True))
+    if x.dtype.is_complex:
+        return reduce_mean(real(multiply(deviation, conj(deviation))), axis, keepdims=keepdims, name=name)
+    return reduce_mean(square(deviation), axis, keepdims=keepdims, name=name)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """The square root of ``reduce_variance`` (``tf.math.reduce_std``)."""
+    return sqrt(reduce_variance(input_tensor, axis, keepdims), name=name)
+
+
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
+    """``sqrt(reduce_sum(x ** 2, axis))`` (``tf.math.reduce_euclidean_norm``); integers give the square root
+    rounded toward zero, as TensorFlow's."""
+    x = convert(input_tensor)
+    if x.dtype.is_integer:
+        total = reduce_sum(cast(multiply(x, x), dtypes.float64), axis, keepdims)
+        return cast(sqrt(total), x.dtype, name=name)
+    return sqrt(reduce_sum(square(x), axis, keepdims), name=name)
+
+
+def count_nonzero(input, axis=None, keepdims=None, dtype=dtypes.int64, name=None):
+    """How many elements are not zero (not False) over ``axis`` (``tf.math.count_nonzero``)."""
+    x = convert(input)
+    nonzero = not_equal(x, zeros_like_(x)) if not x.dtype.is_bool else x
+    return reduce_sum(cast(nonzero, dtype), axis, keepdims=bool(keepdims), name=name)
+
+
+def add_n(inputs, name=None):
+    """The elementwise sum of a list of tensors of one shape and dtype (``tf.math.add_n``)."""
+    inputs = convert_same("AddN", list(inputs))
+    if not inputs:
+        raise ValueError("add_n needs at least one tensor")
+    total = inputs[0]
+    for x in inputs[1:]:
+        total = add(total, x)
+    return total if name is None else apply("Identity", [total], name=name)
+
+
+def divide_no_nan(x, y, name=None):
+    """``x / y``, and 0 where ``y`` is 0 (``tf.math.divide_no_nan``)."""
+    x, y = convert_same("DivNoNan", [x, y])
+    zero = zeros_like_(y)
+    safe = where(equal(y, zero), ones_like_(y), y)
+    return where(equal(y, zero), zeros_like_(divide(x, safe)), divide(x, safe), name=name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes, errors
-from runtime.ops import array_ops, math_ops
+from runtime.ops import array_ops, math_ops, random_ops
 from runtime.ops.math_ops import FLOATS, shape_tensor
 from runtime.ops.registry import OpDef, apply, convert, convert_same, gradient, not_differentiable, register
 
@@ -507,3 +507,125 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
         labels = math_ops.cast(labels, dtypes.int32)
     loss, _ = apply("SparseSoftmaxCrossEntropyWithLogits", [logits, labels], name=name)
     return loss
+
+
+# ---------------------------------------------------------------------------
+# Activations and losses composed from other ops (each as TensorFlow computes it), so they fuse in native code
+# and are differentiated through their parts.
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _floats(api: str, x):
+    x = convert(x)
+    math_ops._check_dtype(api, x.dtype, FLOATS)
+    return x
+
+
+def relu6(features, name=None):
+    """``min(max(features, 0), 6)`` (``tf.nn.relu6``)."""
+    x = convert(features)
+    return math_ops.minimum(math_ops.relu(x), convert(6, x.dtype), name=name)
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    """``features`` where positive, ``alpha * features`` elsewhere (``tf.nn.leaky_relu``)."""
+    x = _floats("leaky_relu", features)
+    return math_ops.where(math_ops.greater(x, convert(0, x.dtype)), x,
+                          math_ops.multiply(x, convert(alpha, x.dtype)), name=name)
+
+
+def elu(features, name=None):
+    """``features`` where positive, ``exp(features) - 1`` elsewhere (``tf.nn.elu``)."""
+    x = _floats("elu", features)
+    return math_ops.where(math_ops.greater(x, convert(0, x.dtype)), x, math_ops.expm1(x), name=name)
+
+
+def selu(features, name=None):
+    """``scale * elu`` with SELU's alpha and scale (``tf.nn.selu``)."""
+    x = _floats("selu", features)
+    negative = math_ops.multiply(math_ops.expm1(x), convert(_SELU_ALPHA, x.dtype))
+    return math_ops.multiply(math_ops.where(math_ops.greater(x, convert(0, x.dtype)), x, negative),
+                             convert(_SELU_SCALE, x.dtype), name=name)
+
+
+def silu(features, beta=1.0, name=None):
+    """``features * sigmoid(beta * features)`` (``tf.nn.silu``, ``tf.nn.swish``)."""
+    x = _floats("silu", features)
+    inner = x if beta == 1.0 else math_ops.multiply(x, convert(beta, x.dtype))
+    return math_ops.multiply(x, math_ops.sigmoid(inner), name=name)
+
+
+swish = silu
+
+
+def l2_loss(t, name=None):
+    """``sum(t ** 2) / 2`` (``tf.nn.l2_loss``)."""
+    x = _floats("l2_loss", t)
+    return math_ops.divide(math_ops.reduce_sum(math_ops.square(x)), convert(2, x.dtype), name=name)
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    """``value + bias`` along the last axis (``tf.nn.bias_add``, NHWC)."""
+    if data_format not in (None, "NHWC", "N...C"):
+        raise ValueError(f"bias_add: only channels-last data is supported, got data_format={data_format!r}")
+    value = convert(value)
+    bias = convert(bias, value.dtype, "bias")
+    if bias.shape.rank not in (1, None):
+        raise ValueError(f"bias_add: bias must be a vector, got shape {bias.shape}")
+    return math_ops.add(value, bias, name=name)
+
+
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """Elementwise logistic loss ``-z log(sigmoid(x)) - (1 - z) log(1 - sigmoid(x))`` computed stably as
+    ``max(x, 0) - x * z + log(1 + exp(-|x|))`` (``tf.nn.sigmoid_cross_entropy_with_logits``)."""
+    if labels is None or logits is None:
+        raise ValueError("sigmoid_cross_entropy_with_logits needs labels= and logits=")
+    x = _floats("sigmoid_cross_entropy_with_logits", logits)
+    z = convert(labels, x.dtype, "labels")
+    if not x.shape.is_compatible_with(z.shape):
+        raise ValueError(f"sigmoid_cross_entropy_with_logits: logits and labels must have the same shape, got "
+                         f"{x.shape} and {z.shape}")
+    return math_ops.add(math_ops.subtract(math_ops.relu(x), math_ops.multiply(x, z)),
+                        math_ops.log1p(math_ops.exp(math_ops.negative(math_ops.abs(x)))), name=name)
+
+
+def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None):
+    """``-sum(labels * log_softmax(logits), axis)`` (``tf.nn.softmax_cross_entropy_with_logits``): the cross
+    entropy against a distribution over the classes (both inputs are differentiated)."""
+    if labels is None or logits is None:
+        raise ValueError("softmax_cross_entropy_with_logits needs labels= and logits=")
+    x = _floats("softmax_cross_entropy_with_logits", logits)
+    z = convert(labels, x.dtype, "labels")
+    if not x.shape.is_compatible_with(z.shape):
+        raise ValueError(f"softmax_cross_entropy_with_logits: logits and labels must have the same shape, got "
+                         f"{x.shape} and {z.shape}")
+    return math_ops.negative(math_ops.reduce_sum(math_ops.multiply(z, log_softmax(x, axis)), axis), name=name)
+
+
+def moments(x, axes, shift=None, keepdims=False, name=None):
+    """``(mean, variance)`` of ``x`` over ``axes`` (``tf.nn.moments``)."""
+    x = convert(x)
+    mean = math_ops.reduce_mean(x, axes, keepdims=True)
+    variance = math_ops.reduce_mean(math_ops.squared_difference(x, array_ops.stop_gradient(mean)), axes,
+                                    keepdims=True)
+    if not keepdims:
+        squeezed = [a % x.shape.rank for a in ([axes] if isinstance(axes, int) else axes)]
+        mean, variance = array_ops.squeeze(mean, squeezed), array_ops.squeeze(variance, squeezed)
+    return mean, variance
+
+
+def dropout(x, rate, noise_shape=None, seed=None, name=None):
+    """Elements of ``x`` kept with probability ``1 - rate`` and scaled by ``1 / (1 - rate)``, the others zero
+    (``tf.nn.dropout``; a random op, seeded as the others are)."""
+    x = _floats("dropout", x)
+    rate = float(rate)
+    if not 0 <= rate < 1:
+        raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
+    if rate == 0:
+        return array_ops.identity(x, name=name)
+    shape = array_ops.shape(x) if noise_shape is None else noise_shape
+    keep = math_ops.greater_equal(random_ops.uniform(shape, dtype=x.dtype, seed=seed), convert(rate, x.dtype))
+    scaled = math_ops.multiply(x, convert(1 / (1 - rate), x.dtype))
+    return math_ops.where(keep, scaled, array_ops.zeros_like(x), name=name)

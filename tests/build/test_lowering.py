@@ -527,6 +527,30 @@ def halvings(n, k, d):
 
 
 halvings.get_concrete_function(spec(1, rt.int32), rt.TensorSpec([], rt.int32), rt.TensorSpec([], rt.int32))
+
+
+@rt.function(input_signature=[spec(2), rt.TensorSpec([None, 2], rt.int32)])
+def library_ops(m, ids):
+    """The ops of the kernel library's calls (random numbers, sorting, linear algebra, index tuples, arg-reductions)
+    and the elementwise ops added with them; the stateful random ones run but only their dtype reaches the result
+    (each mode counts its runs on its own: tests/build/test_library_native.py compares their streams)."""
+    seeded = (rt.reduce_min(rt.random.uniform([3], seed=1)) + rt.reduce_min(rt.random.normal([2], seed=2))
+              + rt.reduce_min(rt.random.truncated_normal([2], seed=3))
+              + rt.cast(rt.reduce_min(rt.random.categorical(m, 2, seed=4)), F)
+              + rt.reduce_min(rt.random.shuffle(m, seed=5))) * 0.0
+    seed = rt.constant([1, 2], rt.int64)
+    stateless = (rt.random.stateless_uniform([2], seed) + rt.random.stateless_normal([2], seed)
+                 + rt.random.stateless_truncated_normal([2], seed))
+    a = m[:2, :2] * 0.1 + rt.eye(2) * 3.0
+    solved = rt.linalg.solve(a, rt.ones([2, 1])) + rt.linalg.inv(a)[:, :1] + rt.linalg.det(a)
+    top = rt.math.top_k(m, 1)
+    picked = rt.gather_nd(m, ids) + rt.reduce_sum(rt.scatter_nd(ids, rt.ones(rt.shape(ids)[:1]), rt.shape(m)))
+    where = rt.cast(rt.reduce_sum(rt.where(m > 0.0)), F)
+    arg = rt.cast(rt.argmax(m, 1) + rt.argmin(m, 0, output_type=rt.int64)[0], F)
+    elementwise = (rt.math.log1p(rt.abs(m)) + rt.math.expm1(m) + rt.math.erf(m) + rt.math.squared_difference(m, 1.0)
+                   + rt.cast(rt.math.is_nan(m), F) + rt.cast(rt.math.is_inf(m), F) + rt.cast(rt.math.is_finite(m), F))
+    return (seeded + stateless, solved, rt.sort(m) + rt.cast(rt.argsort(m), F), top.values, top.indices, picked,
+            where + arg[0], rt.ensure_shape(m, [None, None]) + elementwise)
 '''
 
 
@@ -1178,6 +1202,17 @@ def test_gradients_through_tensor_arrays(programs, steps, width, n, data):
     n = min(n, steps)
     check(programs.list_grads, (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([], rt.int32)),
           [_tensor([steps, width], data), rt.constant(max(n, 1))])
+
+
+@HYP
+@given(st.integers(2, 4), st.integers(2, 4), st.data())
+def test_library_ops_natively(programs, rows, cols, data):
+    m = _tensor([rows, cols], data, elements=st.sampled_from([-1.5, -0.5, 0.0, 0.5, 1.0, 2.0]))   # ties
+    ids = rt.constant(np.array(data.draw(st.lists(st.tuples(st.integers(0, rows - 1), st.integers(0, cols - 1)),
+                                                  min_size=1, max_size=4)), np.int32))
+    signature = (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None, 2], rt.int32))
+    check(programs.library_ops, signature, [m, ids], atol=1e-4)
+    check(programs.library_ops, signature, [m, rt.constant(np.array([[0, cols]], np.int32))])    # out of bounds
 
 
 # ---------------------------------------------------------------------------

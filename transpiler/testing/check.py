@@ -31,6 +31,7 @@ from hypothesis.extra import numpy as hnp
 
 from runtime import config, errors, executor, nest
 from runtime.ops.array_ops import constant
+from runtime.ops.random_ops import STATEFUL_RANDOM_OPS
 from runtime.graph import all_operations
 from runtime.polymorphic_function import ConcreteFunction, Function
 from runtime.shapes import TensorSpec
@@ -38,7 +39,7 @@ from runtime.tensor import Tensor
 from runtime.variables import Variable
 
 # Ops whose results differ from run to run: their outputs are compared by dtype and shape only.
-RANDOM_OPS = frozenset({"RandomUniform", "RandomStandardNormal"})
+RANDOM_OPS = frozenset(STATEFUL_RANDOM_OPS)
 
 # Unknown dimensions and ranks are drawn this small: enough to exercise loops and broadcasting.
 MAX_DIM = 4

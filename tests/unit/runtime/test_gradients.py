@@ -361,6 +361,31 @@ GRAD_CASES = {
         "SparseSoftmaxCrossEntropyWithLogits",
         lambda x: rt.nn.sparse_softmax_cross_entropy_with_logits(labels=rt.constant([2, 0]), logits=x),
         [normal(2, 3)]),
+    "Log1p": _unary("Log1p", rt.math.log1p, positive(2, 3)),
+    "Expm1": _unary("Expm1", rt.math.expm1),
+    "Erf": _unary("Erf", rt.math.erf),
+    "SquaredDifference": _binary("SquaredDifference", rt.math.squared_difference),
+    # complex numbers: real programs of real inputs through complex products (the gradients' conjugates)
+    "Complex": fd_case("Complex", lambda x, y: rt.math.real(rt.complex(x, y) * rt.complex(y, x))
+                       + rt.math.imag(rt.complex(x, y) * rt.complex(y, x) / rt.complex(x, 1.0 + y * y)),
+                       [normal(2, 3), normal(2, 3, seed=1)]),
+    "Real": fd_case("Real", lambda x, y: rt.math.real(rt.complex(x, y) * rt.complex(x, x)), [normal(3), normal(3, seed=1)]),
+    "Imag": fd_case("Imag", lambda x, y: rt.math.imag(rt.complex(x, y) * rt.complex(y, x)), [normal(3), normal(3, seed=1)]),
+    "Conj": fd_case("Conj", lambda x, y: rt.math.real(rt.math.conj(rt.complex(x, y)) * rt.complex(y, x * x)),
+                    [normal(3), normal(3, seed=1)]),
+    "ComplexAbs": fd_case("ComplexAbs", lambda x, y: rt.math.abs(rt.complex(x, y) * rt.complex(y, x)),
+                          [normal(3), normal(3, seed=1)]),
+    "Sort": fd_case("Sort", lambda x: rt.sort(x, axis=0) * rt.sort(x, direction="DESCENDING"), [normal(3, 4)]),
+    "TopKV2": fd_case("TopKV2", lambda x: rt.math.top_k(x, 2).values, [normal(3, 4)]),
+    "MatrixInverse": fd_case("MatrixInverse", lambda a: rt.linalg.inv(a) + rt.linalg.inv(a, adjoint=True) * a,
+                             [normal(3, 3) + 3 * np.eye(3)]),
+    "MatrixDeterminant": fd_case("MatrixDeterminant", lambda a: rt.linalg.det(a), [normal(2, 3, 3)]),
+    "MatrixSolve": fd_case("MatrixSolve", lambda a, b: rt.linalg.solve(a, b) + rt.linalg.solve(a, b, adjoint=True),
+                           [normal(3, 3) + 3 * np.eye(3), normal(3, 2, seed=1)]),
+    "GatherNd": fd_case("GatherNd", lambda x: rt.gather_nd(x, [[1, 0], [0, 2], [1, 0]]) + rt.gather_nd(x, [[1]])[0],
+                        [normal(2, 3)]),
+    "ScatterNd": fd_case("ScatterNd", lambda u: rt.scatter_nd([[1], [3], [1]], u, [4, 2]) ** 2, [normal(3, 2)]),
+    "EnsureShape": _unary("EnsureShape", lambda x: rt.ensure_shape(x, [2, None]) * x),
 }
 
 # Ops with no path from a float input to a float output, and why.
@@ -373,6 +398,7 @@ NO_GRADIENT = {
     "LogicalAnd": "bool only", "LogicalOr": "bool only", "LogicalXor": "bool only", "LogicalNot": "bool only",
     "Any": "bool only", "All": "bool only",
     "PrintV2": "no outputs", "Assert": "no outputs",
+    "IsNan": "bool output", "IsInf": "bool output", "IsFinite": "bool output",
 }
 
 

@@ -36,8 +36,9 @@ def test_as_dtype_from_python_and_numpy():
     assert rt.as_dtype(str) is rt.string and rt.as_dtype(bytes) is rt.string
     assert rt.as_dtype(np.int16) is rt.int16
     assert rt.as_dtype(np.dtype("float64")) is rt.float64
+    assert rt.as_dtype(np.complex64) is rt.complex64 and rt.as_dtype(complex) is rt.complex128
     with pytest.raises(TypeError):
-        rt.as_dtype(np.complex64)
+        rt.as_dtype(np.uint16)
     with pytest.raises(TypeError):
         rt.as_dtype("no such dtype")
 

@@ -1,0 +1,399 @@
+"""Opaque ops computed by one call into the kernel library: random numbers (``rt_random.h``), sorting, linear
+algebra and index-tuple gathers (``rt_linalg.h``), and ``ArgMax``/``ArgMin`` as a loop nest.
+
+Each emitter (1) binds the run-time dims of its outputs (the shape rule of an opaque op leaves fresh
+symbols where the graph does not know a size) and checks what the op's numpy kernel checks, with the same
+errors; (2) passes its inputs as contiguous buffers (``nn.dense_ptr``: a strided view is copied first); (3)
+emits the call. It returns False for what it does not handle (a dtype without a C type, an unknown rank):
+the op then runs its numpy kernel through a Python callback, as every op without an emitter does.
+
+Stateful random ops keep their run count in a ``static`` local of the built function (one per op:
+``rt_random_next_call``); without seeds, their key too, drawn at the first run (``rt_random_fresh_key``).
+"""
+from __future__ import annotations
+
+from runtime.ops.random_ops import mix
+from transpiler.lowering.ir import (
+    Assign,
+    Call,
+    CExpr,
+    Check,
+    Declare,
+    For,
+    If,
+    Poly,
+    Store,
+    Text,
+    Var,
+    product,
+    render_expr,
+)
+from transpiler.lowering.kernels import Elements, parallel_condition, wrap_loops
+from transpiler.lowering.nn import dense_ptr, output_ptr
+from transpiler.lowering.shapes import check_count
+from transpiler.lowering.values import Array, Scalar
+
+
+def _value(lw, t, *index) -> str:
+    """C text of an element of ``t`` (stored, or computed where it is read)."""
+    return render_expr(Elements(lw).of(t, index))
+
+
+def _int(lw, t, *index) -> str:
+    return f"((int64_t){_value(lw, t, *index)})"
+
+
+def _bind(lw, op, dim: Poly, value: str, what: str) -> None:
+    """Give the output dim ``dim`` its run-time ``value``: assign a fresh symbol, check a known size."""
+    if dim.const is None:
+        lw.emit(Assign(str(dim), value))
+    else:
+        lw.emit(Check(f"({value}) != {dim}", lw.message(op, f"{what} is %lld, not {dim}"), [value]))
+
+
+def _bind_shape(lw, op, shape_t, out) -> None:
+    """The dims of ``out`` from the values of the shape vector ``shape_t`` (non-negative, not overflowing)."""
+    dims = lw.dims[id(out)]
+    if lw.const_value(shape_t) is not None:
+        return          # the graph's static dims are its values
+    for d, dim in enumerate(dims):
+        v = _int(lw, shape_t, d)
+        lw.emit(Check(f"{v} < 0", lw.message(op, f"dimensions must be non-negative, got %lld at dimension {d}"),
+                      [v]))
+        _bind(lw, op, dim, v, f"dimension {d}")
+    check_count(lw, op, dims)
+
+
+# ---------------------------------------------------------------------------
+# Random numbers (runtime/ops/random_ops.py specifies the stream; rt_random.h computes it).
+
+_FLOATS = ("float32", "float64")
+_INTS = ("int8", "int16", "int32", "int64", "uint8")
+_STATELESS = ("StatelessRandomUniformV2", "StatelessRandomNormalV2", "StatelessTruncatedNormalV2")
+_FILL = {"RandomUniform": "uniform", "StatelessRandomUniformV2": "uniform", "RandomStandardNormal": "normal",
+         "StatelessRandomNormalV2": "normal", "TruncatedNormal": "truncated", "StatelessTruncatedNormalV2": "truncated"}
+
+
+def _key_and_call(lw, op) -> tuple[str, str]:
+    """C expressions of the key and the call count of this run of a random op."""
+    if op.type in _STATELESS:
+        seed, counter = op.inputs[1], op.inputs[2]
+        key = f"rt_random_key({_int(lw, seed, 0)}, {_int(lw, seed, 1)})"
+        return key, f"((uint64_t){_int(lw, counter)})"
+    seed, seed2 = op.attrs["seed"], op.attrs["seed2"]
+    if seed is None:
+        key = f"rt_random_fresh_key(&{lw.local('static uint64_t', 'rng_key', '0')})"
+    else:
+        key = f"{mix(seed, seed2)}ull"
+    calls = lw.local("static uint64_t", "rng_calls", "0")
+    call = lw.local("uint64_t", "rng_call")
+    lw.emit(Assign(call, f"rt_random_next_call(&{calls})"))
+    return key, call
+
+
+def emit_random(lw, op) -> bool:
+    out = op.outputs[0]
+    kind = _FILL[op.type]
+    name = out.dtype.name
+    if id(out) not in lw.dims or not (name in _FLOATS or kind == "uniform" and name in _INTS):
+        return False
+    _bind_shape(lw, op, op.inputs[0], out)
+    bounds = []
+    if kind == "uniform":
+        lo, hi = op.inputs[-2:]
+        bounds = [_value(lw, lo), _value(lw, hi)]
+        if out.dtype.is_integer:
+            bounds = [f"((int64_t){b})" for b in bounds]
+            lw.emit(Check(f"!({bounds[0]} < {bounds[1]})", lw.message(op, "need minval < maxval, got %lld and %lld"),
+                          bounds))
+    key, call = _key_and_call(lw, op)
+    ptr, after = output_ptr(lw, out)
+    n = product(lw.dims[id(out)])
+    lw.emit(Call(f"rt_random_{kind}_{name}", [ptr, str(n), key, call, *bounds, "ctx->num_threads"]))
+    lw.emit(*after)
+    return True
+
+
+def emit_categorical(lw, op) -> bool:
+    logits, num = op.inputs
+    out = op.outputs[0]
+    if id(out) not in lw.dims or logits.dtype.name not in _FLOATS or id(logits) not in lw.dims:
+        return False
+    rows, classes = lw.dims[id(logits)]
+    samples = _int(lw, num)
+    lw.emit(Check(f"{samples} < 0", lw.message(op, "num_samples must be non-negative, got %lld"), [samples]))
+    out_rows, out_samples = lw.dims[id(out)]
+    _bind(lw, op, out_rows, str(rows), "the batch size")
+    _bind(lw, op, out_samples, samples, "num_samples")
+    lw.emit(Check(f"({classes}) == 0 && ({rows}) > 0 && {samples} > 0",
+                  lw.message(op, "logits must have at least one class")))
+    x = dense_ptr(lw, logits)
+    key, call = _key_and_call(lw, op)
+    ptr, after = output_ptr(lw, out)
+    lw.emit(Call(f"rt_random_categorical_{logits.dtype.name}_{out.dtype.name}",
+                 [x, str(rows), str(classes), str(out_samples), ptr, key, call, "ctx->num_threads"]))
+    lw.emit(*after)
+    return True
+
+
+def emit_shuffle(lw, op) -> bool:
+    x, out = op.inputs[0], op.outputs[0]
+    if x.dtype.c_type is None or id(x) not in lw.dims or id(out) not in lw.dims:
+        return False
+    dims = lw.dims[id(x)]
+    for d, (dim, value) in enumerate(zip(lw.dims[id(out)], dims)):
+        _bind(lw, op, dim, str(value), f"dimension {d}")
+    rows = dims[0] if dims else Poly.of(1)
+    row_bytes = product(dims[1:]) * x.dtype.size
+    src = dense_ptr(lw, x)
+    key, call = _key_and_call(lw, op)
+    ptr, after = output_ptr(lw, out)
+    lw.emit(Call("rt_random_shuffle", ["ctx", f"(const char *){src}", f"(char *){ptr}", str(rows), str(row_bytes), key,
+                                       call, Text(op.where())], checked=True))
+    lw.emit(*after)
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Sorting (rt_sort.h).
+
+_SORTABLE = ("int8", "int16", "int32", "int64", "uint8", "float32", "float64")
+
+
+def _same_dims(lw, op, out, dims) -> None:
+    for d, (dim, value) in enumerate(zip(lw.dims[id(out)], dims)):
+        _bind(lw, op, dim, str(value), f"dimension {d}")
+
+
+def emit_sort(lw, op) -> bool:
+    x = op.inputs[0]
+    values, indices = op.outputs
+    if x.dtype.name not in _SORTABLE or any(id(t) not in lw.dims for t in (x, values, indices)):
+        return False
+    dims = lw.dims[id(x)]
+    axis = op.attrs["axis"] % len(dims)
+    _same_dims(lw, op, values, dims)
+    _same_dims(lw, op, indices, dims)
+    src = dense_ptr(lw, x)
+    value_ptr, after_values = output_ptr(lw, values)
+    index_ptr, after_indices = output_ptr(lw, indices)
+    lw.emit(Call(f"rt_sort_{x.dtype.name}", [
+        "ctx", src, value_ptr, index_ptr, str(product(dims[:axis])), str(dims[axis]), str(product(dims[axis + 1:])),
+        str(int(op.attrs["descending"])), Text(op.where())], checked=True))
+    lw.emit(*after_values, *after_indices)
+    return True
+
+
+def emit_top_k(lw, op) -> bool:
+    x, k = op.inputs
+    values, indices = op.outputs
+    if x.dtype.name not in _SORTABLE or any(id(t) not in lw.dims for t in (x, values, indices)):
+        return False
+    dims = lw.dims[id(x)]
+    kv = _int(lw, k)
+    for out in (values, indices):
+        _same_dims(lw, op, out, dims[:-1])
+        _bind(lw, op, lw.dims[id(out)][-1], kv, "k")
+    src = dense_ptr(lw, x)
+    value_ptr, after_values = output_ptr(lw, values)
+    index_ptr, after_indices = output_ptr(lw, indices)
+    lw.emit(Call(f"rt_top_k_{x.dtype.name}", ["ctx", src, value_ptr, index_ptr, str(product(dims[:-1])),
+                                               str(dims[-1]), kv, Text(op.where())], checked=True))
+    lw.emit(*after_values, *after_indices)
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Linear algebra (rt_linalg.h).
+
+def _square(lw, op, dims) -> None:
+    lw.emit(Check(f"({dims[-1]}) != ({dims[-2]})", lw.message(op, "the input must be a square matrix, got %lld x %lld"),
+                  [str(dims[-2]), str(dims[-1])]))
+
+
+def emit_linalg(lw, op) -> bool:
+    a, out = op.inputs[0], op.outputs[0]
+    if a.dtype.name not in _FLOATS or any(id(t) not in lw.dims for t in (*op.inputs, out)):
+        return False
+    dims = lw.dims[id(a)]
+    _square(lw, op, dims)
+    batch, n = product(dims[:-2]), dims[-1]
+    src = dense_ptr(lw, a)
+    where = Text(op.where())
+    adjoint = str(int(bool(op.attrs.get("adjoint"))))
+    if op.type == "MatrixDeterminant":
+        _same_dims(lw, op, out, dims[:-2])
+        ptr, after = output_ptr(lw, out)
+        call = Call(f"rt_matrix_determinant_{a.dtype.name}", ["ctx", src, ptr, str(batch), str(n), where],
+                    checked=True)
+    elif op.type == "MatrixInverse":
+        _same_dims(lw, op, out, dims)
+        ptr, after = output_ptr(lw, out)
+        call = Call(f"rt_matrix_inverse_{a.dtype.name}", ["ctx", src, ptr, str(batch), str(n), adjoint, where],
+                    checked=True)
+    else:
+        b = op.inputs[1]
+        bd = lw.dims[id(b)]
+        if len(bd) != len(dims):
+            return False
+        bad = " || ".join(f"({x}) != ({y})" for x, y in zip(bd[:-1], dims[:-1]) if x != y)
+        if bad:
+            lw.emit(Check(bad, lw.message(op, "the right-hand sides do not match the matrix's shape")))
+        _same_dims(lw, op, out, bd)
+        rhs = dense_ptr(lw, b)
+        ptr, after = output_ptr(lw, out)
+        call = Call(f"rt_matrix_solve_{a.dtype.name}", ["ctx", Text("MatrixSolve"), src, rhs, ptr, str(batch), str(n),
+                                                        str(bd[-1]), adjoint, where], checked=True)
+    lw.emit(call, *after)
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Index tuples and masks (rt_index.h).
+
+def _dims_literal(dims) -> str:
+    return "(const int64_t[]){" + ", ".join(str(d) for d in dims) + "}" if dims else "(const int64_t[]){0}"
+
+
+def emit_gather_nd(lw, op) -> bool:
+    params, indices = op.inputs
+    out = op.outputs[0]
+    if params.dtype.c_type is None or any(id(t) not in lw.dims for t in (params, indices, out)):
+        return False
+    pd, idd = lw.dims[id(params)], lw.dims[id(indices)]
+    m = idd[-1].const
+    if m is None or m > len(pd) or indices.dtype.name not in ("int32", "int64"):
+        return False
+    _same_dims(lw, op, out, tuple(idd[:-1]) + tuple(pd[m:]))
+    src, idx = dense_ptr(lw, params), dense_ptr(lw, indices)
+    ptr, after = output_ptr(lw, out)
+    lw.emit(Call("rt_gather_nd", ["ctx", f"(const char *){src}", _dims_literal(pd), str(len(pd)), str(m), idx,
+                                  str(int(indices.dtype.name == "int64")), str(product(idd[:-1])),
+                                  str(product(pd[m:]) * params.dtype.size), f"(char *){ptr}", Text(op.where())],
+                 checked=True))
+    lw.emit(*after)
+    return True
+
+
+def emit_scatter_nd(lw, op) -> bool:
+    indices, updates, shape = op.inputs
+    out = op.outputs[0]
+    if updates.dtype.name not in _SORTABLE or any(id(t) not in lw.dims for t in (indices, updates, out)):
+        return False
+    idd, ud, od = lw.dims[id(indices)], lw.dims[id(updates)], lw.dims[id(out)]
+    m = idd[-1].const
+    if m is None or m > len(od) or indices.dtype.name not in ("int32", "int64"):
+        return False
+    _bind_shape(lw, op, shape, out)
+    want = tuple(idd[:-1]) + tuple(od[m:])
+    if len(want) != len(ud):
+        lw.emit(Check("1", lw.message(op, "the updates do not match the indices and the shape")))
+    else:
+        bad = " || ".join(f"({x}) != ({y})" for x, y in zip(ud, want) if x != y)
+        if bad:
+            lw.emit(Check(bad, lw.message(op, "the updates do not match the indices and the shape")))
+    idx, src = dense_ptr(lw, indices), dense_ptr(lw, updates)
+    ptr, after = output_ptr(lw, out)
+    lw.emit(Call(f"rt_scatter_nd_{updates.dtype.name}", [
+        "ctx", idx, str(int(indices.dtype.name == "int64")), str(product(idd[:-1])), str(m), src,
+        str(product(od[m:])), ptr, _dims_literal(od), str(len(od)), Text(op.where())], checked=True))
+    lw.emit(*after)
+    return True
+
+
+def emit_where(lw, op) -> bool:
+    mask, out = op.inputs[0], op.outputs[0]
+    if mask.dtype.name != "bool" or id(mask) not in lw.dims or id(out) not in lw.dims:
+        return False
+    dims = lw.dims[id(mask)]
+    src = dense_ptr(lw, mask)
+    count = lw.dims[id(out)][0]
+    _bind(lw, op, count, f"rt_where_count({src}, {product(dims)})", "the count")
+    ptr, after = output_ptr(lw, out)
+    lw.emit(Call("rt_where_fill", [src, _dims_literal(dims), str(len(dims)), str(product(dims)), ptr]))
+    lw.emit(*after)
+    return True
+
+
+def emit_ensure_shape(lw, op) -> bool:
+    """The input's value (copied: the plan gives the output storage of its own), its dims checked against the
+    expected shape."""
+    x, out = op.inputs[0], op.outputs[0]
+    value = lw.values.get(id(x))
+    if not isinstance(value, (Array, Scalar)) or id(out) not in lw.dims:
+        return False
+    dims = lw.dims[id(x)]
+    expected = op.attrs["shape"]
+    for d, want in enumerate(expected.dims or ()):
+        if want is not None and dims[d].const is None:
+            lw.emit(Check(f"({dims[d]}) != {want}", lw.message(op, f"dimension {d} is %lld, not {want}"),
+                          [str(dims[d])]))
+    _same_dims(lw, op, out, dims)
+    out_dims = lw.dims[id(out)]
+    if isinstance(value, Scalar):
+        lw.values[id(out)] = Scalar(value.expr, value.dtype, out_dims)
+    else:
+        lw.values[id(out)] = Array(value.ptr, value.dtype, out_dims, value.strides, value.offset, value.storage)
+    lw.copy_into_storage(out)
+    return True
+
+
+# ---------------------------------------------------------------------------
+# ArgMax / ArgMin: a loop over the kept dims around a scan of the reduced axis (a register with the best value
+# and its position): the first extreme wins ties, and a NaN wins over every number, as numpy's argmax does.
+
+def emit_arg_reduce(lw, op) -> bool:
+    x, out = op.inputs[0], op.outputs[0]
+    if x.dtype.c_type is None or x.dtype.is_bool or id(x) not in lw.dims or id(out) not in lw.dims:
+        return False
+    dims = lw.dims[id(x)]
+    if not dims:
+        return False
+    axis = op.attrs["axis"] % len(dims)
+    kept = [d for d in range(len(dims)) if d != axis]
+    _same_dims(lw, op, out, [dims[d] for d in kept])
+    n = dims[axis]
+    lw.emit(Check(f"({n}) == 0", lw.message(op, "argmax/argmin over an empty dimension")))
+    target = lw.storage(out)
+    lw.values[id(out)] = target
+    names = [lw.fresh("i") for _ in kept]
+    k = lw.fresh("k")
+    at = {d: Poly.sym(name) for d, name in zip(kept, names)}
+    element = Elements(lw)
+
+    def x_at(position: Poly):
+        return element.of(x, tuple(at.get(d, position) for d in range(len(dims))))
+    ctype = x.dtype.c_type
+    best, index, value = lw.fresh("best"), lw.fresh("pos"), lw.fresh("v")
+    better = f"{value} > {best}" if op.type == "ArgMax" else f"{value} < {best}"
+    if x.dtype.is_floating:
+        better = f"{better} || ({value} != {value} && {best} == {best})"
+    scan = For(k, Poly.of(1), n, [Declare(value, ctype, x_at(Poly.sym(k))),
+                                  If(better, [Assign(best, Var(value, ctype)), Assign(index, Poly.sym(k))])])
+    result = CExpr(f"(({out.dtype.c_type}){{0}})", (Var(index, "int64_t"),), out.dtype.c_type)
+    if isinstance(target, Scalar):
+        store = Assign(target.expr.name, result)
+    else:
+        store = Store(target.ptr, target.load(tuple(Poly.sym(name) for name in names)).index, result)
+    body = [Declare(best, ctype, x_at(Poly.of(0))), Declare(index, "int64_t", "0"), scan, store]
+    loops = [(name, dims[d], "k") for name, d in zip(names, kept)]
+    lw.emit(*wrap_loops(loops, body, parallel_condition(product(dims)), simd=False))
+    return True
+
+
+EMITTERS = {
+    **{op_type: emit_random for op_type in _FILL},
+    "Multinomial": emit_categorical,
+    "RandomShuffle": emit_shuffle,
+    "Sort": emit_sort,
+    "TopKV2": emit_top_k,
+    "MatrixInverse": emit_linalg,
+    "MatrixDeterminant": emit_linalg,
+    "MatrixSolve": emit_linalg,
+    "GatherNd": emit_gather_nd,
+    "ScatterNd": emit_scatter_nd,
+    "Where": emit_where,
+    "EnsureShape": emit_ensure_shape,
+    "ArgMax": emit_arg_reduce,
+    "ArgMin": emit_arg_reduce,
+}
