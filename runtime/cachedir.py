@@ -64,15 +64,24 @@ def ledger_path(source: str | os.PathLike, module_name: str) -> Path:
     return cache_root() / "ledger" / f"{module_name}-{digest}.jsonl"
 
 
+LEDGER_MAX_BYTES = 4 << 20     # a ledger stops growing here (`python -m transpiler ledger --clear` empties it)
+
+
 def append_ledger(path: str | os.PathLike, record: dict) -> None:
     """Append ``record`` (with the time and process id added) to the ledger at ``path`` as one line.
 
     One ``write`` on a file opened with ``O_APPEND``: lines of processes writing at once do not interleave,
-    and a reader skips a line it cannot parse (a crash mid-write). Raises ``OSError`` when the file cannot
-    be written; the caller decides whether that matters (a call must not fail for it).
+    and a reader skips a line it cannot parse (a crash mid-write). A ledger of ``LEDGER_MAX_BYTES`` takes no
+    more. Raises ``OSError`` when the file cannot be written; the caller decides whether that matters (a call
+    must not fail for it).
     """
     line = json.dumps({**record, "time": round(time.time(), 3), "pid": os.getpid()}, separators=(",", ":"))
     path = Path(path)
+    try:
+        if path.stat().st_size >= LEDGER_MAX_BYTES:
+            return
+    except FileNotFoundError:
+        pass
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

@@ -570,6 +570,11 @@ class Function(_FunctionBase):
         """Whether the Python function is converted (AutoGraph) before tracing."""
         return self._autograph
 
+    def note_variable_created(self, variable) -> None:
+        """This trace created ``variable`` (``runtime.context`` tells the Function being traced; a Function may
+        create variables on its first trace only)."""
+        self._created_variables.append(variable)
+
     def copy(self) -> "Function":
         """A new Function of the same Python function and options, sharing no trace with this one."""
         return Function(self.python_function, input_signature=self.input_signature, autograph=self._autograph,

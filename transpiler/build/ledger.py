@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from runtime.cachedir import cache_root, read_ledger
+from runtime.cachedir import LEDGER_MAX_BYTES, cache_root, read_ledger
 
 MIN_CALLS = 2               # a shape called once (the last, partial batch) is not worth its code
 MAX_PER_FUNCTION = 8        # specialisations of one Function at most
@@ -111,7 +111,8 @@ def show(ledgers: list[tuple[str, Path]], out: TextIO) -> int:
         shown += 1
         selected = {(k, json.dumps(s, sort_keys=True)) for k, signatures in select(records).items()
                     for s in signatures}
-        print(f"{name}  ({path})", file=out)
+        full = path.stat().st_size >= LEDGER_MAX_BYTES if path.exists() else False
+        print(f"{name}  ({path}{', full: it records nothing more; --clear empties it' if full else ''})", file=out)
         by_function: dict[str, list[Recorded]] = {}
         for entry in summarize(records):
             by_function.setdefault(entry.function, []).append(entry)

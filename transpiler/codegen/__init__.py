@@ -128,7 +128,7 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
     targets, notes = build_targets(module)
     failures: list[Failure] = []
     for target in targets:
-        _trace_target(target, (ledger or {}).get(target.ledger_key, ()), source_path, failures)
+        _trace_target(target, (ledger or {}).get(target.ledger_key, ()), source_path, failures, notes)
     # after every trace: a trace may create variables (an optimizer's slots, a layer's weights)
     paths = variable_paths(module)
     functions_c, entries, report = [], [], []
@@ -231,9 +231,10 @@ def describe_signature(label: str, structured_inputs, names) -> str:
     return f"{label}({', '.join(parts)})"
 
 
-def _trace_target(target, ledger_signatures, source_path: str, failures: list) -> None:
+def _trace_target(target, ledger_signatures, source_path: str, failures: list, notes: list) -> None:
     """Trace what ``target`` builds beyond its import-time concrete functions: its input_signature, and the
-    signatures the ledger recorded for it. A failing trace becomes a ``Failure``."""
+    signatures the ledger recorded for it. A declared signature that fails to trace is a ``Failure``; a recorded
+    one (the code may have changed since) a note."""
     function = target.function
     if function.autograph:
         try:
@@ -253,9 +254,10 @@ def _trace_target(target, ledger_signatures, source_path: str, failures: list) -
             continue                                       # (a ledger line from another version)
         try:
             function.specialize(*arguments)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:  # noqa: BLE001 - the ledger is advice: what no longer traces is left out
             text = describe_signature(target.label, arguments, function.parameter_names)
-            failures.append(_failure(target, None, "trace", error, source_path, text))
+            notes.append(f"{text}: recorded in the ledger, not compiled: it does not trace now "
+                         f"({type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]})")
 
 
 def _fallback(entry: dict, concrete, graph, paths: dict) -> bool:

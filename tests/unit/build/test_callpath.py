@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import math
 import sys
@@ -20,6 +21,8 @@ from runtime.polymorphic_function import begin_module
 from runtime.tensor import to_array
 from transpiler import codegen
 from transpiler.build import ledger as ledgers
+from transpiler.build.driver import Outcome, _print_callbacks
+from transpiler.build.setuptools_hook import read_config
 from transpiler.codegen import render_module
 from transpiler.codegen.targets import build_targets
 
@@ -295,3 +298,25 @@ kept = make()
     targets, notes = build_targets(module)
     assert [t.label for t in targets] == ["kept"]
     assert any("not reachable from its globals" in n and "make.<locals>.<lambda>#0" in n for n in notes), notes
+
+
+def test_tool_rt_from_ledger_is_read_and_checked(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.rt]\nbuild = ["pkg"]\nfrom-ledger = true\n')
+    assert read_config(pyproject) == {"build": ["pkg"], "include_sources": True, "from_ledger": True}
+    pyproject.write_text('[tool.rt]\nbuild = ["pkg"]\n')
+    assert read_config(pyproject)["from_ledger"] is False
+    pyproject.write_text('[tool.rt]\nbuild = ["pkg"]\nfrom-ledger = "yes"\n')
+    with pytest.raises(ValueError, match="from-ledger must be true or false"):
+        read_config(pyproject)
+
+
+def test_build_v_sums_up_the_ops_run_through_python():
+    outcomes = [Outcome(None, "ok", name="pkg.a", callbacks={"f(x: float32[None])": {"RandomUniform": 1},
+                                                             "g(s: string[])": {"StringJoin": 2}}),
+                Outcome(None, "ok", name="pkg.b", callbacks={"h(x: float32[3])": {"StringJoin": 1}})]
+    out = io.StringIO()
+    _print_callbacks(outcomes, out)
+    assert out.getvalue().splitlines()[1:] == [
+        "  StringJoin x3: pkg.a.g(s: string[]), pkg.b.h(x: float32[3])",
+        "  RandomUniform x1: pkg.a.f(x: float32[None])"]
