@@ -5,6 +5,19 @@ everything the module defines works as before, with or without the ``.py``),
 having first registered the built concrete functions: each ``Function`` created
 by that source starts with its built signatures in its cache, running native code.
 A signature nobody built retraces at run time as usual.
+
+A built signature belongs to one Function, found again by its origin
+(``runtime.polymorphic_function.Origin``: ``rt.function(f, [4096])`` and
+``rt.function(f, [None])`` are two) when the source creates it; a method's belong
+to the instance the build found at a path from the module's globals (``model``),
+attached once the source has put it there. A signature whose native code could not
+be generated runs its stored graph on the generic executor
+(``GenericBuiltConcreteFunction``).
+
+The signature ledger: each run-time trace of a built module's Function, and at exit
+the shapes its shape-generic native code ran, are appended to the module's ledger
+(``runtime.cachedir.ledger_path``), which ``python -m transpiler build --from-ledger``
+compiles; writing it never fails a call.
 """
 from __future__ import annotations
 
@@ -25,14 +38,8 @@ from runtime._native import NativeFunction
 from runtime.cachedir import append_ledger, build_record, ledger_path
 from runtime.dtypes import as_dtype
 from runtime.graph import SymbolicTensor, all_operations
-from runtime.polymorphic_function import (
-    ConcreteFunction,
-    Function,
-    begin_module,
-    input_arrays,
-    set_prebuilt_hook,
-    set_trace_hook,
-)
+from runtime.polymorphic_function import (ConcreteFunction, Function, begin_module, input_arrays, set_prebuilt_hook,
+                                          set_trace_hook)
 from runtime.shapes import TensorSpec
 from runtime.variables import Variable
 
@@ -47,13 +54,14 @@ class _Loading:
     def __init__(self, name: str, module_globals: dict, ledger):
         self.name = name
         self.module_globals = module_globals
-        self.ledger = ledger                  # the module's signature ledger (a path), or None
+        self.ledger = ledger                  # the module's signature ledger (a path)
         self.pending: dict[str, list] = {}    # origin key -> entries of a Function the source creates
         self.methods: dict[tuple, list] = {}  # (class Function's key, instance path, attribute) -> entries
         self.labels: dict[str, str] = {}      # origin key -> the name the build found it under
 
-    def ledger_key(self, key: str, label: str):
-        return None if self.ledger is None else (self.ledger, key, label)
+    def ledger_key(self, key: str, label: str) -> tuple:
+        """What a Function records its run-time traces under (``Function.ledger_key``)."""
+        return (self.ledger, key, label)
 
 
 _LOADING: dict[str, _Loading] = {}
@@ -205,7 +213,7 @@ def encode_signature(structured_inputs) -> list | None:
         if isinstance(value, TensorSpec):
             dims = None if value.shape.rank is None else list(value.shape.dims)
             return {"spec": dims, "dtype": value.dtype.name}
-        if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
+        if value is None or isinstance(value, (bool, int, float, str)):
             return {"value": value, "type": type(value).__name__}
         if isinstance(value, (list, tuple)):
             return {type(value).__name__: [encode(v) for v in value]}
@@ -230,11 +238,11 @@ def decode_signature(encoded: list) -> list:
         if "dtype" in item:
             return TensorSpec(item["spec"], as_dtype(item["dtype"]))
         if "type" in item:
-            kind = _PY_TYPES.get(item["type"])
-            if kind is None or not isinstance(item["value"], kind) and not (kind is float and
-                                                                              isinstance(item["value"], int)):
+            kind, value = _PY_TYPES.get(item["type"]), item["value"]
+            fits = kind is not None and (isinstance(value, kind) or (kind is float and isinstance(value, int)))
+            if not fits:
                 raise ValueError(f"not an encoded Python value: {item!r}")
-            return kind(item["value"]) if item["value"] is not None else None
+            return None if value is None else kind(value)
         if "list" in item:
             return [decode(v) for v in item["list"]]
         if "tuple" in item:

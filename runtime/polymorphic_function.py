@@ -115,8 +115,7 @@ def _spec_of(value, name=None) -> TensorSpec:
 
 
 try:
-    from runtime._native import FunctionBase as _FunctionBase
-    from runtime._native import install_fast_call
+    from runtime._native import FunctionBase as _FunctionBase, install_fast_call
 except ImportError:  # not compiled: calls always take the Python path
     _FunctionBase, install_fast_call = object, None
 
@@ -607,6 +606,8 @@ class Function(_FunctionBase):
             elif _leaf_key(value) != _leaf_key(want):
                 raise ValueError(f"{self.__name__}.specialize: {value!r} differs from the fixed {want!r}")
         key = tuple(_structure_key(v) for v in values)
+        if key == tuple(_structure_key(v) for v in declared):
+            return self.get_concrete_function()        # the declared signature itself
         concrete = self._cache.get(key)
         if concrete is None:
             concrete = self._cache[key] = self._trace(bound, values)

@@ -320,3 +320,12 @@ def test_build_v_sums_up_the_ops_run_through_python():
     assert out.getvalue().splitlines()[1:] == [
         "  StringJoin x3: pkg.a.g(s: string[]), pkg.b.h(x: float32[3])",
         "  RandomUniform x1: pkg.a.f(x: float32[None])"]
+
+
+def test_specializing_the_declared_signature_gives_the_declared_concrete_function():
+    @rt.function(input_signature=[rt.TensorSpec([2], rt.float32)])
+    def f(x):
+        return x
+
+    assert f.specialize(rt.TensorSpec([2], rt.float32)) is f.get_concrete_function()
+    assert f.specializations() == [] and f.experimental_get_tracing_count() == 1
