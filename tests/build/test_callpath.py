@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -98,6 +99,29 @@ model = Scaler(3.0)
 other = Scaler(10.0)
 model.shifted.get_concrete_function(rt.TensorSpec([2], rt.float32))
 trainer = Trainer(Scaler(1.0))
+
+class Net(rt.keras.Model):
+    """A Keras model with its own training step (Adam: its slots are made by the first step)."""
+    def __init__(self):
+        super().__init__()
+        self.dense = rt.keras.layers.Dense(3)
+        self.out = rt.keras.layers.Dense(1)
+        self.opt = rt.keras.optimizers.Adam(0.01)
+
+    def call(self, x):
+        return self.out(rt.nn.relu(self.dense(x)))
+
+    @rt.function(input_signature=[rt.TensorSpec([None, 4], rt.float32), rt.TensorSpec([None, 1], rt.float32)])
+    def train_step(self, x, y):
+        with rt.GradientTape() as tape:
+            loss = rt.reduce_mean((self(x) - y) ** 2)
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.opt.apply_gradients(zip(grads, self.trainable_variables))
+        return loss
+
+rt.keras.utils.set_random_seed(0)
+net = Net()
+net.build((None, 4))
 '''
 
 
@@ -177,6 +201,23 @@ def test_methods_of_instances_and_functions_stored_at_import_are_built(built):
     assert [c.native for c in step.concrete_functions()] == [True]
     assert float(step(x)) == pytest.approx(1.5) and float(module.trainer.model.w.numpy()) == 0.5
     assert call.experimental_get_tracing_count() == step.experimental_get_tracing_count() == 0
+
+
+def test_a_keras_models_own_train_step_is_built_and_trains_as_from_source(built, tmp_path):
+    module, _ = built
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)
+    y = np.arange(8, dtype=np.float32).reshape(8, 1)
+    step = module.net.train_step
+    native = [float(step(x, y)) for _ in range(3)]
+    assert [c.native for c in step.concrete_functions()] == [True] and step.experimental_get_tracing_count() == 0
+    source = tmp_path / "rt_callpath_source.py"
+    source.write_text(MODULE)
+    spec = importlib.util.spec_from_file_location("rt_callpath_source", source)
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)
+    traced = [float(reference.net.train_step(x, y)) for _ in range(3)]
+    np.testing.assert_allclose(native, traced, rtol=1e-5)
+    assert native[2] < native[0]
 
 
 def test_the_issue_repros_build_and_agree_with_eager(built):
