@@ -7,6 +7,7 @@ import importlib.util
 import io
 import json
 import math
+import multiprocessing
 import sys
 import textwrap
 
@@ -329,3 +330,22 @@ def test_specializing_the_declared_signature_gives_the_declared_concrete_functio
 
     assert f.specialize(rt.TensorSpec([2], rt.float32)) is f.get_concrete_function()
     assert f.specializations() == [] and f.experimental_get_tracing_count() == 1
+
+
+def _append_many(path, worker: int) -> None:
+    for i in range(200):
+        cachedir.append_ledger(path, {"function": f"m:f#{worker}", "signature": [{"value": i, "type": "int"}],
+                                      "kind": "trace", "count": 1, "padding": "x" * 300})
+
+
+def test_processes_appending_to_one_ledger_at_once_lose_and_mangle_no_line(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_append_many, args=(path, k)) for k in range(4)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(30)
+    assert [p.exitcode for p in workers] == [0, 0, 0, 0]
+    lines = path.read_text().splitlines()
+    assert len(lines) == 800 and len(cachedir.read_ledger(path)) == 800
