@@ -115,7 +115,7 @@ def _import_fresh(root: Path, name: str):
 def build_source(root: Path, name: str, source: str, timeout: float = 900):
     """``source`` written to ``root/<name>.py``, built with ``python -m transpiler build root`` and imported."""
     (root / f"{name}.py").write_text(source)
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT,
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "--strict"], cwd=PROJECT,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return import_built(root, name)
