@@ -201,6 +201,8 @@ def test_methods_of_instances_and_functions_stored_at_import_are_built(built):
     assert [c.native for c in step.concrete_functions()] == [True]
     assert float(step(x)) == pytest.approx(1.5) and float(module.trainer.model.w.numpy()) == 0.5
     assert call.experimental_get_tracing_count() == step.experimental_get_tracing_count() == 0
+    # made at import (model.shifted.get_concrete_function(...)): attached before that call, so it did not trace
+    assert module.model.shifted.experimental_get_tracing_count() == 0
 
 
 def test_a_keras_models_own_train_step_is_built_and_trains_as_from_source(built, tmp_path):

@@ -3,11 +3,13 @@
 The pipeline, top to bottom (``build``):
 
 1. discover the modules that define ``rt.function``s (``discovery.discover``, static);
-2. plan each: where its extension goes, its build hash, whether the previous build is still valid;
+2. plan each: where its extension goes, the signatures its ledger adds (``--from-ledger``), its build hash
+   (which covers them), whether the previous build is still valid;
 3. mirror the rest of the packages into OUTDIR (with ``-o``): other modules, ``__init__.py`` files, data;
 4. build the stale modules, each in its own worker process, ``jobs`` at a time;
 5. report progress (a bar on a terminal, one line per module otherwise), the failures with file and line,
-   and a summary.
+   each signature not compiled to native code (a warning; an error with ``--strict``), each ``rt.function``
+   with nothing compiled and why (a note), and a summary.
 
 Build records and logs go to rt's cache directory (``runtime.cachedir``), never into the user's tree.
 """
