@@ -38,7 +38,7 @@ def functions_of(module) -> list[Function]:
 def describe_signature(concrete) -> str:
     """``name(a: float32[1, 2], b=2)``."""
     args, kwargs = concrete.structured_input_signature
-    params = [p.name for p in concrete._function._params]
+    params = concrete.function.parameter_names
 
     def leaf(value):
         if isinstance(value, rt.TensorSpec):

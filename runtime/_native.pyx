@@ -10,7 +10,7 @@ variant values stay Python objects: in C they are an index into the call's list.
 import numpy as np
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New, PyCapsule_GetName, PyCapsule_Destructor
-from libc.stdint cimport int64_t, int32_t, intptr_t
+from libc.stdint cimport int64_t, int32_t, intptr_t, uint64_t
 from libc.string cimport memcpy, memset
 from libc.stdlib cimport malloc, free
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
@@ -400,10 +400,18 @@ cdef class NativeFunction:
     cdef int n_args
     cdef int arg_tensor[64]       # per positional argument: tensor input index, or -1 for a fixed Python value
     cdef list fixed               # per positional argument: the Python value it was built with
+    cdef bint convert_scalars     # Python numbers convert to 0-d tensor inputs (an input_signature's rule)
     cdef dict callback_kernels    # op index -> the kernel its callback runs
+    # The shapes a shape-generic function ran, for the signature ledger (``sample``): up to 8, by a hash of
+    # the input shapes, with their number of calls.
+    cdef bint sample
+    cdef int n_seen
+    cdef uint64_t seen_hash[8]
+    cdef int64_t seen_count[8]
+    cdef list seen_shapes
 
     def __init__(self, capsule, graph, ops, variables, name="", resolve=None, single_output=False,
-                 needs_state=True, small=False, arguments=None):
+                 needs_state=True, small=False, arguments=None, convert_scalars=False, sample=False):
         cdef int i, d
         self.fn = <rt_fn>PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule))
         self.ops = list(ops)
@@ -442,7 +450,10 @@ cdef class NativeFunction:
         self.resolved = resolve is None
         # a few hundred nanoseconds of straight-line work: releasing the GIL would cost more than it frees
         self.small = small
+        self.sample = sample and self.fast_ok
+        self.seen_shapes = []
         # the positional arguments the fast path accepts: tensors (in order) and fixed Python values
+        self.convert_scalars = convert_scalars
         if arguments is None:
             arguments = [True] * self.n_in
         self.n_args = len(arguments)
@@ -481,8 +492,9 @@ cdef class NativeFunction:
             ptrs[i] = <PyObject *>arrays[i]
         return self._run(ptrs, False)
 
-    cdef object _run(self, PyObject **arrays, bint first_only):
-        """Run the C function; ``arrays`` are borrowed references kept alive by the caller."""
+    cdef object _run(self, PyObject **arrays, bint first_only, void **scalars=NULL):
+        """Run the C function; ``arrays`` are borrowed references kept alive by the caller. An input whose
+        ``scalars`` entry is set is a 0-d value stored there (a converted Python number, no array)."""
         cdef rt_ctx ctx
         cdef rt_tensor ins[64]
         cdef rt_tensor outs[64]
@@ -508,6 +520,12 @@ cdef class NativeFunction:
             ctx.user = <void *>state
         try:
             for i in range(self.n_in):
+                if scalars != NULL and scalars[i] != NULL:
+                    ins[i].data = scalars[i]
+                    ins[i].ndim = 0
+                    ins[i].dtype = self.in_codes[i]
+                    ins[i].owner = NULL
+                    continue
                 a = <object>arrays[i]
                 if not _is_object(self.in_codes[i]):
                     if cnp.PyArray_TYPE(<cnp.ndarray>a) != self.in_typenums[i]:
@@ -531,6 +549,8 @@ cdef class NativeFunction:
                     keep = []
                 keep.append(storage)
                 _pack(&ctx, &ins[self.n_in + i], storage, variable.dtype.code, state)
+            if self.sample:
+                self._sample(ins)
             rt_clear_interrupt()
             if self.small:
                 rc = self.fn(&ctx, ins, outs)
@@ -549,11 +569,38 @@ cdef class NativeFunction:
         finally:
             rt_ctx_free(&ctx)
 
+    cdef int _sample(self, rt_tensor *ins) except -1:
+        """Count this call's input shapes (see ``seen``)."""
+        cdef uint64_t h = 1469598103934665603ULL
+        cdef int i, d
+        for i in range(self.n_in):
+            h = (h ^ <uint64_t>ins[i].ndim) * 1099511628211ULL
+            for d in range(ins[i].ndim):
+                h = (h ^ <uint64_t>ins[i].shape[d]) * 1099511628211ULL
+        for i in range(self.n_seen):
+            if self.seen_hash[i] == h:
+                self.seen_count[i] += 1
+                return 0
+        if self.n_seen < 8:
+            self.seen_hash[self.n_seen] = h
+            self.seen_count[self.n_seen] = 1
+            self.seen_shapes.append(tuple([tuple([ins[i].shape[d] for d in range(ins[i].ndim)])
+                                           for i in range(self.n_in)]))
+            self.n_seen += 1
+        return 0
+
+    def seen(self):
+        """``[(input shapes, calls)]``: the shapes this shape-generic function ran (the first 8 distinct ones)."""
+        return [(self.seen_shapes[i], self.seen_count[i]) for i in range(self.n_seen)]
+
     cdef object try_call(self, tuple args):
         cdef int i, d, k, n = len(args)
         cdef cnp.ndarray a
         cdef PyObject *values[64]
         cdef list scalars = None
+        cdef int64_t scalar_values[64]    # Python numbers converted for 0-d inputs (8 bytes hold any of them)
+        cdef void *scalar_ptrs[64]
+        cdef void **scalar_data = NULL
         if not self.fast_ok or self.single_dtype is None or n != self.n_args:
             return None
         for i in range(n):
@@ -573,6 +620,16 @@ cdef class NativeFunction:
                 if scalars is None:
                     scalars = []
                 scalars.append(a)              # (keeps it alive: values[] are borrowed)
+            elif self.convert_scalars and self.in_ndims[k] == 0 and (
+                    type(x) is float or type(x) is int or type(x) is bool):
+                if scalar_data == NULL:
+                    memset(scalar_ptrs, 0, sizeof(void *) * self.n_in)
+                    scalar_data = scalar_ptrs
+                if not _python_scalar(x, self.in_typenums[k], &scalar_values[k]):
+                    return None                # (the Python path gives the rule's error or conversion)
+                scalar_ptrs[k] = &scalar_values[k]
+                values[k] = NULL
+                continue
             else:
                 return None
             if cnp.PyArray_TYPE(a) != self.in_typenums[k] or cnp.PyArray_NDIM(a) != self.in_ndims[k] \
@@ -582,11 +639,82 @@ cdef class NativeFunction:
                 if self.in_dims[k][d] != -1 and self.in_dims[k][d] != cnp.PyArray_DIMS(a)[d]:
                     return None
             values[k] = <PyObject *>a     # borrowed: the argument tensor keeps it alive
-        result = self._run(values, True)
+        result = self._run(values, True, scalar_data)
         tensor = _new_tensor(_EAGER)
         _set_slot(tensor, _VALUE_OFFSET, result)
         _set_slot(tensor, _DTYPE_OFFSET, self.single_dtype)
         return tensor
+
+
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object obj, int *overflow) except? -1
+    double PyFloat_AS_DOUBLE(object obj)
+
+cdef extern from "math.h" nogil:
+    float floorf(float x)
+    bint isinf(double x)
+
+
+cdef bint _python_scalar(object x, int typenum, void *out) except -1:
+    """Store a Python bool, int or float in ``out`` as numpy type ``typenum``, converted as
+    ``runtime.tensor.to_array`` converts it (floats go through float32, as ``tf.constant`` does; ints and
+    floats to ints only when integral and in range; to bool only 0 and 1). False where that rule has more to
+    say (an error, an out-of-range value, another dtype): the caller takes the Python path, which says it."""
+    cdef int overflow = 0
+    cdef long long v = 0
+    cdef double d = 0
+    cdef float f = 0
+    cdef bint is_float = False
+    if type(x) is bool:
+        v = 1 if x is True else 0
+    elif type(x) is int:
+        v = PyLong_AsLongLongAndOverflow(x, &overflow)
+        if overflow:
+            return False
+    else:
+        d = PyFloat_AS_DOUBLE(x)
+        f = <float>d
+        is_float = True
+        if isinf(f) and not isinf(d):
+            return False                   # (out of float32's range: the Python path rounds it, as numpy does)
+    if typenum == cnp.NPY_FLOAT32:
+        (<float *>out)[0] = f if is_float else <float>v
+    elif typenum == cnp.NPY_FLOAT64:
+        (<double *>out)[0] = <double>f if is_float else <double>v
+    elif typenum == cnp.NPY_INT32:
+        if is_float:
+            if not (f == floorf(f) and -2147483648.0 <= f < 2147483648.0):
+                return False
+            v = <long long>f
+        elif not (-2147483648 <= v < 2147483648):
+            return False
+        (<int32_t *>out)[0] = <int32_t>v
+    elif typenum == cnp.NPY_INT64:
+        if is_float:
+            if not (f == floorf(f) and -9223372036854775808.0 <= f < 9223372036854775808.0):
+                return False
+            v = <long long>f
+        (<int64_t *>out)[0] = v
+    elif typenum == cnp.NPY_BOOL:
+        if is_float:
+            if f != 0 and f != 1:
+                return False
+            v = f == 1
+        elif v != 0 and v != 1:
+            return False
+        (<cnp.npy_bool *>out)[0] = <cnp.npy_bool>v
+    else:
+        return False
+    return True
+
+
+def python_scalar(x, dtype):
+    """The fast path's conversion of a Python number to a 0-d array of rt dtype ``dtype`` (for tests), or None
+    where the Python path decides."""
+    out = np.empty((), dtype.np)
+    if not _python_scalar(x, cnp.PyArray_TYPE(<cnp.ndarray>out), cnp.PyArray_DATA(<cnp.ndarray>out)):
+        return None
+    return out
 
 
 cdef extern from "Python.h":

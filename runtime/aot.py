@@ -5,10 +5,24 @@ everything the module defines works as before, with or without the ``.py``),
 having first registered the built concrete functions: each ``Function`` created
 by that source starts with its built signatures in its cache, running native code.
 A signature nobody built retraces at run time as usual.
+
+A built signature belongs to one Function, found again by its origin
+(``runtime.polymorphic_function.Origin``: ``rt.function(f, [4096])`` and
+``rt.function(f, [None])`` are two) when the source creates it; a method's belong
+to the instance the build found at a path from the module's globals (``model``),
+attached once the source has put it there. A signature whose native code could not
+be generated runs its stored graph on the generic executor
+(``GenericBuiltConcreteFunction``).
+
+The signature ledger: each run-time trace of a built module's Function, and at exit
+the shapes its shape-generic native code ran, are appended to the module's ledger
+(``runtime.cachedir.ledger_path``), which ``python -m transpiler build --from-ledger``
+compiles; writing it never fails a call.
 """
 from __future__ import annotations
 
 import ast
+import atexit
 import hashlib
 import json
 import linecache
@@ -16,21 +30,41 @@ import os
 import pickle
 import re
 import warnings
+import weakref
 import zlib
 
 from runtime import autograph, context
 from runtime._native import NativeFunction
-from runtime.cachedir import build_record
+from runtime.cachedir import append_ledger, build_record, ledger_path
+from runtime.dtypes import as_dtype
 from runtime.graph import SymbolicTensor, all_operations
-from runtime.polymorphic_function import ConcreteFunction, _structure_key, input_arrays, set_prebuilt_hook
+from runtime.polymorphic_function import (ConcreteFunction, Function, begin_module, input_arrays, set_prebuilt_hook,
+                                          set_trace_hook)
 from runtime.shapes import TensorSpec
 from runtime.variables import Variable
-
-_PENDING: dict[tuple[str, str], list] = {}
 
 
 def source_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class _Loading:
+    """What a built module hands the Functions its source creates while it imports (``install``)."""
+
+    def __init__(self, name: str, module_globals: dict, ledger):
+        self.name = name
+        self.module_globals = module_globals
+        self.ledger = ledger                  # the module's signature ledger (a path)
+        self.pending: dict[str, list] = {}    # origin key -> entries of a Function the source creates
+        self.methods: dict[tuple, list] = {}  # (class Function's key, instance path, attribute) -> entries
+        self.labels: dict[str, str] = {}      # origin key -> the name the build found it under
+
+    def ledger_key(self, key: str, label: str) -> tuple:
+        """What a Function records its run-time traces under (``Function.ledger_key``)."""
+        return (self.ledger, key, label)
+
+
+_LOADING: dict[str, _Loading] = {}
 
 
 def install(module_globals: dict, payload: bytes, capsules: list) -> None:
@@ -42,17 +76,31 @@ def install(module_globals: dict, payload: bytes, capsules: list) -> None:
     _warn_if_stale(module_globals, data)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     autograph.register_prebuilt(data.get("conversions", {}))
+    loading = _Loading(name, module_globals, ledger_path(filename, name))
     for entry in data["functions"]:
-        entry["capsule"] = capsules[entry["index"]]
+        index = entry.get("index")
+        entry["capsule"] = None if index is None else capsules[index]
         entry["module_globals"] = module_globals
-        _PENDING.setdefault((name, entry["qualname"]), []).append(entry)
+        key = entry.get("key") or f"{name}:{entry['qualname']}#0"   # (built before origin keys: one per qualname)
+        loading.labels.setdefault(key, entry.get("label") or key)
+        if entry.get("instance") is None:
+            loading.pending.setdefault(key, []).append(entry)
+        else:
+            loading.methods.setdefault((key, entry["instance"], entry["attribute"]), []).append(entry)
+    for method in data.get("methods", []):
+        loading.methods.setdefault((method["key"], method["instance"], method["attribute"]), [])
+    for key, label in data.get("labels", {}).items():
+        loading.labels[key] = label
     module_globals["__rt_built__"] = {"source_hash": data["source_hash"], "version": data["version"]}
     code = compile(source, filename, "exec")
+    begin_module(name)
+    _LOADING[name] = loading
     try:
         exec(code, module_globals)
+        for slot in list(loading.methods):       # the instances the module's source left at their paths
+            _attach_method(loading, slot)
     finally:
-        for entry in data["functions"]:
-            _PENDING.pop((name, entry["qualname"]), None)
+        _LOADING.pop(name, None)
 
 
 def _warn_if_stale(module_globals, data) -> None:
@@ -101,36 +149,165 @@ def changed_inputs(extension: str, module_name: str) -> list[str]:
 
 
 def attach_prebuilt(function) -> None:
-    """Preload the built signatures of this Python function (``Function.__init__`` calls it: the hook below)."""
-    python_function = function.python_function
-    key = (getattr(python_function, "__module__", None), getattr(python_function, "__qualname__", None))
-    entries = _PENDING.get(key)
-    if not entries or function._instance_ref is not None:
+    """Preload the built signatures of a new Function (``Function.__init__`` and ``__get__`` call this hook)
+    while its built module imports: by its origin (``runtime.polymorphic_function.Origin``), or, for a method
+    bound to an instance the build found, by the instance's path from the module's globals."""
+    if function.unbound is not None:
+        origin = function.unbound.origin
+        loading = _LOADING.get(origin.module) if origin is not None else None
+        if loading is not None:
+            for slot in [s for s in loading.methods if s[0] == origin.key]:
+                _attach_method(loading, slot, function)
         return
+    origin = function.origin
+    loading = _LOADING.get(origin.module) if origin is not None else None
+    if loading is None:
+        return
+    function.ledger_key = loading.ledger_key(origin.key, loading.labels.get(origin.key, origin.key))
+    for entry in loading.pending.pop(origin.key, ()):
+        _attach_entry(function, entry)
+
+
+def _attach_method(loading: _Loading, slot: tuple, bound=None) -> None:
+    """Attach the built signatures of method ``slot`` (class Function's key, instance path, attribute) to the
+    Function bound to the instance at that path: ``bound`` when it is that, else the one the attribute gives."""
+    key, path, attribute = slot
+    try:
+        instance = resolve_path(loading.module_globals, path)
+    except (KeyError, AttributeError, IndexError, TypeError, ValueError):
+        return                                   # not (yet) there
+    if bound is None:
+        try:
+            bound = getattr(instance, attribute)
+        except Exception:  # noqa: BLE001 - the user's class may raise anything from its attributes
+            return
+    if not isinstance(bound, Function) or bound.instance is not instance or bound.unbound is None \
+            or bound.unbound.origin is None or bound.unbound.origin.key != key:
+        return
+    entries = loading.methods.pop(slot, ())
+    bound.ledger_key = loading.ledger_key(f"{key}@{path}", f"{path}.{attribute}")
     for entry in entries:
-        concrete = NativeConcreteFunction(function, entry)
-        function._concrete.append(concrete)
-        function._cache[tuple(_structure_key(v) for v in entry["structured_inputs"])] = concrete
-        arguments = _fast_arguments(function, entry["structured_inputs"])
-        if arguments is not None and isinstance(entry["structured_outputs"], SymbolicTensor):
-            function._fast_natives.append(concrete._native_function(arguments))
+        _attach_entry(bound, entry)
 
 
-def _fast_arguments(function, structured_inputs):
-    """Per positional parameter: True for a tensor, (value,) for a fixed primitive; None if not that simple."""
-    params = function._params
-    if len(params) != len(structured_inputs) or any(
-            p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
-        return None
-    out = []
-    for value in structured_inputs:
+def _attach_entry(function, entry) -> None:
+    if entry["capsule"] is None:       # its lowering failed at build time: the generic executor runs its graph
+        function.attach(GenericBuiltConcreteFunction(function, entry), specialized=entry.get("specialized", False))
+        return
+    generic = any(spec.shape.rank is None or None in spec.shape.dims for spec in entry["input_specs"])
+    entry["sample"] = generic and function.ledger_key is not None
+    concrete = NativeConcreteFunction(function, entry)
+    function.attach(concrete, native=concrete.fast_native, specialized=entry.get("specialized", False))
+    if entry["sample"]:
+        _SAMPLED.append((weakref.ref(function), weakref.ref(concrete)))
+
+
+# ---------------------------------------------------------------------------
+# The signature ledger: what the built module traced at run time, for ``build --from-ledger``.
+
+def encode_signature(structured_inputs) -> list | None:
+    """The JSON form of a signature's structured inputs (per parameter: ``{"spec": dims, "dtype": name}``, a
+    Python value as ``{"value": v, "type": "float"}``, lists, tuples and str-keyed dicts of them); None when
+    something in it has no such form (a dataset, an object)."""
+    def encode(value):
         if isinstance(value, TensorSpec):
-            out.append(True)
-        elif isinstance(value, (int, float, bool, str, type(None))):
-            out.append((value,))
-        else:
-            return None
-    return out
+            dims = None if value.shape.rank is None else list(value.shape.dims)
+            return {"spec": dims, "dtype": value.dtype.name}
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return {"value": value, "type": type(value).__name__}
+        if isinstance(value, (list, tuple)):
+            return {type(value).__name__: [encode(v) for v in value]}
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return {"dict": [[k, encode(v)] for k, v in value.items()]}
+        raise TypeError(type(value).__name__)
+    try:
+        return [encode(v) for v in structured_inputs]
+    except TypeError:
+        return None
+
+
+_PY_TYPES = {"bool": bool, "int": int, "float": float, "str": str, "NoneType": type(None)}
+
+
+def decode_signature(encoded: list) -> list:
+    """The arguments (``TensorSpec``s and Python values) of an encoded signature (``encode_signature``);
+    ``ValueError`` when it is not one."""
+    def decode(item):
+        if not isinstance(item, dict) or len(item) not in (1, 2):
+            raise ValueError(f"not an encoded signature item: {item!r}")
+        if "dtype" in item:
+            return TensorSpec(item["spec"], as_dtype(item["dtype"]))
+        if "type" in item:
+            kind, value = _PY_TYPES.get(item["type"]), item["value"]
+            fits = kind is not None and (isinstance(value, kind) or (kind is float and isinstance(value, int)))
+            if not fits:
+                raise ValueError(f"not an encoded Python value: {item!r}")
+            return None if value is None else kind(value)
+        if "list" in item:
+            return [decode(v) for v in item["list"]]
+        if "tuple" in item:
+            return tuple(decode(v) for v in item["tuple"])
+        if "dict" in item:
+            return {k: decode(v) for k, v in item["dict"]}
+        raise ValueError(f"not an encoded signature item: {item!r}")
+    if not isinstance(encoded, list):
+        raise ValueError(f"not an encoded signature: {encoded!r}")
+    try:
+        return [decode(v) for v in encoded]
+    except (TypeError, KeyError) as e:
+        raise ValueError(f"not an encoded signature: {encoded!r} ({e})") from None
+
+
+# Shape-generic native code counts the shapes it runs (``NativeFunction.seen``); when the process ends they go
+# into the ledger, so that ``build --from-ledger`` can compile the hot ones as specialisations.
+_SAMPLED: list[tuple] = []
+
+
+def _record_calls() -> None:
+    """The exit hook: each sampled function's shapes and calls into its module's ledger. Never raises."""
+    for function_ref, concrete_ref in _SAMPLED:
+        function, concrete = function_ref(), concrete_ref()
+        try:
+            native = concrete._native if concrete is not None else None
+            if native is None or function is None or function.ledger_key is None:
+                continue
+            path, key, label = function.ledger_key
+            for shapes, calls in native.seen():
+                exact = iter(shapes)
+                specs = [_with_shapes(value, exact) for value in concrete.signature.structured_inputs]
+                signature = encode_signature(specs)
+                if signature is not None:
+                    append_ledger(path, {"function": key, "label": label, "signature": signature, "kind": "call",
+                                         "count": calls})
+        except Exception:  # noqa: BLE001, S112 - the ledger is advice: a process must exit whatever it holds
+            continue
+
+
+def _with_shapes(value, shapes):
+    """``value`` (structured inputs) with each TensorSpec, in order, given the next of ``shapes``."""
+    if isinstance(value, TensorSpec):
+        return TensorSpec(next(shapes), value.dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_with_shapes(v, shapes) for v in value)
+    if isinstance(value, dict):
+        return {k: _with_shapes(v, shapes) for k, v in value.items()}
+    return value
+
+
+atexit.register(_record_calls)
+
+
+def _record_trace(function, concrete) -> None:
+    """The trace hook: a run-time trace of a built module's Function goes into the module's ledger. Never
+    raises (a ledger that cannot be written is no reason to fail a call)."""
+    try:
+        path, key, label = function.ledger_key
+        signature = encode_signature(concrete.signature.structured_inputs)
+        if signature is not None:
+            append_ledger(path, {"function": key, "label": label, "signature": signature, "kind": "trace",
+                                 "count": 1})
+    except Exception:  # noqa: BLE001, S110 - a ledger that cannot be written is no reason to fail a call
+        pass
 
 
 # ---------------------------------------------------------------------------
@@ -239,7 +416,11 @@ class NativeConcreteFunction(ConcreteFunction):
         self._entry = entry
         self._native = None
 
-    def _native_function(self, arguments=None):
+    def fast_native(self, arguments, convert_scalars: bool):
+        """The NativeFunction ``Function.__call__`` tries first (see ``Function.attach``)."""
+        return self._native_function(arguments, convert_scalars)
+
+    def _native_function(self, arguments=None, convert_scalars=False):
         if self._native is None:
             entry = self._entry
 
@@ -251,7 +432,8 @@ class NativeConcreteFunction(ConcreteFunction):
                                           self.name, resolve=resolve,
                                           single_output=isinstance(self.structured_outputs, SymbolicTensor),
                                           needs_state=entry.get("callbacks", True),
-                                          small=entry.get("small", False), arguments=arguments)
+                                          small=entry.get("small", False), arguments=arguments,
+                                          convert_scalars=convert_scalars, sample=entry.get("sample", False))
         return self._native
 
     def _call_flat(self, tensors):
@@ -265,4 +447,26 @@ class NativeConcreteFunction(ConcreteFunction):
         return self._pack(results)
 
 
+class GenericBuiltConcreteFunction(ConcreteFunction):
+    """A built signature whose native code could not be generated (the build warned): its optimized graph,
+    stored in the extension, runs on the generic executor, without tracing again."""
+
+    native = False
+
+    def __init__(self, function, entry):
+        super().__init__(entry["graph"], function, entry["structured_inputs"], entry["structured_outputs"],
+                         entry["input_specs"])
+        self._entry = entry
+        self._bound_variables = False
+
+    def _call_flat(self, tensors):
+        if not self._bound_variables:
+            for handle in self._entry["variables"]:
+                if handle.ref is None:
+                    handle.bind(resolve_variable(self._entry["module_globals"], handle))
+            self._bound_variables = True
+        return ConcreteFunction._call_flat(self, tensors)
+
+
 set_prebuilt_hook(attach_prebuilt)
+set_trace_hook(_record_trace)

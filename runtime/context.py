@@ -108,7 +108,7 @@ def note_variable_created(variable) -> None:
     """Tell the Function being traced (if any) that this trace created ``variable`` (the singleton rule)."""
     stack = _state.tracing_functions
     if stack:
-        stack[-1][0]._created_variables.append(variable)
+        stack[-1][0].note_variable_created(variable)
 
 
 # ---------------------------------------------------------------------------

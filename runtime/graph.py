@@ -161,8 +161,27 @@ class SymbolicTensor(Tensor):
     __repr__ = __str__
 
 
+class Attrs(dict):
+    """An op's attributes (``Operation.attrs``): a dict that cannot change, so that an op's attributes are what
+    it was created with (CSE keys, plans and pickled graphs rely on it). ``replace(**changes)`` gives a copy
+    with some changed, for a pass that builds an op anew."""
+
+    __slots__ = ()
+
+    def _frozen(self, *args, **kwargs):
+        raise TypeError("an op's attrs are frozen: give the op new ones with op.attrs.replace(...)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _frozen
+
+    def replace(self, **changes) -> "Attrs":
+        return Attrs({**self, **changes})
+
+    def __reduce__(self):
+        return Attrs, (dict(self),)
+
+
 class Operation:
-    """One node: ``type`` (registry key), ``inputs``, frozen ``attrs``, ``outputs``."""
+    """One node: ``type`` (registry key), ``inputs``, frozen ``attrs`` (``Attrs``), ``outputs``."""
 
     __slots__ = ("graph", "type", "name", "inputs", "attrs", "outputs", "control_inputs", "location",
                  "opdef", "__weakref__")
@@ -173,7 +192,7 @@ class Operation:
         self.type = opdef.type
         self.name = name
         self.inputs = tuple(inputs)
-        self.attrs = dict(attrs)
+        self.attrs = Attrs(attrs)
         self.control_inputs = tuple(control_inputs)
         self.location = location
         self.outputs: tuple = ()
@@ -204,6 +223,8 @@ class Operation:
     def __setstate__(self, state):
         for key, value in state.items():
             setattr(self, key, value)
+        if type(self.attrs) is not Attrs:      # pickled before attrs were frozen
+            self.attrs = Attrs(self.attrs)
         self.opdef = get_opdef(self.type)
 
 
@@ -548,7 +569,7 @@ class GraphDef:
 class _CopyPickler(pickle.Pickler):
     """Pickles the IR (graphs, ops, tensors, their containers); everything else is passed by reference."""
 
-    _COPIED = (list, dict, tuple, set, str, int, float, bool, type(None))
+    _COPIED = (list, dict, Attrs, tuple, set, str, int, float, bool, type(None))
 
     def __init__(self, file, shared: list):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)

@@ -7,6 +7,7 @@ runs that graph. Inside another trace, a Function is inlined into the caller's g
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -119,15 +120,92 @@ except ImportError:  # not compiled: calls always take the Python path
     _FunctionBase, install_fast_call = object, None
 
 
-# Built extension modules hand each Function their source creates its built signatures: the AOT loader
-# (runtime.aot, a higher layer) sets this hook when a built module imports it.
+# Built extension modules hand each Function their source creates its built signatures, and record the
+# signatures traced at run time: the AOT loader (runtime.aot, a higher layer) sets these hooks when a built
+# module imports it.
 _prebuilt_hook = None
+_trace_hook = None
 
 
 def set_prebuilt_hook(hook) -> None:
-    """Called by ``runtime.aot`` on import: ``hook(function)`` preloads a new Function's built signatures."""
+    """Called by ``runtime.aot`` on import: ``hook(function)`` preloads a new Function's built signatures (for
+    every new Function, bound methods included)."""
     global _prebuilt_hook
     _prebuilt_hook = hook
+
+
+def set_trace_hook(hook) -> None:
+    """Called by ``runtime.aot`` on import: ``hook(function, concrete)`` after each trace of a Function that has
+    a ``ledger_key`` (one of a built module's); it must never raise."""
+    global _trace_hook
+    _trace_hook = hook
+
+
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """Which Function of which module this is, the same from one import of the module to the next.
+
+    ``module`` is the module whose top-level code created the Function (directly, or through code it called:
+    ``model.compile()`` at import creates ``model.train_function``); ``key`` is the Python function's module
+    and qualified name and how many Functions of that Python function the module's import had created before
+    (``"models:scale#1"`` is the second ``rt.function(scale, ...)``). The build keys a module's native code by
+    it, so two Functions of one Python function each get their own.
+    """
+    module: str
+    key: str
+
+
+_origin_counts: dict[str, dict[str, int]] = {}
+
+
+def begin_module(name: str) -> None:
+    """The top-level code of module ``name`` starts (again): its Functions count from 0 (the AOT loader and the
+    build call this before running a module's source)."""
+    _origin_counts.pop(name, None)
+
+
+def created_origins(module: str) -> list[str]:
+    """The keys of every Function the top-level code of ``module`` created (since ``begin_module``)."""
+    return [f"{name}#{i}" for name, count in _origin_counts.get(module, {}).items() for i in range(count)]
+
+
+def _origin_of(python_function) -> Origin | None:
+    """The origin of a Function being created now (see ``Origin``): the innermost module-level frame names the
+    module; None when no module's top-level code is running (a Function made inside a call at run time)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    module = frame.f_globals.get("__name__") if frame is not None else None
+    if not isinstance(module, str):
+        return None
+    name = f"{getattr(python_function, '__module__', None)}:{getattr(python_function, '__qualname__', '?')}"
+    counts = _origin_counts.setdefault(module, {})
+    ordinal = counts.get(name, 0)
+    counts[name] = ordinal + 1
+    return Origin(module, f"{name}#{ordinal}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """A traced signature as the build, the AOT loader, ``jit_compile`` and the test plugin exchange it.
+
+    ``structured_inputs`` has one item per parameter (a method's ``self`` excluded): a ``TensorSpec``, a Python
+    value fixed at trace time, or a nested structure of them; ``input_specs`` are the graph's inputs in order;
+    ``text`` is ``f(x, n=3)``.
+    """
+    structured_inputs: list
+    input_specs: list
+    text: str
+
+
+def _generality(concrete) -> int:
+    """How many shapes a concrete function accepts, roughly: its unknown dims (an unknown rank counts 64).
+    Calls try exact-shape signatures before general ones."""
+    total = 0
+    for spec in concrete._input_specs:
+        dims = spec.shape.dims
+        total += 64 if dims is None else sum(d is None for d in dims)
+    return total
 
 
 class Function(_FunctionBase):
@@ -166,6 +244,9 @@ class Function(_FunctionBase):
         self._cache: dict = {}
         self._fast_natives: list = []     # built signatures the compiled __call__ tries first
         self._concrete: list[ConcreteFunction] = []
+        self._declared = None             # with an input_signature: its concrete function
+        self._specialized: list = []      # with an input_signature: exact-shape ones (the build's, see specialize)
+        self._fast: dict = {}             # id(concrete) -> its NativeFunction on the fast path
         self._tracing_count = 0
         self._created_variables: list = []
         self._shapes_seen: dict = {}
@@ -176,6 +257,9 @@ class Function(_FunctionBase):
         self.__doc__ = getattr(python_function, "__doc__", None)
         self.__module__ = getattr(python_function, "__module__", None)
         self.__wrapped__ = python_function
+        self.origin = _origin_of(python_function) if _instance is None else None
+        self.unbound = None               # a method bound to an instance: the class's Function
+        self.ledger_key = None            # set by the AOT loader: run-time traces are recorded under it
         if _instance is None and _prebuilt_hook is not None:
             _prebuilt_hook(self)
 
@@ -188,11 +272,14 @@ class Function(_FunctionBase):
             return bound
         bound = Function(self.python_function, self.input_signature, self._autograph, self._reduce_retracing,
                          self.__name__, _instance=instance, jit_compile=self._jit_compile)
+        bound.unbound = self
         self._bound[id(instance)] = bound
         try:
             weakref.finalize(instance, self._bound.pop, id(instance), None)
         except TypeError:
             pass
+        if _prebuilt_hook is not None:
+            _prebuilt_hook(bound)
         return bound
 
     def _with_instance(self, args):
@@ -310,14 +397,17 @@ class Function(_FunctionBase):
             signature = ",\n    ".join(repr(s) for s in self.input_signature)
             raise ValueError(f"Python inputs incompatible with input_signature:\n  inputs: (\n    {inputs})\n"
                              f"  input_signature: (\n    {signature}).{reason}")
-        if not self._concrete:
-            self._trace(bound, structure)
-        return self._concrete[0], converted
+        for concrete in self._specialized:       # an exact-shape specialisation first (the build's)
+            if all(t.shape == spec.shape for t, spec in zip(converted, concrete._input_specs)):
+                return concrete, converted
+        if self._declared is None:
+            self._declared = self._trace(bound, structure)
+        return self._declared, converted
 
     def _compatible(self, values):
         """An existing concrete function whose (more general) signature accepts these arguments."""
         leaves = nest.flatten(values)
-        for concrete in self._concrete:
+        for concrete in sorted(self._concrete, key=_generality):     # the most specific first
             if concrete._accepts(values, leaves):
                 return concrete
         return None
@@ -430,20 +520,23 @@ class Function(_FunctionBase):
         concrete = ConcreteFunction(graph, self, structured_inputs, outputs, specs_for_signature)
         if self._jit_compile:
             concrete = jit.compile_concrete(concrete)
-        self._concrete.append(concrete)
+        if concrete not in self._concrete:          # (jit_compile attached its native version already)
+            self._concrete.append(concrete)
+        if self.ledger_key is not None and _trace_hook is not None:
+            _trace_hook(self, concrete)
         return concrete
 
     def get_concrete_function(self, *args, **kwargs) -> "ConcreteFunction":
         """The ConcreteFunction for these arguments (tensors, ``rt.TensorSpec``s or Python values); traces if new."""
         if self.input_signature is not None:
-            if not self._concrete:
+            if self._declared is None:
                 if args or kwargs:
                     self._lookup_signature(args, kwargs)
                 else:
                     bound = self._signature.bind_partial(*self._with_instance(()))
                     bound.apply_defaults()
-                    self._trace(bound, self._signature_structure(bound))
-            return self._concrete[0]
+                    self._declared = self._trace(bound, self._signature_structure(bound))
+            return self._declared
         bound = self._bind(args, kwargs)
         values = self._argument_values(bound)
         key = tuple(_structure_key(v) for v in values)
@@ -460,11 +553,124 @@ class Function(_FunctionBase):
     def experimental_get_tracing_count(self) -> int:
         return self._tracing_count
 
+    # -- the interface of the build, the AOT loader, jit_compile and the test plugin -------------------------
+    @property
+    def parameter_names(self) -> tuple:
+        """The parameters' names, a method's ``self`` excluded."""
+        return tuple(p.name for p in self._params)
+
+    @property
+    def instance(self):
+        """The instance a method is bound to (None for a plain Function or one not bound)."""
+        return None if self._instance_ref is None else self._instance_ref()
+
+    @property
+    def autograph(self) -> bool:
+        """Whether the Python function is converted (AutoGraph) before tracing."""
+        return self._autograph
+
+    def note_variable_created(self, variable) -> None:
+        """This trace created ``variable`` (``runtime.context`` tells the Function being traced; a Function may
+        create variables on its first trace only)."""
+        self._created_variables.append(variable)
+
+    def copy(self) -> "Function":
+        """A new Function of the same Python function and options, sharing no trace with this one."""
+        return Function(self.python_function, input_signature=self.input_signature, autograph=self._autograph,
+                        reduce_retracing=self._reduce_retracing, name=self.__name__, jit_compile=self._jit_compile)
+
+    def specialize(self, *args, **kwargs) -> "ConcreteFunction":
+        """The concrete function for exactly these ``TensorSpec``s (and Python values), traced if new.
+
+        For a Function with an ``input_signature`` the specs must fit it (same dtypes, dims equal or
+        declared None): the result is a specialisation next to the declared signature, which calls whose
+        tensors have exactly its shapes run instead (the build compiles the hot shapes a run recorded this
+        way). Without an input_signature it is ``get_concrete_function``.
+        """
+        if self.input_signature is None:
+            return self.get_concrete_function(*args, **kwargs)
+        bound = self._bind(args, kwargs)
+        values = self._argument_values(bound)
+        declared = self._signature_structure(bound)
+        try:
+            pairs = [(v, w) for value, want in zip(values, declared)
+                     for v, w in zip(nest.flatten_up_to(want, value), nest.flatten(want))]
+        except ValueError as e:
+            raise ValueError(f"{self.__name__}.specialize: {e}") from None
+        for value, want in pairs:
+            if isinstance(want, TensorSpec):
+                if not isinstance(value, TensorSpec) or value.dtype is not want.dtype \
+                        or not value.shape.is_subshape_of(want.shape):
+                    raise ValueError(f"{self.__name__}.specialize: {value!r} does not fit the input_signature's "
+                                     f"{want!r}")
+            elif _leaf_key(value) != _leaf_key(want):
+                raise ValueError(f"{self.__name__}.specialize: {value!r} differs from the fixed {want!r}")
+        key = tuple(_structure_key(v) for v in values)
+        if key == tuple(_structure_key(v) for v in declared):
+            return self.get_concrete_function()        # the declared signature itself
+        concrete = self._cache.get(key)
+        if concrete is None:
+            concrete = self._cache[key] = self._trace(bound, values)
+            self._specialized.append(concrete)
+            self._specialized.sort(key=_generality)
+        return concrete
+
+    def attach(self, concrete: "ConcreteFunction", native=None, specialized: bool = False) -> None:
+        """Add a concrete function made elsewhere (a built module's, ``jit_compile``'s): calls with its signature
+        run it, in place of one traced before for the same signature.
+
+        ``native(arguments, convert_scalars)``, when given, makes the ``runtime._native.NativeFunction`` that
+        ``__call__`` tries first, in C (``arguments``: per positional parameter, True for a tensor or
+        ``(value,)`` for a fixed Python value; ``convert_scalars``: Python numbers convert to its 0-d tensors,
+        as ``input_signature`` does). ``specialized``: an exact-shape specialisation of an input_signature
+        (see ``specialize``), not the declared signature.
+        """
+        key = tuple(_structure_key(v) for v in concrete._structured_inputs)
+        previous = self._cache.get(key)
+        self._cache[key] = concrete
+        if previous is not None and previous in self._concrete:
+            self._concrete[self._concrete.index(previous)] = concrete
+            self._fast.pop(id(previous), None)
+        else:
+            self._concrete.append(concrete)
+        if self.input_signature is not None:
+            if specialized:
+                self._specialized = sorted([c for c in self._specialized if c is not previous] + [concrete],
+                                           key=_generality)
+            elif self._declared is None or self._declared is previous:
+                self._declared = concrete
+        if native is not None:
+            arguments = self._fast_arguments(concrete._structured_inputs)
+            if arguments is not None and isinstance(concrete.structured_outputs, SymbolicTensor):
+                self._fast[id(concrete)] = native(arguments, self.input_signature is not None)
+        self._fast_natives = [self._fast[id(c)] for c in sorted(self._concrete, key=_generality)
+                              if id(c) in self._fast]
+
+    def _fast_arguments(self, structured_inputs):
+        """Per positional parameter: True for a tensor, (value,) for a fixed primitive; None if not that simple."""
+        params = self._params
+        if len(params) != len(structured_inputs) or any(
+                p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+            return None
+        out = []
+        for value in structured_inputs:
+            if isinstance(value, TensorSpec):
+                out.append(True)
+            elif isinstance(value, (int, float, bool, str, type(None))):
+                out.append((value,))
+            else:
+                return None
+        return out
+
     def pretty_printed_concrete_signatures(self, verbose=True) -> str:
         return "\n\n".join(c.pretty_printed_signature(verbose) for c in self._concrete)
 
     def concrete_functions(self) -> list["ConcreteFunction"]:
         return list(self._concrete)
+
+    def specializations(self) -> list["ConcreteFunction"]:
+        """With an input_signature: the exact-shape concrete functions next to the declared one (``specialize``)."""
+        return list(self._specialized)
 
     def __repr__(self):
         return f"<rt.Function {self.__name__}>"
@@ -587,6 +793,18 @@ class ConcreteFunction:
         self._input_specs = input_specs
         self._param_names = [p.name for p in function._params]
         self._runner = None
+        self.executor = execute           # runs the graph on arrays (the test plugin's reference run swaps it)
+
+    # -- the interface of the build, the AOT loader, jit_compile and the test plugin -------------------------
+    @property
+    def function(self) -> Function:
+        """The Function this concrete function is a signature of."""
+        return self._function
+
+    @property
+    def signature(self) -> Signature:
+        """The traced signature (see ``Signature``)."""
+        return Signature(self._structured_inputs, self._input_specs, self.signature_text())
 
     @property
     def inputs(self) -> list:
@@ -694,7 +912,7 @@ class ConcreteFunction:
     def _call_flat(self, tensors):
         if context.tapes_active():
             return self._pack(_call_recorded(self, tensors))
-        results = execute(self.graph, input_arrays(tensors))
+        results = self.executor(self.graph, input_arrays(tensors))
         return self._pack(results)
 
     def _pack(self, results):
@@ -709,7 +927,8 @@ class ConcreteFunction:
         return nest.map_structure(lambda leaf: None if leaf is None else next(it), structure)
 
     # -- printing -----------------------------------------------------------------------------
-    def _signature_text(self) -> str:
+    def signature_text(self) -> str:
+        """``f(x, n=3)``: the parameters, Python values fixed at trace time shown with their value."""
         parts = []
         for param, value in zip(self._function._params, self._structured_inputs):
             tensor_like = any(_is_input(x) for x in nest.flatten(value)) if nest.is_sequence(value) \
@@ -718,7 +937,7 @@ class ConcreteFunction:
         return f"{self.name}({', '.join(parts)})"
 
     def pretty_printed_signature(self, verbose=True) -> str:
-        lines = [self._signature_text(), "  Args:"]
+        lines = [self.signature_text(), "  Args:"]
         for param, value in zip(self._function._params, self._structured_inputs):
             tensor_like = any(_is_input(x) for x in nest.flatten(value)) if nest.is_sequence(value) \
                 else _is_input(value)
@@ -731,7 +950,7 @@ class ConcreteFunction:
         return "ConcreteFunction " + self.pretty_printed_signature()
 
     def __repr__(self) -> str:
-        return f"<ConcreteFunction {self._signature_text()} at 0x{id(self):X}>"
+        return f"<ConcreteFunction {self.signature_text()} at 0x{id(self):X}>"
 
 
 def _call_recorded(concrete, tensors) -> list:

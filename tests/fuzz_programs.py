@@ -459,11 +459,12 @@ def run_modes(module, index: int, seeds, native=None, counts: dict | None = None
 
 
 def build(directory, jobs: int = 2) -> str:
-    """Build every module under ``directory`` with ``python -m transpiler build`` (``-O1`` unless a module's name
-    ends with ``_o3``: see random_programs.render_for_tests); the build's output when it fails, else ``""``."""
+    """Build every module under ``directory`` with ``python -m transpiler build --strict`` (a signature the lowering
+    cannot compile fails the build, instead of running on the generic executor unnoticed; ``-O1`` unless a module's
+    name ends with ``_o3``: see random_programs.render_for_tests); the build's output when it fails, else ``""``."""
     project = Path(__file__).resolve().parents[1]
     renderer = f"{project / 'tests' / 'random_programs.py'}:render_for_tests"
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(directory), "-j", str(jobs),
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(directory), "-j", str(jobs), "--strict",
                            "--renderer", renderer], cwd=project, capture_output=True, text=True,
                           check=False)
     return proc.stdout[-3000:] + proc.stderr[-3000:] if proc.returncode else ""

@@ -2,8 +2,8 @@
 
 Each command is a module-level ``add_<command>(subparsers)`` function that adds its
 sub-parser and sets ``func``; ``COMMANDS`` lists them. To add a command, write its
-``add_<command>(subparsers)`` in its own module and append it to ``COMMANDS`` (``build`` and
-``graph`` are in ``transpiler/build/cli.py``, which loads the build driver only when it runs).
+``add_<command>(subparsers)`` in its own module and append it to ``COMMANDS`` (``build``, ``graph`` and
+``ledger`` are in ``transpiler/build/cli.py``, which loads the build driver only when it runs).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from transpiler.build.cli import add_build, add_graph
+from transpiler.build.cli import add_build, add_graph, add_ledger
 from transpiler.lazy import lazy_import
 
 conversion = lazy_import("transpiler.conversion")       # the runtime and the converters: only to_code needs them
@@ -149,7 +149,7 @@ def add_to_code(subparsers) -> None:
 
 # -- the command table ---------------------------------------------------------
 
-COMMANDS: list[Callable] = [add_to_code, add_build, add_graph]
+COMMANDS: list[Callable] = [add_to_code, add_build, add_graph, add_ledger]
 
 
 def build_parser() -> argparse.ArgumentParser:

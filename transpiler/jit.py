@@ -41,10 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime.aot import NativeConcreteFunction
 from runtime.cachedir import cache_root
-from runtime.aot import NativeConcreteFunction, _fast_arguments
 from runtime.dtypes import DType
-from runtime.graph import ConstValue, Graph, SymbolicTensor, all_operations
+from runtime.graph import ConstValue, Graph, all_operations
 from runtime.optimizer import optimize
 from runtime.shapes import TensorShape
 from runtime.version import __version__
@@ -148,7 +148,7 @@ def machine_key() -> str:
 
 def compile_concrete(concrete):
     """The native version of a freshly traced concrete function, or ``concrete`` if none can be made."""
-    function = concrete._function
+    function = concrete.function
     graph = optimize(concrete.graph)
     key = hashlib.sha256((graph_hash(graph) + machine_key()).encode("utf-8")).hexdigest()
     try:
@@ -162,14 +162,13 @@ def compile_concrete(concrete):
         return concrete
     metadata = json.loads(module.METADATA)
     handles = _variable_handles(graph)
-    entry = {"graph": graph, "structured_inputs": concrete._structured_inputs,
-             "structured_outputs": remap_outputs(concrete, graph), "input_specs": concrete._input_specs,
+    signature = concrete.signature
+    entry = {"graph": graph, "structured_inputs": signature.structured_inputs,
+             "structured_outputs": remap_outputs(concrete, graph), "input_specs": signature.input_specs,
              "capsule": module.capsule(), "variables": [handles[i] for i in metadata["variables"]],
              "module_globals": {}, "callbacks": metadata["callbacks"], "small": metadata["small"]}
     native = NativeConcreteFunction(function, entry)
-    arguments = _fast_arguments(function, entry["structured_inputs"])
-    if arguments is not None and isinstance(entry["structured_outputs"], SymbolicTensor):
-        function._fast_natives.append(native._native_function(arguments))
+    function.attach(native, native=native.fast_native)
     return native
 
 

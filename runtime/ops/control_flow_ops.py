@@ -421,7 +421,7 @@ class _ForwardLoop:
         with context.graph_scope(test):
             test.add_placeholder(f"{name}_in", dtype, shape)
         op.inputs = op.inputs[:n] + (init,) + op.inputs[n:]
-        op.attrs["num_loop_vars"] = n + 1
+        op.attrs = op.attrs.replace(num_loop_vars=n + 1)
         out = SymbolicTensor(op, len(op.outputs), dtype, TensorShape(shape))
         op.outputs = op.outputs + (out,)
         for g in (graph, body, test):

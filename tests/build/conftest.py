@@ -42,7 +42,7 @@ def render_standin(module, source_path, module_name):
         if isinstance(value, rt.Function):
             if value.input_signature is not None:
                 value.get_concrete_function()
-            signatures += [f"{name}: {c._signature_text()}" for c in value.concrete_functions()]
+            signatures += [f"{name}: {c.signature_text()}" for c in value.concrete_functions()]
     stem = module_name.rpartition(".")[2]
     pyx = f"{stem}.pyx"
     text = _STANDIN_PYX.format(module_name=module_name, signatures=signatures)
@@ -59,6 +59,28 @@ def render_uncompilable(module, source_path, module_name):
 
 
 UNCOMPILABLE = f"{Path(__file__).resolve()}:render_uncompilable"
+
+
+def render_planted(module, source_path, module_name, ledger=None):
+    """The real code generator, with a planted lowering bug: every graph holding a ``Sin`` op fails to lower
+    (for the tests of the per-signature fallback, which must not depend on a real bug staying unfixed)."""
+    from runtime.graph import all_operations
+    from transpiler import codegen
+    real = codegen.lower_function
+
+    def lower_function(graph, *args, **kwargs):
+        for op in all_operations(graph):
+            if op.type == "Sin":
+                raise ValueError("planted: Sin cannot be lowered")
+        return real(graph, *args, **kwargs)
+    codegen.lower_function = lower_function
+    try:
+        return codegen.render_module(module, source_path, module_name, ledger=ledger)
+    finally:
+        codegen.lower_function = real
+
+
+PLANTED = f"{Path(__file__).resolve()}:render_planted"
 
 
 def _write_tree(root: Path, files: dict[str, str]) -> Path:
@@ -93,7 +115,7 @@ def _import_fresh(root: Path, name: str):
 def build_source(root: Path, name: str, source: str, timeout: float = 900):
     """``source`` written to ``root/<name>.py``, built with ``python -m transpiler build root`` and imported."""
     (root / f"{name}.py").write_text(source)
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT,
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "--strict"], cwd=PROJECT,
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return import_built(root, name)

@@ -143,7 +143,7 @@ def with_py(x):
 
 
 def _build(root: Path) -> str:
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-v"], cwd=PROJECT,
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-v", "--strict"], cwd=PROJECT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout

@@ -559,7 +559,7 @@ def _build(root: Path, name: str, passes: str | None = None) -> None:
     env.pop("RT_DEBUG", None)
     if passes is not None:
         env["RT_PASSES"] = passes
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "--strict"], cwd=PROJECT, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -71,7 +71,7 @@ def modules(tmp_path_factory):
         env = dict(os.environ, RT_MARCH=level)
         env.pop("RT_DEBUG", None)
         builds[level] = (root, name, subprocess.Popen(
-            [sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT, env=env,
+            [sys.executable, "-m", "transpiler", "build", str(root), "--strict"], cwd=PROJECT, env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     out = {}
     for level, (root, name, proc) in builds.items():

@@ -137,7 +137,7 @@ def heavy(m):
 
 
 def _build(root: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), *args], cwd=PROJECT,
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "--strict", *args], cwd=PROJECT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
@@ -289,8 +289,8 @@ def unoptimized(tmp_path_factory):
     root = tmp_path_factory.mktemp("unoptimized")
     (root / "rt_native_unoptimized.py").write_text(PROGRAMS)
     env = dict(os.environ, RT_PASSES="prune")
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-v"], cwd=PROJECT, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-v", "--strict"], cwd=PROJECT,
+                          env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "fused" not in proc.stdout
     return _import(root, "rt_native_unoptimized")

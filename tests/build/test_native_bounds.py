@@ -168,7 +168,7 @@ def results(tmp_path_factory):
     (root / "rt_bounds_programs.py").write_text(PROGRAMS)
     env = dict(os.environ)
     env.pop("RT_DEBUG", None)
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root)], cwd=PROJECT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "--strict"], cwd=PROJECT, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     env["PYTHONPATH"] = os.pathsep.join([str(root), str(PROJECT), env.get("PYTHONPATH", "")])

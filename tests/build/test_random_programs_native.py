@@ -53,7 +53,8 @@ def built(tmp_path_factory):
     for i, name in enumerate(names):
         (root / f"{name}.py").write_text(module_source(bodies[i * PER_MODULE:(i + 1) * PER_MODULE]))
     renderer = f"{Path(__file__).resolve().parents[1] / 'random_programs.py'}:render_for_tests"
-    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-j", "2", "--renderer", renderer],
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-j", "2", "--strict",
+                           "--renderer", renderer],
                           cwd=PROJECT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     modules = []

@@ -16,9 +16,10 @@ _driver = lazy_import("transpiler.build.driver")
 _graph = lazy_import("transpiler.build.graph")
 
 def add_parsers(subparsers) -> None:
-    """Add ``build`` and ``graph`` to an ``argparse`` subparsers object; each sets ``func``."""
+    """Add ``build``, ``graph`` and ``ledger`` to an ``argparse`` subparsers object; each sets ``func``."""
     add_build(subparsers)
     add_graph(subparsers)
+    add_ledger(subparsers)
 
 
 def add_build(subparsers) -> None:
@@ -34,7 +35,14 @@ def add_build(subparsers) -> None:
     build.add_argument("-j", "--jobs", type=_positive_int, default=None, metavar="N",
                        help=f"modules to build in parallel (default: the number of CPUs, {os.cpu_count()})")
     build.add_argument("--force", action="store_true", help="rebuild every module, even if it is up to date")
-    build.add_argument("-v", "--verbose", action="store_true", help="show what the code generator did per module")
+    build.add_argument("-v", "--verbose", action="store_true",
+                       help="show what the code generator did per signature, and the ops that run through Python")
+    build.add_argument("--strict", action="store_true",
+                       help="fail a module when a signature of it cannot be compiled to native code (by default "
+                            "that is a warning, and the signature runs on the generic executor)")
+    build.add_argument("--from-ledger", action="store_true",
+                       help="also compile the signatures the built modules traced at run time, and the shapes their "
+                            "shape-generic code ran most (see `ledger`)")
     build.add_argument("--renderer", default=None, help=argparse.SUPPRESS)
     build.set_defaults(func=_run_build)
 
@@ -57,6 +65,19 @@ def add_graph(subparsers) -> None:
     graph.set_defaults(func=_run_graph)
 
 
+def add_ledger(subparsers) -> None:
+    """Add the ``ledger`` subcommand."""
+    ledger = subparsers.add_parser(
+        "ledger", help="show the signatures built modules traced at run time",
+        description="Show what built modules recorded at run time: each signature they traced (a shape or dtype "
+                    "nobody built, a function without input_signature) and the shapes their shape-generic code "
+                    "ran most. `build --from-ledger` compiles the ones marked *.")
+    ledger.add_argument("paths", nargs="*", metavar="PATH",
+                        help="modules (.py) or directories, as given to build (default: every ledger in the cache)")
+    ledger.add_argument("--clear", action="store_true", help="empty the ledgers instead of showing them")
+    ledger.set_defaults(func=_run_ledger)
+
+
 def _positive_int(text: str) -> int:
     """``-j N``: argparse prefixes the error with the option (``argument -j/--jobs: ...``)."""
     try:
@@ -71,10 +92,15 @@ def _positive_int(text: str) -> int:
 def _run_build(args) -> int:
     try:
         return _driver.build(args.paths, outdir=args.outdir, jobs=args.jobs, force=args.force, verbose=args.verbose,
-                            renderer=args.renderer or _driver.DEFAULT_RENDERER)
+                             renderer=args.renderer or _driver.DEFAULT_RENDERER, strict=args.strict,
+                             from_ledger=args.from_ledger)
     except KeyboardInterrupt:  # before any worker started (discovery, hashing)
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _run_ledger(args) -> int:
+    return _driver.show_ledgers(args.paths, clear=args.clear)
 
 
 def _run_graph(args) -> int:

@@ -3,11 +3,13 @@
 The pipeline, top to bottom (``build``):
 
 1. discover the modules that define ``rt.function``s (``discovery.discover``, static);
-2. plan each: where its extension goes, its build hash, whether the previous build is still valid;
+2. plan each: where its extension goes, the signatures its ledger adds (``--from-ledger``), its build hash
+   (which covers them), whether the previous build is still valid;
 3. mirror the rest of the packages into OUTDIR (with ``-o``): other modules, ``__init__.py`` files, data;
 4. build the stale modules, each in its own worker process, ``jobs`` at a time;
 5. report progress (a bar on a terminal, one line per module otherwise), the failures with file and line,
-   and a summary.
+   each signature not compiled to native code (a warning; an error with ``--strict``), each ``rt.function``
+   with nothing compiled and why (a note), and a summary.
 
 Build records and logs go to rt's cache directory (``runtime.cachedir``), never into the user's tree.
 """
@@ -25,10 +27,11 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TextIO
 
-from runtime.cachedir import build_log, build_record, build_state_dir
+from runtime.cachedir import build_log, build_record, build_state_dir, ledger_path, read_ledger
+from transpiler.build import ledger as ledgers
 from transpiler.build.compile import TMP_SUFFIX, extension_filename, install_file
 from transpiler.build.discovery import FactsCache, ModuleInfo, discover, is_skipped_dir, module_name_for
-from transpiler.build.hashing import module_hash, module_inputs, toolchain_fingerprint
+from transpiler.build.hashing import hash_bytes, module_hash, module_inputs, toolchain_fingerprint
 
 DEFAULT_RENDERER = "transpiler.codegen:render_module"  # "module:function" or "file.py:function"
 
@@ -46,6 +49,7 @@ class Job:
     hash: str
     inputs: dict          # absolute path -> content hash of every source file the build reads
     cached: bool = False
+    ledger: dict = dataclasses.field(default_factory=dict)   # --from-ledger: ledger key -> signatures to add
 
 
 @dataclasses.dataclass
@@ -57,6 +61,9 @@ class Outcome:
     report: list = dataclasses.field(default_factory=list)
     build_dir: str | None = None
     name: str = ""
+    warnings: list = dataclasses.field(default_factory=list)   # signatures not compiled natively (dicts)
+    notes: list = dataclasses.field(default_factory=list)      # rt.functions with nothing compiled, and why
+    callbacks: dict = dataclasses.field(default_factory=dict)  # signature -> {op type: ops through Python}
 
 
 def _display_path(path: str | Path) -> str:
@@ -68,20 +75,38 @@ def _display_path(path: str | Path) -> str:
         return str(path)
 
 
+def extension_path(module: ModuleInfo, outdir: Path | None) -> Path:
+    """Where the extension of ``module`` goes: beside its source, or in the tree mirrored under ``outdir``."""
+    directory = module.path.parent
+    if outdir is not None:
+        directory = outdir / directory.relative_to(module.root)
+    return directory / extension_filename(module.name, module.is_package)
+
+
 def plan(modules: list[ModuleInfo], outdir: Path | None, cache: FactsCache, toolchain: str,
-         force: bool) -> list[Job]:
+         force: bool, from_ledger: bool = False) -> list[Job]:
     jobs = []
     for module in modules:
-        directory = module.path.parent
-        if outdir is not None:
-            directory = outdir / directory.relative_to(module.root)
-        dest = directory / extension_filename(module.name, module.is_package)
+        dest = extension_path(module, outdir)
         inputs = module_inputs(module, cache)
-        job = Job(module, dest, build_record(dest, module.name), build_log(dest, module.name),
-                  module_hash(module, cache, toolchain, inputs), inputs)
+        digest = module_hash(module, cache, toolchain, inputs)
+        selection = ledgers.select(read_ledger(ledger_path(module.path, module.name))) if from_ledger else {}
+        if selection:       # the signatures it adds are part of what is built: a new one rebuilds the module
+            digest = hash_bytes(f"{digest}\0ledger={ledgers.digest(selection)}".encode())
+        job = Job(module, dest, build_record(dest, module.name), build_log(dest, module.name), digest, inputs,
+                  ledger=selection)
         job.cached = not force and _up_to_date(job)
         jobs.append(job)
     return jobs
+
+
+def _recorded(job: Job) -> dict:
+    """The record of the job's last build (empty when unreadable)."""
+    try:
+        record = json.loads(job.sidecar.read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def _conflicting_outputs(jobs: list[Job]) -> dict[int, tuple[Job, Job]]:
@@ -169,8 +194,10 @@ _TOOLCHAIN_PATH = str(Path(__file__).resolve().parents[2])
 class _Workers:
     """Runs worker processes; remembers the live ones so an interrupt can stop them."""
 
-    def __init__(self, renderer: str, user_roots: list[Path], progress: "Progress | None" = None):
+    def __init__(self, renderer: str, user_roots: list[Path], progress: "Progress | None" = None,
+                 strict: bool = False):
         self.renderer = renderer
+        self.strict = strict
         self.progress = progress
         self.user_roots = [str(p) for p in user_roots]
         self._live: set[subprocess.Popen] = set()
@@ -187,6 +214,7 @@ class _Workers:
                        "dest": str(job.dest), "sidecar": str(job.sidecar), "log": str(job.log),
                        "hash": job.hash, "inputs": job.inputs, "renderer": self.renderer,
                        "user_roots": self.user_roots, "result": str(result_path), "scratch": scratch,
+                       "strict": self.strict, "ledger": job.ledger,
                        "debug_dir": str(build_state_dir(job.dest.parent) / f"{job.module.name}.debug")}
             request_path.write_text(json.dumps(request))
             env = dict(os.environ)
@@ -217,7 +245,8 @@ class _Workers:
                          "file": str(job.module.path), "line": None}
                 return Outcome(job, "failed", seconds, error, name=job.module.name)
         return Outcome(job, result["status"], seconds, result.get("error"), result.get("report", []),
-                       result.get("build_dir"), name=job.module.name)
+                       result.get("build_dir"), name=job.module.name, warnings=result.get("warnings", []),
+                       notes=result.get("notes", []), callbacks=result.get("callbacks", {}))
 
     def stop(self) -> None:
         with self._lock:
@@ -274,6 +303,8 @@ class Progress:
                   "interrupted": "interrupted"}[outcome.status]
         width = len(str(self.total))
         lines = [f"[{self.count:>{width}}/{self.total}] building {outcome.name} ... {status}"]
+        lines += [f"    warning: {_display_failure(w)}" for w in outcome.warnings if outcome.status != "failed"]
+        lines += [f"    note: {note}" for note in outcome.notes if outcome.status != "failed"]
         if outcome.status == "failed" and outcome.error:
             lines += ["    " + line for line in format_error(outcome.error).splitlines()]
             if outcome.job is not None and outcome.job.log.is_file():
@@ -321,6 +352,14 @@ def _is_terminal(out: TextIO | None) -> bool:
         return False
 
 
+def _display_failure(warning: dict) -> str:
+    """A signature not compiled natively (``transpiler.codegen.Failure.text``), its file shown relative."""
+    text = warning.get("text") or ""
+    if warning.get("file") and text.startswith(str(warning["file"])):
+        text = _display_path(warning["file"]) + text[len(str(warning["file"])):]
+    return text
+
+
 def format_error(error: dict) -> str:
     """``pkg/models.py:12: NameError: name 'x' is not defined`` (and the stage when it is not the import)."""
     where = _display_path(error["file"]) if error.get("file") else "?"
@@ -328,22 +367,41 @@ def format_error(error: dict) -> str:
         where += f":{error['line']}"
     message = error.get("message") or ""
     first, *rest = message.splitlines() or [""]
-    stage = {"render": " (while tracing/generating code)", "compile": "", "install": " (while installing)"}
+    stage = {"render": " (while tracing/generating code)", "compile": "", "install": " (while installing)",
+             "strict": ""}
     text = f"{where}: {error.get('type', 'Error')}: {first}{stage.get(error.get('stage'), '')}"
     if rest:
-        text += "\n" + "\n".join("  " + line for line in rest[:8])
-        if len(rest) > 8:
+        limit = 50 if error.get("stage") == "strict" else 8      # --strict lists every signature
+        text += "\n" + "\n".join("  " + line for line in rest[:limit])
+        if len(rest) > limit:
             text += "\n  ..."
     return text
 
 
+def _print_callbacks(outcomes: list[Outcome], out: TextIO) -> None:
+    """``build -v``: the ops that run through Python callbacks in the native code built now, by op type."""
+    counts: dict[str, dict[str, int]] = {}
+    for outcome in outcomes:
+        for signature, ops in outcome.callbacks.items():
+            for op, times in ops.items():
+                counts.setdefault(op, {})[f"{outcome.name}.{signature}"] = times
+    if counts:
+        print("ops run through Python in native code (a callback that takes the GIL, per call):", file=out)
+        for op, where in sorted(counts.items(), key=lambda item: (-sum(item[1].values()), item[0])):
+            print(f"  {op} x{sum(where.values())}: {', '.join(sorted(where))}", file=out)
+
+
 def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int | None = None, force: bool = False,
           verbose: bool = False, renderer: str = DEFAULT_RENDERER, out: TextIO | None = None,
-          mirror: bool = True) -> int:
+          mirror: bool = True, strict: bool = False, from_ledger: bool = False) -> int:
     """Build the extension modules of every module under ``paths`` that defines ``rt.function``s.
 
     With ``outdir``, the extensions go into a tree mirrored under it and, when ``mirror`` is true, the rest
     of each directory in ``paths`` is copied there too (``mirror_tree``), so that OUTDIR imports on its own.
+
+    A signature that cannot be compiled to native code is a warning naming its function, op and line (its
+    graph then runs on the generic executor); with ``strict`` it fails its module. ``from_ledger`` adds the
+    signatures each built module recorded at run time (``transpiler.build.ledger``).
 
     Returns the exit status: 0 when everything built (or was up to date), 1 when a module failed,
     2 for bad arguments, 130 when interrupted.
@@ -378,7 +436,7 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
 
     # 2. plan: output paths, hashes, cache hits
     toolchain = toolchain_fingerprint({"renderer": renderer})
-    planned = plan(modules, outdir_path, cache, toolchain, force)
+    planned = plan(modules, outdir_path, cache, toolchain, force, from_ledger)
     cache.save()
 
     conflicts = _conflicting_outputs(planned)
@@ -398,6 +456,10 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
             return 2
 
     # 4. build, 5. report
+    if strict:       # an up-to-date module whose build warned is built again, to fail as --strict says
+        for job in planned:
+            if job.cached and _recorded(job).get("warnings"):
+                job.cached = False
     todo = [job for job in planned if not job.cached]
     total = len(planned) + len(syntax_errors) + len(conflicts)
     if todo:
@@ -421,11 +483,13 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
         progress.show(outcome)
     for job in planned:
         if job.cached:
-            outcome = Outcome(job, "cached", name=job.module.name)
+            record = _recorded(job)
+            outcome = Outcome(job, "cached", name=job.module.name, warnings=record.get("warnings", []),
+                              notes=record.get("notes", []))
             outcomes.append(outcome)
             progress.show(outcome)
 
-    workers = _Workers(renderer, roots, progress)
+    workers = _Workers(renderer, roots, progress, strict)
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
         pending = {pool.submit(workers.run, job) for job in todo}
@@ -451,7 +515,40 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
     parts = [f"{counts['ok']} built"] if counts["ok"] else []
     parts += [f"{counts['cached']} up to date"] if counts["cached"] else []
     parts += [f"{counts['failed']} failed"] if counts["failed"] else []
+    not_native = sum(len(o.warnings) for o in outcomes if o.status in ("ok", "cached"))
+    if not_native:
+        parts.append(f"{not_native} signature{'s' if not_native != 1 else ''} not compiled to native code "
+                     "(warnings above)")
     print(f"{total} module{'s' if total != 1 else ''}: {', '.join(parts)}", file=out)
+    if verbose:
+        _print_callbacks(outcomes, out)
     if any(o.status == "interrupted" for o in outcomes):
         return 130
     return 1 if counts["failed"] else 0
+
+
+def show_ledgers(paths: list[str | Path], clear: bool = False, out: TextIO | None = None) -> int:
+    """``python -m transpiler ledger [PATH ...]``: print (or, with ``clear``, empty) the signature ledgers of the
+    modules under ``paths``, or every ledger in the cache."""
+    out = out or sys.stdout
+    if paths:
+        roots = [Path(p).resolve() for p in paths]
+        missing = [str(p) for p, r in zip(paths, roots) if not r.exists()]
+        if missing:
+            print(f"error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+            return 2
+        modules = discover(roots)
+        found = [(m.name, ledger_path(m.path, m.name)) for m in modules]
+    else:
+        found = ledgers.all_ledgers()
+    if clear:
+        cleared = 0
+        for _, path in found:
+            try:
+                path.unlink()
+                cleared += 1
+            except FileNotFoundError:
+                pass
+        print(f"cleared {cleared} ledger{'s' if cleared != 1 else ''}", file=out)
+        return 0
+    return ledgers.show(found, out)

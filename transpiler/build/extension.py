@@ -14,10 +14,12 @@ class RtExtension(Extension):
 
     ``sources`` is the module's ``.py`` file: ``python -m transpiler build`` traces it and generates and
     compiles the extension's code during ``build_ext``. With ``include_sources=False`` the ``.py`` is left
-    out of the built package (the extension is self-contained).
+    out of the built package (the extension is self-contained). With ``from_ledger=True`` the build adds the
+    signatures the module recorded at run time (``python -m transpiler build --from-ledger``).
     """
 
-    def __init__(self, name: str, source: str, include_sources: bool = True):
+    def __init__(self, name: str, source: str, include_sources: bool = True, from_ledger: bool = False):
         super().__init__(name, [source])
         self.rt_source = source
         self.include_sources = include_sources
+        self.from_ledger = from_ledger

@@ -184,7 +184,7 @@ def show_graphs(target: str, fmt: str = "text", optimize: bool = True, passes: l
         signature = concrete.pretty_printed_signature(verbose=True)
         if fmt == "dot":
             header = "\n".join(f"// {line}" for line in signature.splitlines())
-            blocks.append(header + "\n" + to_dot(graph, title=concrete._signature_text()))
+            blocks.append(header + "\n" + to_dot(graph, title=concrete.signature_text()))
         elif fmt in ("svg", "html"):
             facts = emission_facts(graph, **emit_options) if optimizer is not None else None
             pictures.append(Picture(signature, concrete.graph, graph if optimizer is not None else None, facts))

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from runtime.polymorphic_function import begin_module
+
 
 class _SourceFirstFinder(importlib.abc.MetaPathFinder):
     """Finds local modules as source when a compiled extension of the same name shadows the ``.py``."""
@@ -74,6 +76,7 @@ def load_from_source(name: str, source: Path, root: Path) -> ModuleType:
     spec = source_spec(name, source)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    begin_module(name)      # its Functions' origins count from 0, as when the built module imports
     try:
         spec.loader.exec_module(module)
     except BaseException:

@@ -10,6 +10,7 @@ Name the packages in ``pyproject.toml`` (read by ``transpiler.build.setuptools_h
     [tool.rt]
     build = ["mymodels"]
     include-sources = false
+    from-ledger = true          # also compile the signatures the modules recorded at run time
 
 or in ``setup.py``::
 
@@ -17,7 +18,7 @@ or in ``setup.py``::
     from transpiler.build.setuptools_ext import rt_extensions
 
     setup(name="mymodels", packages=["mymodels"],
-          ext_modules=rt_extensions(["mymodels"], include_sources=False))
+          ext_modules=rt_extensions(["mymodels"], include_sources=False, from_ledger=True))
 
 Either way rt must be importable by the build (``--no-build-isolation``, or rt in ``build-system.requires``);
 the C compiler is needed to build the wheel, not to install or run it.
@@ -38,9 +39,11 @@ from transpiler.build.extension import RtExtension
 __all__ = ["RtExtension", "rt_extensions", "configure"]
 
 
-def rt_extensions(paths: list[str | os.PathLike], include_sources: bool = True) -> list[RtExtension]:
+def rt_extensions(paths: list[str | os.PathLike], include_sources: bool = True,
+                  from_ledger: bool = False) -> list[RtExtension]:
     """One ``RtExtension`` per module under ``paths`` (package directories or ``.py`` files, relative to the
-    project) that defines ``rt.function``s; the discovery is static (nothing is imported)."""
+    project) that defines ``rt.function``s; the discovery is static (nothing is imported). ``from_ledger``:
+    also compile the signatures each module recorded at run time (``build --from-ledger``)."""
     missing = [str(p) for p in paths if not Path(p).exists()]
     if missing:
         raise SetupError(f"rt build: no such file or directory: {', '.join(missing)} "
@@ -53,7 +56,8 @@ def rt_extensions(paths: list[str | os.PathLike], include_sources: bool = True) 
             for path, error in errors))
     if not modules:
         raise SetupError(f"rt build: no module defining rt.function found under {', '.join(map(str, paths))}")
-    return [RtExtension(module.name, os.path.relpath(module.path), include_sources) for module in modules]
+    return [RtExtension(module.name, os.path.relpath(module.path), include_sources, from_ledger)
+            for module in modules]
 
 
 class RtBuildExtMixin:
@@ -75,7 +79,8 @@ class RtBuildExtMixin:
     def _build_rt(self, extensions: list[RtExtension]) -> None:
         jobs = self.parallel if isinstance(self.parallel, int) and not isinstance(self.parallel, bool) else None
         status = build(sorted({ext.rt_source for ext in extensions}), outdir=self.build_lib, jobs=jobs,
-                       force=bool(self.force), mirror=False)
+                       force=bool(self.force), mirror=False,
+                       from_ledger=any(getattr(ext, "from_ledger", False) for ext in extensions))
         if status != 0:
             raise CompileError("rt build: building the rt.function modules failed (see the messages above)")
         for ext in extensions:
@@ -113,7 +118,8 @@ def configure(dist, config: dict | None) -> None:
     """Add the ``[tool.rt]`` modules (``config``, see ``setuptools_hook.read_config``) to ``dist`` and make its
     ``build_ext`` and ``build_py`` build them (on top of the project's own commands, if it has any)."""
     if config is not None:
-        dist.ext_modules = list(dist.ext_modules or []) + rt_extensions(config["build"], config["include_sources"])
+        dist.ext_modules = list(dist.ext_modules or []) + rt_extensions(config["build"], config["include_sources"],
+                                                                        config.get("from_ledger", False))
     dist.cmdclass["build_ext"] = _with_mixin(RtBuildExtMixin, dist.cmdclass.get("build_ext"), _setuptools_build_ext)
     dist.cmdclass["build_py"] = _with_mixin(RtBuildPyMixin, dist.cmdclass.get("build_py"), _setuptools_build_py)
 

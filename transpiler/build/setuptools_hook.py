@@ -10,6 +10,7 @@ A ``pyproject.toml`` names what to build::
     [tool.rt]
     build = ["mymodels"]        # directories or .py files, relative to the project
     include-sources = false     # ship the .py of built modules too (default: true)
+    from-ledger = true          # also compile the signatures recorded at run time (default: false)
 """
 from __future__ import annotations
 
@@ -47,11 +48,14 @@ def read_config(pyproject: Path) -> dict | None:
     include = config.get("include-sources", True)
     if not isinstance(include, bool):
         raise ValueError(f"{pyproject}: [tool.{TOOL_TABLE}] include-sources must be true or false, got {include!r}")
-    unknown = sorted(set(config) - {"build", "include-sources"})
+    from_ledger = config.get("from-ledger", False)
+    if not isinstance(from_ledger, bool):
+        raise ValueError(f"{pyproject}: [tool.{TOOL_TABLE}] from-ledger must be true or false, got {from_ledger!r}")
+    unknown = sorted(set(config) - {"build", "include-sources", "from-ledger"})
     if unknown:
         raise ValueError(f"{pyproject}: unknown key(s) in [tool.{TOOL_TABLE}]: {', '.join(unknown)} "
-                         "(known: build, include-sources)")
-    return {"build": build, "include_sources": include}
+                         "(known: build, include-sources, from-ledger)")
+    return {"build": build, "include_sources": include, "from_ledger": from_ledger}
 
 
 def finalize_distribution_options(dist) -> None:

@@ -87,8 +87,19 @@ def _compiler_message(log: Path | None) -> str | None:
     return None
 
 
+def _failure_record(failure) -> dict:
+    """A ``transpiler.codegen.Failure`` as JSON for the driver."""
+    return {"text": failure.text(), "function": failure.function, "signature": failure.signature,
+            "stage": failure.stage, "type": failure.type, "message": failure.message, "file": failure.file,
+            "line": failure.line, "op": failure.op, "fallback": failure.fallback}
+
+
 def describe_error(exc: BaseException, stage: str, request: dict) -> dict:
     """The report of a failed build: where in the user's code, what, and at which stage."""
+    if isinstance(exc, StrictFailure):
+        first = exc.failures[0]
+        return {"stage": "strict", "type": "StrictFailure", "message": str(exc), "file": first.file or request["source"],
+                "line": first.line}
     filename, line = user_location(exc, Path(request["root"]))
     message = str(exc).strip()
     if isinstance(exc, SyntaxError):
@@ -108,7 +119,19 @@ def _call_renderer(render, module, request: dict, build_dir: Path):
         parameters = {}
     if "build_dir" in parameters:
         kwargs["build_dir"] = str(build_dir)
+    if "ledger" in parameters and request.get("ledger"):
+        kwargs["ledger"] = request["ledger"]
     return render(module, **kwargs)
+
+
+class StrictFailure(Exception):
+    """``build --strict``: signatures that would not run native code fail the module."""
+
+    def __init__(self, failures: list):
+        self.failures = failures
+        lines = [f.text() for f in failures]
+        super().__init__(f"{len(lines)} signature{'s' if len(lines) != 1 else ''} not compiled to native code "
+                         "(--strict):\n" + "\n".join(lines))
 
 
 def build(request: dict) -> dict:
@@ -133,6 +156,12 @@ def build(request: dict) -> dict:
             render = resolve_renderer(request["renderer"])
             rendered = _call_renderer(render, module, request, build_dir)
             result["report"] = [str(line) for line in (getattr(rendered, "report", None) or [])]
+            failures = list(getattr(rendered, "failures", None) or [])
+            result["warnings"] = [_failure_record(f) for f in failures]
+            result["notes"] = [str(note) for note in (getattr(rendered, "notes", None) or [])]
+            result["callbacks"] = dict(getattr(rendered, "callbacks", None) or {})
+            if failures and request.get("strict"):
+                raise StrictFailure(failures)
             stage = "compile"
             sys.stdout.flush()
             built = compile_extension(rendered, request["name"], build_dir)
@@ -144,7 +173,7 @@ def build(request: dict) -> dict:
         record = {"module": request["name"], "source": request["source"], "hash": request["hash"],
                   "extension": dest.name, "extension_size": installed.st_size,
                   "extension_mtime_ns": installed.st_mtime_ns, "inputs": request.get("inputs", {}),
-                  "built_at": time.time()}
+                  "built_at": time.time(), "warnings": result.get("warnings", []), "notes": result.get("notes", [])}
         write_text_atomically(Path(request["sidecar"]), json.dumps(record, indent=1))
         result["status"] = "ok"
     except KeyboardInterrupt:

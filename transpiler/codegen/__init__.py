@@ -1,8 +1,11 @@
 """Code generation for the ahead-of-time build: a module's traced graphs -> a Cython extension.
 
-``render_module`` collects every built signature of the module's ``rt.function``s, optimizes each
+``render_module`` collects every built signature of the module's ``rt.function``s (``targets.build_targets``:
+module-level ones, methods of the instances the module creates, Functions stored on objects), optimizes each
 graph (``runtime.optimizer``), lowers it to loop nests (``transpiler.lowering``), prints them as C
-(``transpiler.codegen.c``), and renders the extension's ``.pyx`` and C header from ``templates/``.
+(``transpiler.codegen.c``), and renders the extension's ``.pyx`` and C header from ``templates/``. A signature
+that fails to trace or lower is reported (``Failure``) and, when its graph exists, embedded without native code:
+the built module runs it on the generic executor, and the module's other signatures are native as usual.
 ``emit_function`` does the middle part for one graph (what a JIT needs).
 """
 from __future__ import annotations
@@ -11,22 +14,23 @@ import hashlib
 import marshal
 import os
 import pickle
-import types
+import traceback
 import zlib
 from dataclasses import dataclass, field
 
 from runtime import autograph, nest, version
-from runtime.graph import all_operations
-from runtime.aot import format_path
-from runtime.polymorphic_function import ConcreteFunction, Function
-from runtime.variables import Variable
-
+from runtime.aot import decode_signature
+from runtime.graph import Operation, all_operations
 from runtime.optimizer import optimize
-from transpiler.codegen.flags import arch_flags
-from transpiler.codegen.c import render_function
-from transpiler.lowering import Report, lower_function
+from runtime.shapes import TensorSpec
 from transpiler import conversion
+from transpiler.codegen.c import render_function
+from transpiler.codegen.flags import arch_flags
 from transpiler.codegen.render import render
+from transpiler.codegen.targets import PATH_DEPTH, build_targets, variable_paths
+from transpiler.lowering import Report, lower_function
+
+_variable_paths = variable_paths       # (the name the tests of the paths know)
 
 KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(version.__file__)), "kernels")     # runtime/kernels
 
@@ -52,67 +56,9 @@ class RenderedModule:
     extra_link_args: list = field(default_factory=list)
     libraries: list = field(default_factory=list)
     report: list = field(default_factory=list)
-
-
-def module_functions(module) -> list[tuple[str, Function]]:
-    """The module's Functions (module-level and class attributes), by qualified name."""
-    found = []
-    for name, value in sorted(vars(module).items()):
-        if isinstance(value, Function) and getattr(value.python_function, "__module__", None) == module.__name__:
-            found.append((value.python_function.__qualname__, value))
-        elif isinstance(value, type) and value.__module__ == module.__name__:
-            for attr, member in sorted(vars(value).items()):
-                if isinstance(member, Function):
-                    found.append((member.python_function.__qualname__, member))
-    return found
-
-
-PATH_DEPTH = 8              # attribute/item steps followed from a global to find a variable
-PATH_OBJECTS = 50_000      # objects visited at most (a module holding a huge structure stays cheap)
-
-
-def _variable_paths(module) -> dict[int, str]:
-    """id(variable) -> the shortest path to it from the module's globals (``model.layers[0].kernel``).
-
-    Breadth first from the globals (in definition order), through the attributes of any object (callables
-    included: a Keras model is one), list and tuple items and dict values under str/int keys, at most
-    ``PATH_DEPTH`` steps deep. Modules, classes, functions and ``rt.function``s are not entered (what they
-    hold is no place a built module could find again). ``runtime.aot.resolve_path`` follows the same syntax.
-    """
-    paths: dict[int, str] = {}
-    seen: set[int] = set()
-    level = [(value, name, []) for name, value in vars(module).items() if not name.startswith("__")]
-    for _ in range(PATH_DEPTH + 1):
-        following = []
-        for value, name, steps in level:
-            if id(value) in seen or len(seen) >= PATH_OBJECTS:
-                continue
-            seen.add(id(value))
-            if isinstance(value, Variable):
-                paths.setdefault(id(value), format_path(name, steps))
-                continue
-            for kind, key, member in _members(value)[:PATH_OBJECTS]:
-                following.append((member, name, steps + [(kind, key)]))
-        level = following
-    return paths
-
-
-_OPAQUE = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, Function,
-           ConcreteFunction, str, bytes, int, float, complex, bool, type(None))
-
-
-def _members(value) -> list:
-    """(kind, key, member) of what a path may step into from ``value``."""
-    if isinstance(value, _OPAQUE):
-        return []
-    if isinstance(value, (list, tuple)):
-        return [("item", i, v) for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        return [("item", k, v) for k, v in value.items() if isinstance(k, (str, int)) and not isinstance(k, bool)]
-    attributes = getattr(value, "__dict__", None)
-    if not isinstance(attributes, dict):
-        return []
-    return [("attr", k, v) for k, v in attributes.items() if isinstance(k, str) and k.isidentifier()]
+    failures: list = field(default_factory=list)   # Failure: signatures without native code, and why
+    notes: list = field(default_factory=list)      # rt.functions with nothing to compile, and why
+    callbacks: dict = field(default_factory=dict)  # signature -> {op type: ops} run through Python callbacks
 
 
 EMITTER_PASSES = ("fuse_elementwise", "plan_memory")   # done while lowering, switchable like graph passes
@@ -131,11 +77,43 @@ def emit_function(graph, c_name: str, fuse_elementwise: bool = True, plan_memory
     return render_function(lowered.ir), lowered.variables, lowered.report
 
 
-def render_module(module, source_path: str, module_name: str, passes=None) -> RenderedModule:
+@dataclass
+class Failure:
+    """A signature the build could not compile to native code (or could not trace), and where."""
+    function: str              # the Function as the user names it (``scale``, ``model.__call__``)
+    signature: str             # ``scale(x: float32[None])``
+    stage: str                 # "trace" or "lower"
+    type: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    op: str | None = None      # ``op 'Sum' (Sum) created at File ..., line 3, in f`` when an op failed
+    fallback: bool = False     # its optimized graph is stored: the generic executor runs it without a trace
+
+    def text(self) -> str:
+        """``models.py:5: center(x: float32[3,1]): ValueError: Sum has no element rule (op 'Sum' (Sum)); ...``"""
+        where = f"{self.file}:{self.line}: " if self.file and self.line else (f"{self.file}: " if self.file else "")
+        op = f" (op {self.op.split(' created at ')[0][3:]})" if self.op else ""
+        if self.stage == "trace":
+            then = "calls with this signature trace at run time and raise it"
+        elif self.fallback:
+            then = "this signature runs its optimized graph on the generic executor (not native)"
+        else:
+            then = "this signature is traced at run time and runs on the generic executor"
+        return f"{where}{self.signature}: {self.type}: {self.message}{op}; {then}"
+
+
+def render_module(module, source_path: str, module_name: str, passes=None, ledger=None) -> RenderedModule:
     """Generate the extension for an imported module (see the module docstring).
 
     ``passes`` (names, or None for all) selects graph passes (``runtime.optimizer.PASSES``) and the
-    emitter's ``fuse_elementwise`` / ``plan_memory``.
+    emitter's ``fuse_elementwise`` / ``plan_memory``. ``ledger`` maps a Function's ledger key to the
+    encoded signatures (``runtime.aot.encode_signature``) to build for it besides its own: the
+    signatures a run of the built module traced (``build --from-ledger``).
+
+    A signature that fails to trace or to lower does not fail the module: it is listed in the result's
+    ``failures`` with its function, op and line, and (when its graph exists) embedded without native code,
+    so the generic executor runs it. ``notes`` name the ``rt.function``s that have nothing to compile.
     """
     if passes is None and os.environ.get("RT_PASSES"):
         passes = os.environ["RT_PASSES"]
@@ -147,46 +125,56 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
     with open(source_path, encoding="utf-8") as f:
         source = f.read()
     short = module_name.rsplit(".", 1)[-1]
-    functions = module_functions(module)
-    for _, function in functions:
-        if function._autograph:
-            autograph.convert(function.python_function)   # embedded, so run-time retraces skip the converter
-        if function.input_signature is not None and not function.concrete_functions():
-            function.get_concrete_function()
+    targets, notes = build_targets(module)
+    failures: list[Failure] = []
+    for target in targets:
+        _trace_target(target, (ledger or {}).get(target.ledger_key, ()), source_path, failures, notes)
     # after every trace: a trace may create variables (an optimizer's slots, a layer's weights)
-    paths = _variable_paths(module)
+    paths = variable_paths(module)
     functions_c, entries, report = [], [], []
-    for qualname, function in functions:
-        for concrete in function.concrete_functions():
-            if getattr(concrete, "native", False):
-                continue
-            index = len(entries)
-            graph = optimize(concrete.graph, passes=graph_passes)
-            structured_outputs = remap_outputs(concrete, graph)
+    methods, callbacks = [], {}
+    for target in targets:
+        function = target.function
+        if target.path is not None:
+            methods.append({"key": target.key, "instance": target.path, "attribute": target.attribute})
+        concretes = [c for c in function.concrete_functions() if not c.native]
+        if not concretes:
+            if not any(f.function == target.label for f in failures):
+                notes.append(f"{target.label}: not compiled: no input_signature and no concrete function at import: "
+                             "traced at run time; use --from-ledger after a first run")
+            continue
+        specialized = {id(c) for c in function.specializations()}
+        for concrete in concretes:
+            entry = {"key": target.key, "instance": target.path, "attribute": target.attribute,
+                     "label": target.label, "specialized": id(concrete) in specialized,
+                     "structured_inputs": concrete.signature.structured_inputs,
+                     "input_specs": concrete.signature.input_specs}
+            index = len(functions_c)
             loops = [] if os.environ.get("RT_DEBUG") else None
-            code, variables, function_report = emit_function(graph, f"rt_fn_{index}", debug=loops, **emit_options)
+            graph = concrete.graph
+            try:
+                graph = optimize(concrete.graph, passes=graph_passes)
+                structured_outputs = remap_outputs(concrete, graph)
+                code, variables, function_report = emit_function(graph, f"rt_fn_{index}", debug=loops,
+                                                                 **emit_options)
+                _set_paths(target, variables, paths)
+            except Exception as error:  # noqa: BLE001 - reported with the signature; the rest still builds
+                failures.append(_failure(target, concrete, "lower", error, source_path))
+                if _fallback(entry, concrete, graph, paths):
+                    failures[-1].fallback = True
+                    entries.append(entry)
+                continue
             if loops is not None:
-                title = f"# {qualname}: {concrete._signature_text()}"
+                title = f"# {target.label}: {concrete.signature_text()}"
                 debug.append(f"{title}\n## traced\n{concrete.graph}\n## optimized\n{graph}\n")
                 debug_loops.append(f"{title}\n{loops[0]}\n")
-            for handle in variables:
-                variable = handle.get()
-                path = paths.get(id(variable))
-                if path is None:
-                    raise ValueError(
-                        f"{qualname}: the rt.Variable {variable.name!r} it uses is not reachable from the module's "
-                        f"globals (through at most {PATH_DEPTH} attributes, list items or dict values), so the built "
-                        "module could not find it again at import")
-                handle.path = path
-            functions_c.append(f"/* {concrete._signature_text()} */\n{code}")
-            entries.append({"index": index, "qualname": qualname, "graph": graph,
-                            "structured_inputs": concrete._structured_inputs,
-                            "structured_outputs": structured_outputs,
-                            "input_specs": concrete._input_specs, "variables": list(variables),
-                            "callbacks": bool(function_report.callbacks),
-                            "small": not function_report.callbacks and is_small(graph)})
+            functions_c.append(f"/* {target.label}: {concrete.signature_text()} */\n{code}")
+            entry.update({"index": index, "graph": graph, "structured_outputs": structured_outputs,
+                          "variables": list(variables), "callbacks": bool(function_report.callbacks),
+                          "small": not function_report.callbacks and is_small(graph)})
+            entries.append(entry)
             before, after = len(all_operations(concrete.graph)), len(all_operations(graph))
-            line = f"  {concrete._signature_text()}: {before} nodes, {after} after optimization"
+            line = f"  {_signature_label(target, concrete)}: {before} nodes, {after} after optimization"
             if function_report.fused:
                 line += f", {function_report.fused} ops fused"
             if function_report.groups:
@@ -194,18 +182,20 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
             if function_report.callbacks:
                 line += ", through Python: " + ", ".join(
                     f"{k} x{v}" for k, v in sorted(function_report.callbacks.items()))
+                callbacks[_signature_label(target, concrete)] = dict(function_report.callbacks)
             report.append(line)
     # compressed: the C compiler reads the payload as a string literal of 4 characters a byte (a module of 50
     # control-flow-heavy functions made a 130 MB C file), and pickled graphs compress about 7 times
     payload = zlib.compress(pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
                             "conversions": _conversions(source_path),
                             "source_hash": hashlib.sha256(source.encode("utf-8")).hexdigest(),
-                            "version": version.__version__, "functions": entries}, protocol=4), 6)
+                            "version": version.__version__, "functions": entries, "methods": methods,
+                            "labels": {t.key: t.label for t in targets if t.path is None}}, protocol=4), 6)
     header_name = f"{short}_rt_native.h"
     header = render("native.h.tmpl", source_name=("c_comment", os.path.basename(source_path)),
                     functions=("raw", "\n\n".join(functions_c)),
-                    table=("raw", ", ".join(f"(void *)rt_fn_{i}" for i in range(len(entries))) or "NULL"),
-                    count=("raw", str(len(entries))))
+                    table=("raw", ", ".join(f"(void *)rt_fn_{i}" for i in range(len(functions_c))) or "NULL"),
+                    count=("raw", str(len(functions_c))))
     pyx = render("module.pyx.tmpl", source_name=("c_comment", os.path.basename(source_path)),
                  header=("raw", header_name), payload=("py", payload))
     files = {f"{short}.pyx": pyx, header_name: header}
@@ -214,7 +204,119 @@ def render_module(module, source_path: str, module_name: str, passes=None) -> Re
         files[f"{short}.loops.txt"] = "\n".join(debug_loops)
     return RenderedModule(name=module_name, files=files, pyx=f"{short}.pyx",
                           include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
-                          extra_link_args=list(LINK_ARGS), report=report)
+                          extra_link_args=list(LINK_ARGS), report=report, failures=failures, notes=notes,
+                          callbacks=callbacks)
+
+
+def _signature_label(target, concrete) -> str:
+    """``scale(x: float32[None])`` for the build's report."""
+    return describe_signature(target.label, concrete.signature.structured_inputs, concrete.function.parameter_names)
+
+
+def describe_signature(label: str, structured_inputs, names) -> str:
+    """``scale(x: float32[None], n=3)``: the Function as the user names it, with its argument types."""
+    def leaf(value):
+        if isinstance(value, TensorSpec):
+            dims = value.shape.dims
+            return f"{value.dtype.name}[*]" if dims is None else \
+                f"{value.dtype.name}[{', '.join('None' if d is None else str(d) for d in dims)}]"
+        return repr(value)
+    parts = []
+    for name, value in zip(names, structured_inputs):
+        if any(isinstance(v, TensorSpec) for v in nest.flatten(value)):
+            shown = leaf(value) if isinstance(value, TensorSpec) else str(nest.map_structure(leaf, value))
+            parts.append(f"{name}: {shown}")
+        else:
+            parts.append(f"{name}={value!r}")
+    return f"{label}({', '.join(parts)})"
+
+
+def _trace_target(target, ledger_signatures, source_path: str, failures: list, notes: list) -> None:
+    """Trace what ``target`` builds beyond its import-time concrete functions: its input_signature, and the
+    signatures the ledger recorded for it. A declared signature that fails to trace is a ``Failure``; a recorded
+    one (the code may have changed since) a note."""
+    function = target.function
+    if function.autograph:
+        try:
+            autograph.convert(function.python_function)   # embedded, so run-time retraces skip the converter
+        except Exception:  # noqa: BLE001, S110 - the trace below reports it, with the line
+            pass
+    if function.input_signature is not None:
+        try:
+            function.get_concrete_function()
+        except Exception as error:  # noqa: BLE001
+            text = describe_signature(target.label, function.input_signature, function.parameter_names)
+            failures.append(_failure(target, None, "trace", error, source_path, text))
+    for encoded in ledger_signatures:
+        try:
+            arguments = decode_signature(encoded)
+        except ValueError:
+            continue                                       # (a ledger line from another version)
+        try:
+            function.specialize(*arguments)
+        except Exception as error:  # noqa: BLE001 - the ledger is advice: what no longer traces is left out
+            text = describe_signature(target.label, arguments, function.parameter_names)
+            notes.append(f"{text}: recorded in the ledger, not compiled: it does not trace now "
+                         f"({type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]})")
+
+
+def _fallback(entry: dict, concrete, graph, paths: dict) -> bool:
+    """Complete ``entry`` as a signature without native code, whose graph the generic executor runs; False when
+    the built module could not find a variable it uses (the signature is then traced at run time)."""
+    handles, seen = [], set()
+    for op in all_operations(graph):
+        handle = op.attrs.get("variable")
+        if handle is not None and id(handle) not in seen:
+            seen.add(id(handle))
+            handles.append(handle)
+    for handle in handles:
+        path = paths.get(id(handle.get()))
+        if path is None:
+            return False
+        handle.path = path
+    entry.update({"index": None, "graph": graph, "structured_outputs": remap_outputs(concrete, graph),
+                  "variables": handles, "callbacks": True, "small": False})
+    return True
+
+
+def _set_paths(target, variables, paths: dict) -> None:
+    for handle in variables:
+        variable = handle.get()
+        path = paths.get(id(variable))
+        if path is None:
+            raise ValueError(
+                f"{target.label}: the rt.Variable {variable.name!r} it uses is not reachable from the module's "
+                f"globals (through at most {PATH_DEPTH} attributes, list items or dict values), so the built "
+                "module could not find it again at import")
+        handle.path = path
+
+
+def _failure(target, concrete, stage: str, error: BaseException, source_path: str, signature: str | None = None):
+    """The ``Failure`` of ``error``: the op that failed (the innermost frame holding one, with the line that
+    created it), else the innermost line of the module's source in the traceback."""
+    op = None
+    tb = error.__traceback__
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("op")
+        if isinstance(candidate, Operation):
+            op = candidate
+        tb = tb.tb_next
+    file, line = None, None
+    if op is not None and op.location is not None:
+        file, line = op.location.filename, op.location.lineno
+    else:
+        source = os.path.abspath(source_path)
+        for frame, lineno in traceback.walk_tb(error.__traceback__):
+            if os.path.abspath(frame.f_code.co_filename) == source:
+                file, line = source_path, lineno
+        if file is None and isinstance(error, SyntaxError) and error.filename:
+            file, line = error.filename, error.lineno
+    message = (str(error).strip().splitlines() or [""])[0]
+    if signature is None:
+        signature = describe_signature(target.label, concrete.signature.structured_inputs,
+                                       concrete.function.parameter_names)
+    return Failure(target.label, signature, stage,
+                   type(error).__name__, message, file or source_path, line, op.where() if op is not None else None)
 
 
 def remap_outputs(concrete, graph):

@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from runtime import config, errors, executor, nest
+from runtime.graph import all_operations
 from runtime.ops.array_ops import constant
 from runtime.ops.random_ops import STATEFUL_RANDOM_OPS
-from runtime.graph import all_operations
 from runtime.polymorphic_function import ConcreteFunction, Function
 from runtime.shapes import TensorSpec
 from runtime.tensor import Tensor
@@ -66,7 +66,7 @@ class BuiltSignature:
     def label(self) -> str:
         """``power_as_graph(x: int32[10,10], y=100)``."""
         args, _ = self.concrete.structured_input_signature
-        params = [p.name for p in self.function._params]
+        params = self.function.parameter_names
         parts = []
         for param, value in zip(params, args):
             leaves = nest.flatten(value)
@@ -99,7 +99,7 @@ def built_signatures(module: ModuleType) -> list[BuiltSignature]:
     """Every native concrete function of the module-level ``rt.function``s of ``module``."""
     found, seen = [], set()
     for name, value in vars(module).items():
-        if not isinstance(value, Function) or id(value) in seen or value._instance_ref is not None:
+        if not isinstance(value, Function) or id(value) in seen or value.instance is not None:
             continue
         if getattr(value.python_function, "__module__", None) != module.__name__:
             continue
@@ -183,17 +183,11 @@ def graph_variables(graph) -> list[Variable]:
 def _traced_on_reference(sig: BuiltSignature) -> ConcreteFunction:
     """The signature traced again from the Python source, its calls run on the reference executor."""
     function = sig.function
-    fresh = Function(function.python_function, input_signature=function.input_signature,
-                     autograph=function._autograph, reduce_retracing=function._reduce_retracing,
-                     name=function.__name__)
+    fresh = function.copy()
     args, _ = sig.concrete.structured_input_signature
     concrete = fresh.get_concrete_function() if function.input_signature is not None else \
         fresh.get_concrete_function(*args)
-
-    def call_flat(tensors):
-        arrays = [t._value if hasattr(t, "_value") else np.asarray(t) for t in tensors]
-        return concrete._pack(executor.run_graph(concrete.graph, arrays))
-    concrete._call_flat = call_flat
+    concrete.executor = executor.run_graph
     return concrete
 
 
