@@ -51,6 +51,9 @@ random = _Namespace(uniform=_random_ops.uniform, normal=_random_ops.normal)
 nn = _Namespace(relu=_math_ops.relu, softmax=_math_ops.softmax, sigmoid=_math_ops.sigmoid, tanh=_math_ops.tanh,
                 log_softmax=_nn_ops.log_softmax, conv2d=_nn_ops.conv2d, max_pool2d=_nn_ops.max_pool2d,
                 sparse_softmax_cross_entropy_with_logits=_nn_ops.sparse_softmax_cross_entropy_with_logits)
+for _name in ("gelu", "silu", "swish", "elu", "selu", "leaky_relu", "relu6"):
+    setattr(nn, _name, getattr(_nn_ops, _name))
+nn.softplus = _math_ops.softplus
 math = _Namespace(**{name: getattr(_math_ops, name) for name in dir(_math_ops)
                      if not name.startswith("_") and callable(getattr(_math_ops, name))
                      and getattr(getattr(_math_ops, name), "__module__", "") == _math_ops.__name__})

@@ -1,6 +1,8 @@
 """Elementwise math, comparisons, logic, matmul and reductions."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from runtime import dtypes, errors
@@ -159,6 +161,27 @@ def _sigmoid(x):
     return (1 / (1 + np.exp(-x))).astype(x.dtype)
 
 
+
+# -- erf, erfc and softplus: computed in float64 and rounded once ----------------------------------------------
+def _libm(fn):
+    """An elementwise kernel applying the C library's ``fn`` (through ``math``: numpy has no erf) in float64.
+
+    The values are the ones native code's C ``erf``/``erfc`` give (the same functions, in double for float32 too),
+    about 60 ns an element.
+    """
+    def kernel(x):
+        flat = np.asarray(x, np.float64).ravel().tolist()
+        return np.fromiter(map(fn, flat), np.float64, count=len(flat)).reshape(np.shape(x)).astype(x.dtype)
+    return kernel
+
+
+def _softplus(x):
+    """``log(1 + exp(x))`` without overflow or cancellation: ``x + log1p(exp(-x))`` for x > 0, else
+    ``log1p(exp(x))``, in float64."""
+    d = x.astype(np.float64)
+    return np.where(d > 0, d + np.log1p(np.exp(-d)), np.log1p(np.exp(d))).astype(x.dtype)
+
+
 add = _define_elementwise("AddV2", "add", lambda x, y: x + y, NUMERIC + (dtypes.string,), 2, c_expr="({0} + {1})")
 subtract = _define_elementwise("Sub", "sub", np.subtract, NUMERIC, 2, c_expr="({0} - {1})")
 multiply = _define_elementwise("Mul", "mul", np.multiply, NUMERIC, 2, c_expr="({0} * {1})")
@@ -195,6 +218,11 @@ tanh = _define_elementwise("Tanh", "tanh", np.tanh, FLOATS, 1, c_expr="rt_tanh({
 sigmoid = _define_elementwise("Sigmoid", "sigmoid", _sigmoid, FLOATS, 1, c_expr="rt_sigmoid({0})")
 sin = _define_elementwise("Sin", "sin", np.sin, FLOATS, 1, c_expr="rt_sin({0})")
 cos = _define_elementwise("Cos", "cos", np.cos, FLOATS, 1, c_expr="rt_cos({0})")
+# The C forms compute in double, as the kernels do (for float32 too: one rounding, the same value)
+erf = _define_elementwise("Erf", "erf", _libm(math.erf), FLOATS, 1, c_expr="erf((double){0})")
+erfc = _define_elementwise("Erfc", "erfc", _libm(math.erfc), FLOATS, 1, c_expr="erfc((double){0})")
+softplus = _define_elementwise("Softplus", "softplus", _softplus, FLOATS, 1,
+                               c_expr="({0} > 0 ? (double){0} + log1p(exp(-(double){0})) : log1p(exp((double){0})))")
 relu = _define_elementwise("Relu", "relu", lambda x: np.maximum(x, 0).astype(x.dtype), SIGNED, 1,
                            c_expr="rt_relu({0})")
 floor = _define_elementwise("Floor", "floor", np.floor, FLOATS, 1, c_expr="rt_floor({0})")
@@ -327,6 +355,23 @@ def _sin_grad(op, grad):
 @gradient("Cos")
 def _cos_grad(op, grad):
     return [negative(multiply(grad, sin(op.inputs[0])))]
+
+
+@gradient("Erf")
+def _erf_grad(op, grad):
+    x = op.inputs[0]
+    return [multiply(grad, multiply(exp(negative(square(x))), 2 / math.sqrt(math.pi)))]
+
+
+@gradient("Erfc")
+def _erfc_grad(op, grad):
+    x = op.inputs[0]
+    return [multiply(grad, multiply(exp(negative(square(x))), -2 / math.sqrt(math.pi)))]
+
+
+@gradient("Softplus")
+def _softplus_grad(op, grad):
+    return [multiply(grad, sigmoid(op.inputs[0]))]
 
 
 @gradient("Relu")

@@ -507,3 +507,69 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None, name=None
         labels = math_ops.cast(labels, dtypes.int32)
     loss, _ = apply("SparseSoftmaxCrossEntropyWithLogits", [logits, labels], name=name)
     return loss
+
+
+# ---------------------------------------------------------------------------
+# Activations composed of elementwise ops (their gradients and native code come from those ops).
+
+def gelu(features, approximate: bool = False, name=None):
+    """Gaussian error linear unit (``tf.nn.gelu``): ``0.5 * x * erfc(-x / sqrt(2))`` (``x * Phi(x)``: accurate for
+    negative x too); with ``approximate=True`` ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))``, each as
+    TensorFlow spells it.
+
+    Example:
+        >>> [round(v, 4) for v in gelu([-1.0, 0.0, 2.0]).numpy().tolist()]
+        [-0.1587, 0.0, 1.9545]
+    """
+    x = convert(features)
+    math_ops._check_dtype("Gelu", x.dtype, FLOATS)
+    if approximate:
+        cubic = math_ops.multiply(math_ops.pow(x, convert(np.asarray(3, x.dtype.np))), 0.044715)
+        inner = math_ops.multiply(math_ops.add(x, cubic), 0.7978845608028654)
+        return math_ops.multiply(math_ops.multiply(x, 0.5), math_ops.add(math_ops.tanh(inner), 1.0))
+    return math_ops.multiply(math_ops.multiply(x, 0.5),
+                             math_ops.erfc(math_ops.multiply(math_ops.negative(x), 0.7071067811865476)))
+
+
+def silu(features, beta: float = 1.0, name=None):
+    """``x * sigmoid(beta * x)`` (``tf.nn.silu``, also ``swish``)."""
+    x = convert(features)
+    return math_ops.multiply(x, math_ops.sigmoid(x if beta == 1.0 else math_ops.multiply(x, beta)))
+
+
+swish = silu
+
+
+def _expm1_nonpositive(x):
+    """``exp(x) - 1`` for x <= 0 with relative accuracy near 0: ``tanh(x / 2) * (exp(x) + 1)``."""
+    return math_ops.multiply(math_ops.tanh(math_ops.multiply(x, 0.5)), math_ops.add(math_ops.exp(x), 1.0))
+
+
+def elu(features, alpha: float = 1.0, name=None):
+    """``x`` where x > 0, else ``alpha * (exp(x) - 1)`` (``tf.nn.elu``; the negative side is computed on
+    ``min(x, 0)``, so a large x never reaches exp, nor its gradient)."""
+    x = convert(features)
+    math_ops._check_dtype("Elu", x.dtype, FLOATS)
+    negative = _expm1_nonpositive(math_ops.minimum(x, convert(np.zeros((), x.dtype.np))))
+    if alpha != 1.0:
+        negative = math_ops.multiply(negative, alpha)
+    return math_ops.where(math_ops.greater(x, 0.0), x, negative)
+
+
+def selu(features, name=None):
+    """``scale * elu(x, alpha)`` with SELU's constants (``tf.nn.selu``)."""
+    return math_ops.multiply(elu(features, 1.6732632423543772), 1.0507009873554805)
+
+
+def leaky_relu(features, alpha: float = 0.2, name=None):
+    """``x`` where x > 0, else ``alpha * x`` (``tf.nn.leaky_relu``; integers are computed in float32, as there)."""
+    x = convert(features)
+    if x.dtype.is_integer:
+        x = math_ops.cast(x, dtypes.float32)
+    return math_ops.where(math_ops.greater(x, convert(np.zeros((), x.dtype.np))), x, math_ops.multiply(x, alpha))
+
+
+def relu6(features, name=None):
+    """``min(max(x, 0), 6)`` (``tf.nn.relu6``)."""
+    x = convert(features)
+    return math_ops.minimum(math_ops.relu(x), convert(np.asarray(6, x.dtype.np)))
