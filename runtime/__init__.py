@@ -38,7 +38,7 @@ from runtime.tensor import Tensor, is_symbolic, is_tensor
 from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
 from runtime.backprop import GradientTape, UnconnectedGradients
-from runtime import keras
+from runtime import keras, train
 from runtime import jit as _jit
 from runtime.version import __version__  # noqa: F401
 from transpiler.lazy import lazy_import as _lazy_import
@@ -51,7 +51,8 @@ random = _Namespace(uniform=_random_ops.uniform, normal=_random_ops.normal)
 nn = _Namespace(relu=_math_ops.relu, softmax=_math_ops.softmax, sigmoid=_math_ops.sigmoid, tanh=_math_ops.tanh,
                 log_softmax=_nn_ops.log_softmax, conv2d=_nn_ops.conv2d, max_pool2d=_nn_ops.max_pool2d,
                 sparse_softmax_cross_entropy_with_logits=_nn_ops.sparse_softmax_cross_entropy_with_logits)
-for _name in ("gelu", "silu", "swish", "elu", "selu", "leaky_relu", "relu6"):
+for _name in ("gelu", "silu", "swish", "elu", "selu", "leaky_relu", "relu6", "sigmoid_cross_entropy_with_logits",
+              "softmax_cross_entropy_with_logits"):
     setattr(nn, _name, getattr(_nn_ops, _name))
 nn.softplus = _math_ops.softplus
 math = _Namespace(**{name: getattr(_math_ops, name) for name in dir(_math_ops)

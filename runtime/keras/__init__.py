@@ -1,10 +1,12 @@
-"""``rt.keras``: a small, honest subset of Keras on the runtime's ops (layers, models, losses, optimizers).
+"""``rt.keras``: Keras 3 on the runtime's ops -- layers, functional and subclassed models, training
+(``compile``/``fit``/``evaluate``/``predict``), losses, metrics, optimizers, callbacks.
 
-Layers create their weights when they are first called (or built), initialized like Keras
-(Glorot uniform kernels, zero biases) from a generator ``rt.keras.utils.set_random_seed`` seeds.
-Optimizers create their slot variables on their first ``apply_gradients``: inside ``rt.function``
-that is the first trace, so a second optimizer passed to an already traced Function raises the
-singleton-variable ``ValueError``, as in TensorFlow's guide.
+Layers create their weights when they are first called (or built), initialized like Keras (Glorot uniform
+kernels, zero biases) from a generator ``rt.keras.utils.set_random_seed`` seeds. Optimizers create their slot
+variables on their first ``apply_gradients``: inside ``rt.function`` that is the first trace, so a second
+optimizer passed to an already traced Function raises the singleton-variable ``ValueError``, as in
+TensorFlow's guide. ``compile`` makes ``model.train_function``, an ``rt.function`` with a fixed signature that a
+module's ahead-of-time build can compile (``runtime.keras.training``).
 
 Example:
     >>> import runtime as rt
@@ -14,7 +16,11 @@ Example:
     >>> [tuple(v.shape) for v in model.trainable_variables]
     [(3, 2), (2,), (2, 1), (1,)]
 """
-from runtime.keras import initializers, layers, losses, optimizers, utils
+from runtime.keras import activations, callbacks, initializers, layers, losses, metrics, optimizers, regularizers, utils
+from runtime.keras.functional import Input, InputLayer
+from runtime.keras.keras_tensor import KerasTensor
+from runtime.keras.layers import Layer
 from runtime.keras.models import Model, Sequential
 
-__all__ = ["Model", "Sequential", "initializers", "layers", "losses", "optimizers", "utils"]
+__all__ = ["Input", "InputLayer", "KerasTensor", "Layer", "Model", "Sequential", "activations", "callbacks",
+           "initializers", "layers", "losses", "metrics", "optimizers", "regularizers", "utils"]

@@ -573,3 +573,33 @@ def relu6(features, name=None):
     """``min(max(x, 0), 6)`` (``tf.nn.relu6``)."""
     x = convert(features)
     return math_ops.minimum(math_ops.relu(x), convert(np.asarray(6, x.dtype.np)))
+
+
+# ---------------------------------------------------------------------------
+# Cross entropies composed of ops (as TensorFlow writes them).
+
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
+    """``max(x, 0) - x * z + log(1 + exp(-|x|))`` elementwise (``tf.nn.sigmoid_cross_entropy_with_logits``)."""
+    if labels is None or logits is None:
+        raise ValueError("sigmoid_cross_entropy_with_logits needs labels= and logits=")
+    logits = convert(logits)
+    labels = convert(labels, logits.dtype)
+    if labels.shape.rank is not None and logits.shape.rank is not None and \
+            not labels.shape.is_compatible_with(logits.shape):
+        raise ValueError(f"sigmoid_cross_entropy_with_logits: logits and labels must have the same shape, got "
+                         f"{logits.shape} and {labels.shape}")
+    zeros = array_ops.zeros_like(logits)
+    positive = math_ops.greater_equal(logits, zeros)
+    relu_logits = math_ops.where(positive, logits, zeros)
+    neg_abs_logits = math_ops.where(positive, math_ops.negative(logits), logits)
+    return math_ops.add(math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
+                        math_ops.softplus(neg_abs_logits))
+
+
+def softmax_cross_entropy_with_logits(labels=None, logits=None, axis: int = -1, name=None):
+    """``-sum(labels * log_softmax(logits), axis)`` (``tf.nn.softmax_cross_entropy_with_logits``)."""
+    if labels is None or logits is None:
+        raise ValueError("softmax_cross_entropy_with_logits needs labels= and logits=")
+    logits = convert(logits)
+    labels = convert(labels, logits.dtype)
+    return math_ops.negative(math_ops.reduce_sum(math_ops.multiply(labels, log_softmax(logits, axis)), axis))
