@@ -16,11 +16,12 @@ Example:
     >>> [tuple(v.shape) for v in model.trainable_variables]
     [(3, 2), (2,), (2, 1), (1,)]
 """
-from runtime.keras import activations, callbacks, initializers, layers, losses, metrics, optimizers, regularizers, utils
+from runtime.keras import (activations, backend, callbacks, initializers, layers, losses, metrics, optimizers,
+                           regularizers, utils)
 from runtime.keras.functional import Input, InputLayer
 from runtime.keras.keras_tensor import KerasTensor
 from runtime.keras.layers import Layer
 from runtime.keras.models import Model, Sequential
 
-__all__ = ["Input", "InputLayer", "KerasTensor", "Layer", "Model", "Sequential", "activations", "callbacks",
+__all__ = ["Input", "InputLayer", "KerasTensor", "Layer", "Model", "Sequential", "activations", "backend", "callbacks",
            "initializers", "layers", "losses", "metrics", "optimizers", "regularizers", "utils"]

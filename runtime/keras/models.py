@@ -172,6 +172,12 @@ class Model(Trainer, Layer):
         return self._rt_functional.run(inputs)
 
     # -- weights I/O -----------------------------------------------------------------------------------------
+    def save(self, filepath, overwrite: bool = True, **kwargs) -> None:
+        """Whole-model saving (architecture and weights) is not supported: rt saves weights and checkpoints."""
+        raise NotImplementedError(f"{self.name}.save({str(filepath)!r}): rt saves weights, not whole models; use "
+                                  "model.save_weights(path) (and rebuild the model in code before load_weights), or "
+                                  "rt.train.Checkpoint(model=model, optimizer=...)")
+
     def save_weights(self, filepath, overwrite: bool = True) -> None:
         """Write the model's layer weights to ``filepath`` (the format of ``rt.train.Checkpoint``, one file:
         the path as given when it has a suffix, else ``filepath + ".rtckpt"``)."""

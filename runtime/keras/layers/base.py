@@ -324,6 +324,8 @@ class Layer(Module):
         training = kwargs.pop("training", None)
         if training is None:
             training = current_training()
+        if "mask" in kwargs and "mask" not in self._rt_call_parameters:
+            kwargs.pop("mask")                      # Keras passes masks only to layers that take them
         inputs = nest.map_structure(self._convert_input, inputs)
         self._maybe_build(inputs)
         if training is not None and "training" in self._rt_call_parameters:
