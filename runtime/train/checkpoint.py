@@ -245,12 +245,18 @@ def restore_file(filename: str, root, follow=is_followed) -> LoadStatus:
     """Assign the values of checkpoint ``filename`` to the variables at their paths from ``root``."""
     index, arrays = read_file(filename)
     status = LoadStatus(root, repr(filename), follow)
+    restorations = []
     for entry in index["entries"]:
         steps = list(entry["steps"])
         slot = entry.get("slot")
         if slot is not None and len(steps) >= 2:
             steps[-1] = _slot_attribute(root, steps, slot)
-        restoration = Restoration(entry["path"], steps, arrays[entry["array"]], entry["dtype"], status)
+        restorations.append(Restoration(entry["path"], steps, arrays[entry["array"]], entry["dtype"], status))
+    for restoration in restorations:          # every variable that exists is checked before any is assigned
+        found = _resolve(root, restoration.steps)
+        if isinstance(found, Variable):
+            restoration.check(found)
+    for restoration in restorations:
         restoration.place(root)
     return status
 

@@ -111,6 +111,13 @@ class Restoration:
         self.assign(value)
 
     def assign(self, variable) -> None:
+        self.check(variable)
+        with variable.lock:
+            variable._value = np.array(self.array, dtype=variable.dtype.np, copy=True)
+        self.status.restored(self, variable)
+
+    def check(self, variable) -> None:
+        """A clear error when the saved value cannot go to ``variable`` (not a variable, other dtype or shape)."""
         if not isinstance(variable, Variable):
             raise ValueError(f"checkpoint {self.status.source}: {self.path!r} holds a variable's value, but the object "
                              f"at that path is a {type(variable).__name__}")
@@ -120,9 +127,6 @@ class Restoration:
         if tuple(variable.shape.dims) != self.array.shape:
             raise ValueError(f"checkpoint {self.status.source}: the variable {self.path!r} has shape "
                              f"{tuple(self.array.shape)} in the checkpoint but {tuple(variable.shape.dims)} here")
-        with variable.lock:
-            variable._value = np.array(self.array, dtype=variable.dtype.np, copy=True)
-        self.status.restored(self, variable)
 
 
 def walk_variables(root, follow=is_followed) -> dict[int, tuple[tuple, Variable]]:
