@@ -280,6 +280,46 @@ def _slot_attribute(root, steps: list, slot: dict) -> str:
 
 
 # ---------------------------------------------------------------------------
+# Reading a checkpoint's values by name (tf.train.list_variables / load_variable / load_checkpoint).
+
+class CheckpointReader:
+    """The values of one checkpoint file by path (``tf.train.load_checkpoint``'s reader)."""
+
+    def __init__(self, path):
+        self._file = checkpoint_file(path)
+        index, self._arrays = read_file(self._file)
+        self._entries = {e["path"]: e for e in index["entries"]}
+
+    def get_variable_to_shape_map(self) -> dict:
+        return {p: list(e["shape"]) for p, e in self._entries.items()}
+
+    def get_variable_to_dtype_map(self) -> dict:
+        return {p: dtypes.as_dtype(e["dtype"]) for p, e in self._entries.items()}
+
+    def has_tensor(self, name: str) -> bool:
+        return name in self._entries
+
+    def get_tensor(self, name: str) -> np.ndarray:
+        if name not in self._entries:
+            raise ValueError(f"checkpoint {self._file!r} has no value {name!r}; it has "
+                             f"{_listing(sorted(self._entries))}")
+        return self._arrays[self._entries[name]["array"]].copy()
+
+
+def load_checkpoint(path) -> CheckpointReader:
+    return CheckpointReader(path)
+
+
+def list_variables(path) -> list[tuple[str, list]]:
+    """(path, shape) of every value in a checkpoint, sorted by path."""
+    return sorted(CheckpointReader(path).get_variable_to_shape_map().items())
+
+
+def load_variable(path, name: str) -> np.ndarray:
+    return CheckpointReader(path).get_tensor(name)
+
+
+# ---------------------------------------------------------------------------
 # Checkpoint.
 
 class Checkpoint(Trackable):
