@@ -69,7 +69,7 @@ def test_keras_layers_inside_a_module_contribute_their_weights():
     class Holder(rt.Module):
         def __init__(self):
             super().__init__()
-            self.dense = rt.keras.layers.Dense(2)
+            self.dense = rt.keras.layers.Dense(2, name="dense")
             self.scale = rt.Variable(1.0, name="scale")
     holder = Holder()
     holder.dense(np.ones((1, 3), np.float32))
