@@ -45,7 +45,8 @@ class Callback:
 
 
 class CallbackList(Callback):
-    """Several callbacks called in order."""
+    """Several callbacks called in order. ``wants(hook)`` tells whether any callback overrides ``hook`` (so a
+    loop can skip the per-batch hooks nobody listens to)."""
 
     def __init__(self, callbacks=None, model=None, **params):
         super().__init__()
@@ -72,15 +73,17 @@ class CallbackList(Callback):
         for cb in self.callbacks:
             cb.set_params(params)
 
-    def __getattribute__(self, name):
-        if name.startswith("on_"):
-            callbacks = object.__getattribute__(self, "callbacks")
+    def wants(self, hook: str) -> bool:
+        default = getattr(Callback, hook)
+        return any(hook in vars(cb) or getattr(type(cb), hook) is not default for cb in self.callbacks)
 
-            def call_all(*args, **kwargs):
-                for cb in callbacks:
-                    getattr(cb, name)(*args, **kwargs)
-            return call_all
-        return object.__getattribute__(self, name)
+    def _call(self, hook: str, *args) -> None:
+        for cb in self.callbacks:
+            getattr(cb, hook)(*args)
+
+
+for _hook in [name for name in vars(Callback) if name.startswith("on_")]:
+    setattr(CallbackList, _hook, lambda self, *args, _hook=_hook: self._call(_hook, *args))
 
 
 class History(Callback):
@@ -142,47 +145,37 @@ class ProgbarLogger(Callback):
         self.verbose = verbose
         self.stream = stream
         self._start = None
-        self._seen = 0
 
     def _print(self, text: str) -> None:
         print(text, file=self.stream or sys.stdout, flush=True)
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._start, self._seen = time.perf_counter(), 0
+        self._start = time.perf_counter()
         if self.verbose and self.params.get("epochs", 1) > 1:
             self._print(f"Epoch {epoch + 1}/{self.params['epochs']}")
 
-    def on_train_batch_end(self, batch, logs=None):
-        self._seen = batch + 1
-
     def on_epoch_end(self, epoch, logs=None):
         if self.verbose:
-            target = self.params.get("steps") or self._seen
-            self._print(progress_line(self._seen, target, time.perf_counter() - self._start, logs or {},
-                                      self.verbose))
+            seen = self.params.get("seen", 0)              # the loop records the steps it ran
+            target = self.params.get("steps") or seen
+            self._print(progress_line(seen, target, time.perf_counter() - self._start, logs or {}, self.verbose))
 
     def on_test_begin(self, logs=None):
         if not self.params.get("in_fit"):
-            self._start, self._seen = time.perf_counter(), 0
-
-    def on_test_batch_end(self, batch, logs=None):
-        if not self.params.get("in_fit"):
-            self._seen = batch + 1
+            self._start = time.perf_counter()
 
     def on_test_end(self, logs=None):
         if self.verbose and not self.params.get("in_fit"):
-            self._print(progress_line(self._seen, self._seen, time.perf_counter() - self._start, logs or {},
-                                      self.verbose))
+            seen = self.params.get("seen_test", 0)
+            self._print(progress_line(seen, seen, time.perf_counter() - self._start, logs or {}, self.verbose))
 
     def on_predict_begin(self, logs=None):
-        self._start, self._seen = time.perf_counter(), 0
-
-    def on_predict_batch_end(self, batch, logs=None):
-        self._seen = batch + 1
+        self._start = time.perf_counter()
 
     def on_predict_end(self, logs=None):
         if self.verbose:
-            self._print(progress_line(self._seen, self._seen, time.perf_counter() - self._start, {}, self.verbose))
+            seen = self.params.get("seen_predict", 0)
+            self._print(progress_line(seen, seen, time.perf_counter() - self._start, {}, self.verbose))
 
 
 class LambdaCallback(Callback):

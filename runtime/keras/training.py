@@ -211,7 +211,7 @@ def _converter(spec: TensorSpec, value_spec: TensorSpec):
                                       value_spec.dtype.is_bool):
         return None
     if reshape is None and cast is None:
-        return lambda v: v
+        return _identity
 
     def convert_value(value):
         if isinstance(value, np.ndarray):
@@ -226,6 +226,21 @@ def _converter(spec: TensorSpec, value_spec: TensorSpec):
             value = array_ops.squeeze(value, [-1])
         return math_ops.cast(value, cast) if cast is not None else value
     return convert_value
+
+
+def _identity(value):
+    return value
+
+
+def _batch_key(data):
+    """What decides which step function (and conversions) a batch takes: its structure, and each leaf's shape
+    without the batch dimension and dtype."""
+    if type(data) is tuple and all(type(a) is np.ndarray for a in data):
+        return tuple((a.shape[1:], a.dtype) for a in data)
+    leaves = nest.flatten(data)
+    return (nest.structure_key(data),) + tuple(
+        (tuple(a.shape[1:]), a.dtype) if isinstance(a, np.ndarray) else (tuple(a.shape.dims or ())[1:], a.dtype)
+        for a in leaves)
 
 
 def _converters(signature, data_specs):
@@ -401,6 +416,7 @@ class Trainer:
         self._rt_run_eagerly = False
         self._rt_jit_compile = False
         self._rt_functions: list = []        # (kind, step function) made so far
+        self._rt_step_cache: dict = {}       # (kind, batch key) -> (step function, converters)
 
     # -- compile ----------------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None,
@@ -421,6 +437,7 @@ class Trainer:
         self.compiled = True
         self.stop_training = False
         self._rt_functions = []
+        self._rt_step_cache = {}
         self.train_function = self.test_function = self.predict_function = None
         self.make_train_function()
         self.make_test_function()
@@ -543,16 +560,35 @@ class Trainer:
             self._rt_build_compile_metrics(data_spec if isinstance(data_spec, tuple) else (data_spec,))
         fn = self._rt_make_function(kind, data_spec)
         setattr(self, f"{kind}_function", fn)
-        return fn, [(lambda v: v)] * len(nest.flatten(data_spec))
+        return fn, [_identity] * len(nest.flatten(data_spec))
+
+    def _rt_lookup(self, kind: str, data):
+        """(function, converters or None when the batch needs none), cached by the batch's key."""
+        key = (kind, _batch_key(data))
+        found = self._rt_step_cache.get(key)
+        if found is None:
+            fn, convs = self._rt_step_for(kind, data)
+            found = self._rt_step_cache[key] = (fn, None if all(c is _identity for c in convs) else convs)
+        return found
 
     def _rt_run_step(self, kind: str, data):
         if self._rt_run_eagerly:
             data = nest.map_structure(lambda v: convert(v) if isinstance(v, np.ndarray) else v, data)
             return getattr(self, _STEP_METHODS[kind])(data if not isinstance(data, list) else tuple(data))
-        fn, convs = self._rt_step_for(kind, data)
-        leaves = [c(v) for c, v in zip(convs, nest.flatten(data))]
-        data = nest.pack_sequence_as(data, leaves)
+        fn, convs = self._rt_lookup(kind, data)
+        if convs is not None:
+            data = nest.pack_sequence_as(data, [c(v) for c, v in zip(convs, nest.flatten(data))])
         return fn(*data) if isinstance(data, tuple) else fn(data)
+
+    def _rt_prepare(self, kind: str, adapter) -> None:
+        """Convert in-memory data to the step function's signature once, not batch by batch."""
+        if self._rt_run_eagerly or not isinstance(adapter, ArrayAdapter) or adapter.size == 0:
+            return
+        first = nest.map_structure(lambda a: a[:1], adapter.data)
+        _, convs = self._rt_lookup(kind, first)
+        if convs is not None:
+            adapter.data = nest.pack_sequence_as(adapter.data, [c(a) for c, a in zip(convs,
+                                                                                    nest.flatten(adapter.data))])
 
     # -- the steps ----------------------------------------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training: bool = True):
@@ -671,18 +707,24 @@ class Trainer:
             validation_data = tuple(validation_data) if isinstance(validation_data, (list, tuple)) else \
                 validation_data
         self.stop_training = False
+        self._rt_prepare("train", adapter)
+        batch_begin, batch_end = cbs.wants("on_train_batch_begin"), cbs.wants("on_train_batch_end")
         cbs.on_train_begin()
         logs: dict = {}
         for epoch in range(initial_epoch, epochs):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
-            step_logs = None
+            step_logs, steps = None, 0
             for step, data in adapter.epoch():
-                cbs.on_train_batch_begin(step)
+                if batch_begin:
+                    cbs.on_train_batch_begin(step)
                 step_logs = self._rt_run_step("train", data)
-                cbs.on_train_batch_end(step, step_logs)
+                steps = step + 1
+                if batch_end:
+                    cbs.on_train_batch_end(step, step_logs)
                 if self.stop_training:
                     break
+            cbs.params["seen"] = steps
             if step_logs is None:
                 raise ValueError("fit: the data gave no batch in an epoch (empty data, or a dataset ran out: use "
                                  "repeat() or steps_per_epoch)")
@@ -701,13 +743,19 @@ class Trainer:
 
     def _rt_evaluate(self, x, y, sample_weight, batch_size, steps, cbs) -> dict:
         adapter = make_adapter(x, y, sample_weight, batch_size, False, steps)
+        self._rt_prepare("test", adapter)
         self.reset_metrics()
+        batch_begin, batch_end = cbs.wants("on_test_batch_begin"), cbs.wants("on_test_batch_end")
         cbs.on_test_begin()
-        step_logs = None
+        step_logs, seen = None, 0
         for step, data in adapter.epoch():
-            cbs.on_test_batch_begin(step)
+            if batch_begin:
+                cbs.on_test_batch_begin(step)
             step_logs = self._rt_run_step("test", data)
-            cbs.on_test_batch_end(step, step_logs)
+            seen = step + 1
+            if batch_end:
+                cbs.on_test_batch_end(step, step_logs)
+        cbs.params["seen_test"] = seen
         if step_logs is None:
             raise ValueError("evaluate: the data gave no batch")
         logs = pythonify_logs(step_logs)
@@ -735,16 +783,21 @@ class Trainer:
         cbs = callbacks_module.CallbackList(list(callbacks or []), model=self, verbose=verbose)
         if verbose:
             cbs.append(callbacks_module.ProgbarLogger(verbose))
+        self._rt_prepare("predict", adapter)
+        batch_begin, batch_end = cbs.wants("on_predict_batch_begin"), cbs.wants("on_predict_batch_end")
         cbs.on_predict_begin()
         outputs = []
         for step, data in adapter.epoch():
-            cbs.on_predict_batch_begin(step)
+            if batch_begin:
+                cbs.on_predict_batch_begin(step)
             if isinstance(x, Dataset):
                 xb, _, _ = unpack_x_y_sample_weight(data)
                 data = (xb,)
             result = self._rt_run_step("predict", data)
             outputs.append(nest.map_structure(lambda t: t.numpy(), result))
-            cbs.on_predict_batch_end(step, {"outputs": result})
+            if batch_end:
+                cbs.on_predict_batch_end(step, {"outputs": result})
+        cbs.params["seen_predict"] = len(outputs)
         cbs.on_predict_end()
         if not outputs:
             raise ValueError("predict: the data gave no batch")
