@@ -16,8 +16,18 @@ Example:
     >>> [tuple(v.shape) for v in model.trainable_variables]
     [(3, 2), (2,), (2, 1), (1,)]
 """
-from runtime.keras import (activations, backend, callbacks, initializers, layers, losses, metrics, optimizers,
-                           regularizers, utils)
+from runtime.keras import (
+                           activations,
+                           backend,
+                           callbacks,
+                           initializers,
+                           layers,
+                           losses,
+                           metrics,
+                           optimizers,
+                           regularizers,
+                           utils,
+)
 from runtime.keras.functional import Input, InputLayer
 from runtime.keras.keras_tensor import KerasTensor
 from runtime.keras.layers import Layer
