@@ -369,6 +369,12 @@ class Sequential(Model):
             self._rt_output_tensor = x
 
     def _maybe_build(self, inputs) -> None:
+        """The first call builds the layer graph from the inputs' shape (batch dimension open), as Keras 3 does."""
+        if self.built:
+            return
+        if isinstance(inputs, Tensor) and inputs.shape.rank and self.layers and self._rt_input_layer is None:
+            self._rt_input_layer = InputLayer(batch_shape=(None,) + tuple(inputs.shape.dims[1:]), dtype=inputs.dtype)
+            self.build()
         self.built = True
 
     @property

@@ -356,6 +356,9 @@ class CompileMetrics(metrics_module.Metric):
         return [v for m in self.metrics for v in m.variables]
 
     def update_state(self, y_true, y_pred, sample_weight=None):
+        if isinstance(y_pred, (list, tuple, dict)):
+            raise NotImplementedError("compile(metrics=...) is supported for models with one output; for several, "
+                                      "update metrics in a custom train_step")
         if not self.built:
             self.build(_maybe_spec(y_true), _maybe_spec(y_pred))
         for metric in self._metrics:

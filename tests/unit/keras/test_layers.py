@@ -119,6 +119,17 @@ def test_summary_is_keras_table():
     assert lines[-3] == " Total params: 5,000 (19.53 KB)"
 
 
+def test_sequential_without_an_input_builds_its_graph_on_the_first_call():
+    rt.keras.backend.clear_session()
+    model = rt.keras.Sequential([L.Dense(3), L.Dense(2)])
+    assert not model.built and model.weights == []
+    model(np.ones((5, 4), np.float32))
+    assert model.output_shape == (None, 2) and model.layers[0]._rt_output_shape == (None, 3)
+    lines = []
+    model.summary(print_fn=lines.append)
+    assert lines[4] == "│ dense (Dense)                   │ (None, 3)              │            15 │"
+
+
 def test_subclassed_model_summary_before_and_after_building():
     class Net(rt.keras.Model):
         def __init__(self):
