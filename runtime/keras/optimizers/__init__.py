@@ -174,7 +174,15 @@ class Optimizer(Trackable):
             self.update_step(grad, variable, [self.get_slot(variable, kind) for kind in self.slot_kinds])
         return self.iterations.assign_add(np.int64(1))
 
-    apply = apply_gradients
+    def apply(self, grads, trainable_variables=None):
+        """Keras 3's ``apply(grads, trainable_variables)``: ``apply_gradients(zip(grads, trainable_variables))``."""
+        if trainable_variables is None:
+            raise ValueError(f"{self.name}.apply: pass the variables the gradients are for "
+                             "(apply(grads, trainable_variables))")
+        grads, trainable_variables = list(grads), list(trainable_variables)
+        if len(grads) != len(trainable_variables):
+            raise ValueError(f"{self.name}.apply: {len(grads)} gradients for {len(trainable_variables)} variables")
+        return self.apply_gradients(zip(grads, trainable_variables))
 
     def _clip_gradients(self, grads: list) -> list:
         if self.clipnorm and self.clipnorm > 0:

@@ -289,6 +289,15 @@ def test_learning_rate_is_a_variable_traced_steps_read():
     assert float(scheduled.learning_rate) == 1.0
 
 
+def test_apply_takes_gradients_and_variables_separately():
+    w = rt.Variable([1.0, 2.0])
+    opt = rt.keras.optimizers.SGD(0.5)
+    opt.apply([rt.constant([1.0, 1.0])], [w])
+    assert w.numpy().tolist() == [0.5, 1.5]
+    with pytest.raises(ValueError, match="2 gradients for 1 variables"):
+        opt.apply([rt.constant([1.0, 1.0]), rt.constant(1.0)], [w])
+
+
 def test_optimizer_names_and_errors():
     assert isinstance(rt.keras.optimizers.get("rmsprop"), rt.keras.optimizers.RMSprop)
     with pytest.raises(ValueError, match="unknown optimizer"):
