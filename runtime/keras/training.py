@@ -431,8 +431,11 @@ class Trainer:
         self.loss = loss
         self._compile_loss = CompileLoss(loss, loss_weights) if loss is not None else None
         self._loss_tracker = metrics_module.Mean(name="loss")
-        if metrics is not None and not isinstance(metrics, (list, tuple, dict)):
-            raise TypeError(f"compile: `metrics` should be a list of metrics, got {metrics!r}")
+        for label, given in (("metrics", metrics), ("weighted_metrics", weighted_metrics)):
+            if isinstance(given, dict):
+                raise NotImplementedError(f"compile: `{label}` per output (a dict) is not supported; give a list")
+            if given is not None and not isinstance(given, (list, tuple)):
+                raise TypeError(f"compile: `{label}` should be a list of metrics, got {given!r}")
         self._compile_metrics = CompileMetrics(metrics, weighted_metrics) \
             if metrics is not None or weighted_metrics is not None else None
         self._rt_run_eagerly = bool(run_eagerly)
