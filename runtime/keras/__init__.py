@@ -8,6 +8,16 @@ optimizer passed to an already traced Function raises the singleton-variable ``V
 TensorFlow's guide. ``compile`` makes ``model.train_function``, an ``rt.function`` with a fixed signature that a
 module's ahead-of-time build can compile (``runtime.keras.training``).
 
+Where this differs from Keras 3 on TensorFlow:
+
+- ``rt.Variable``s assigned to a layer's attributes are its weights (Keras 2 tracked ``tf.Variable``s so; Keras 3
+  ignores them, and the basic-training-loops guide's Keras model would not train);
+- ``add_weight("kernel", shape=...)``, the custom-layers guide's (Keras 2) spelling, is accepted;
+- random numbers (initializers, ``Dropout``, ``fit``'s shuffling) come from numpy generators that
+  ``set_random_seed`` seeds: repeatable, but not TensorFlow's numbers;
+- whole-model saving (``Model.save``, ``load_model``) is not supported: ``save_weights`` and ``rt.train``
+  checkpoints are; ``compile``'s metrics are for single-output models.
+
 Example:
     >>> import runtime as rt
     >>> rt.keras.utils.set_random_seed(0)
