@@ -40,7 +40,7 @@ from runtime.tensor import Tensor, is_symbolic, is_tensor
 from runtime.tensor_array import TensorArray
 from runtime.variables import Variable
 from runtime.backprop import GradientTape, UnconnectedGradients
-from runtime import keras
+from runtime import keras, train
 from runtime import jit as _jit
 from runtime.version import __version__  # noqa: F401
 from transpiler.lazy import lazy_import as _lazy_import
@@ -83,8 +83,9 @@ random = _namespace("random", _pick(_random_ops, """uniform normal truncated_nor
 nn = _namespace("nn", {
     **_pick(_math_ops, "relu softmax sigmoid tanh"),
     **_pick(_nn_ops, """log_softmax conv2d max_pool2d sparse_softmax_cross_entropy_with_logits relu6 leaky_relu elu
-        selu silu swish l2_loss bias_add sigmoid_cross_entropy_with_logits softmax_cross_entropy_with_logits moments
-        dropout"""),
+        selu silu swish gelu l2_loss bias_add sigmoid_cross_entropy_with_logits softmax_cross_entropy_with_logits
+        moments dropout"""),
+    "softplus": _math_ops.softplus,
     "l2_normalize": _linalg_ops.l2_normalize,
 })
 math = _namespace("math", {
@@ -92,7 +93,8 @@ math = _namespace("math", {
         rsqrt exp log log1p expm1 tanh sigmoid sin cos maximum minimum greater greater_equal less less_equal equal
         not_equal logical_and logical_or logical_not logical_xor reduce_sum reduce_mean reduce_max reduce_min
         reduce_prod reduce_any reduce_all reduce_logsumexp reduce_std reduce_variance reduce_euclidean_norm argmax
-        argmin cumsum floor ceil round is_nan is_inf is_finite erf squared_difference count_nonzero real imag conj
+        argmin cumsum floor ceil round is_nan is_inf is_finite erf erfc softplus squared_difference count_nonzero real
+        imag conj
         unsorted_segment_sum softmax add_n divide_no_nan"""),
     "top_k": _sort_ops.top_k,
     "l2_normalize": _linalg_ops.l2_normalize,

@@ -332,6 +332,11 @@ def to_array(value, dtype: dtypes.DType | None = None) -> np.ndarray:
     source = _python_to_array(value)
     if source.dtype == dtype.np:
         return source
+    if not is_numpy and dtype.is_floating and source.dtype.kind == "f":
+        try:        # Python floats are doubles: round them once, to the target dtype (not through float32 first)
+            source = np.array(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            pass
     if source.dtype.kind in "SUO" or dtype is dtypes.variant:
         raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype}")
     with np.errstate(all="ignore"):

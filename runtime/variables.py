@@ -75,10 +75,8 @@ class Variable:
         if callable(initial_value):
             initial_value = initial_value()
         graph = context.current_graph()
-        if is_symbolic(initial_value):
-            raise ValueError(
-                "The initial value of an rt.Variable created inside rt.function must not depend on "
-                "the function's inputs; create the variable outside, or from Python values")
+        if is_symbolic(initial_value):      # made by ops of the trace: computed now, as TF lifts it to init_scope
+            initial_value = _lifted_value(initial_value, name)
         with context.init_scope():
             value = convert(initial_value, dtypes.as_dtype(dtype) if dtype is not None else None)
         self.dtype = value.dtype
@@ -168,6 +166,38 @@ class Variable:
 
     def __ne__(self, other):
         return self.read_value() != other
+
+
+def _lifted_value(tensor, name) -> EagerTensor:
+    """The value of a symbolic initial value, computed now with the numpy kernels of the ops it is made of.
+
+    A Variable created while a Function traces (on its first call) may start from ops of the trace that do not
+    depend on the function's arguments (``rt.Variable(rt.random.normal([n, m]))``): TensorFlow lifts them out
+    of the graph into the init scope; here they run eagerly once (random ops draw from their generators as they
+    would have). A value that depends on an argument has no value before the call: a clear ``ValueError``.
+    """
+    needed: dict[int, object] = {}
+    stack = [tensor.op]
+    while stack:
+        op = stack.pop()
+        if id(op) in needed:
+            continue
+        if op.type == "Placeholder":
+            label = f" {name!r}" if name else ""
+            raise ValueError(
+                f"The initial value of the rt.Variable{label} created inside rt.function depends on the function's "
+                f"input {op.name!r}; it must be computable before the call (from shapes, constants, random ops "
+                f"or other variables): e.g. rt.Variable(rt.zeros(x.shape)) rather than rt.Variable(x * 2), or "
+                "create the variable outside the function")
+        needed[id(op)] = op
+        stack.extend(t.op for t in op.inputs)
+    order = {id(op): i for i, op in enumerate(tensor.graph.operations)}
+    values: dict[int, np.ndarray] = {}
+    for op in sorted(needed.values(), key=lambda op: order.get(id(op), -1)):
+        results = op.opdef.kernel([values[id(t)] for t in op.inputs], op.attrs)
+        for out, result in zip(op.outputs, results):
+            values[id(out)] = np.asarray(result, dtype=out.dtype.np) if out.dtype.np is not None else result
+    return EagerTensor(values[id(tensor)], tensor.dtype)
 
 
 def _binary(name):

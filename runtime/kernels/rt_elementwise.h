@@ -930,6 +930,26 @@ static void rt_ew_Erf_float64(void *const *ins, void *out, int64_t n, const int6
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_erf_float64(x0[k * s[0]]));
     }
 }
+static void rt_ew_Erfc_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)erfc((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)erfc((double)x0[k * s[0]]));
+    }
+}
+static void rt_ew_Erfc_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)erfc((double)x0[k * s[0]]));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)erfc((double)x0[k * s[0]]));
+    }
+}
 static void rt_ew_Exp_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
@@ -2529,6 +2549,26 @@ static void rt_ew_Sin_float64(void *const *ins, void *out, int64_t n, const int6
         for (int64_t k = 0; k < n; k++) o[k] = ((double)rt_sin_float64(x0[k * s[0]]));
     }
 }
+static void rt_ew_Softplus_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const float *x0 = (const float *)ins[0];
+    float *o = (float *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] > 0 ? (double)x0[k * s[0]] + log1p(exp(-(double)x0[k * s[0]])) : log1p(exp((double)x0[k * s[0]]))));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((float)(x0[k * s[0]] > 0 ? (double)x0[k * s[0]] + log1p(exp(-(double)x0[k * s[0]])) : log1p(exp((double)x0[k * s[0]]))));
+    }
+}
+static void rt_ew_Softplus_float64(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
+    const double *x0 = (const double *)ins[0];
+    double *o = (double *)out;
+    if (n >= RT_PARALLEL_MIN && threads > 1) {
+        #pragma omp parallel for schedule(static) num_threads(threads)
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] > 0 ? (double)x0[k * s[0]] + log1p(exp(-(double)x0[k * s[0]])) : log1p(exp((double)x0[k * s[0]]))));
+    } else {
+        for (int64_t k = 0; k < n; k++) o[k] = ((double)(x0[k * s[0]] > 0 ? (double)x0[k * s[0]] + log1p(exp(-(double)x0[k * s[0]])) : log1p(exp((double)x0[k * s[0]]))));
+    }
+}
 static void rt_ew_Sqrt_float32(void *const *ins, void *out, int64_t n, const int64_t *s, int threads) {
     const float *x0 = (const float *)ins[0];
     float *o = (float *)out;
@@ -3047,6 +3087,8 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 8 && dst == -1 && strcmp(op, "Equal") == 0) return rt_ew_Equal_float64_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Erf") == 0) return rt_ew_Erf_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Erf") == 0) return rt_ew_Erf_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "Erfc") == 0) return rt_ew_Erfc_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "Erfc") == 0) return rt_ew_Erfc_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Exp") == 0) return rt_ew_Exp_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Exp") == 0) return rt_ew_Exp_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Expm1") == 0) return rt_ew_Expm1_float32;
@@ -3197,6 +3239,8 @@ static rt_ew_fn rt_ew_lookup(const char *op, int dtype, int dst) {
     if (dtype == 8 && dst == -1 && strcmp(op, "Sign") == 0) return rt_ew_Sign_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Sin") == 0) return rt_ew_Sin_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Sin") == 0) return rt_ew_Sin_float64;
+    if (dtype == 7 && dst == -1 && strcmp(op, "Softplus") == 0) return rt_ew_Softplus_float32;
+    if (dtype == 8 && dst == -1 && strcmp(op, "Softplus") == 0) return rt_ew_Softplus_float64;
     if (dtype == 7 && dst == -1 && strcmp(op, "Sqrt") == 0) return rt_ew_Sqrt_float32;
     if (dtype == 8 && dst == -1 && strcmp(op, "Sqrt") == 0) return rt_ew_Sqrt_float64;
     if (dtype == 1 && dst == -1 && strcmp(op, "Square") == 0) return rt_ew_Square_int8;

@@ -523,31 +523,53 @@ def _floats(api: str, x):
     return x
 
 
-def relu6(features, name=None):
-    """``min(max(features, 0), 6)`` (``tf.nn.relu6``)."""
+def gelu(features, approximate: bool = False, name=None):
+    """Gaussian error linear unit (``tf.nn.gelu``): ``0.5 * x * erfc(-x / sqrt(2))`` (``x * Phi(x)``: accurate for
+    negative x too); with ``approximate=True`` ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))``, each as
+    TensorFlow spells it.
+
+    Example:
+        >>> [round(v, 4) for v in gelu([-1.0, 0.0, 2.0]).numpy().tolist()]
+        [-0.1587, 0.0, 1.9545]
+    """
     x = convert(features)
-    return math_ops.minimum(math_ops.relu(x), convert(6, x.dtype), name=name)
+    math_ops._check_dtype("Gelu", x.dtype, FLOATS)
+    if approximate:
+        cubic = math_ops.multiply(math_ops.pow(x, convert(np.asarray(3, x.dtype.np))), 0.044715)
+        inner = math_ops.multiply(math_ops.add(x, cubic), 0.7978845608028654)
+        return math_ops.multiply(math_ops.multiply(x, 0.5), math_ops.add(math_ops.tanh(inner), 1.0))
+    return math_ops.multiply(math_ops.multiply(x, 0.5),
+                             math_ops.erfc(math_ops.multiply(math_ops.negative(x), 0.7071067811865476)))
 
 
-def leaky_relu(features, alpha=0.2, name=None):
-    """``features`` where positive, ``alpha * features`` elsewhere (``tf.nn.leaky_relu``)."""
-    x = _floats("leaky_relu", features)
-    return math_ops.where(math_ops.greater(x, convert(0, x.dtype)), x,
-                          math_ops.multiply(x, convert(alpha, x.dtype)), name=name)
-
-
-def elu(features, name=None):
-    """``features`` where positive, ``exp(features) - 1`` elsewhere (``tf.nn.elu``)."""
-    x = _floats("elu", features)
-    return math_ops.where(math_ops.greater(x, convert(0, x.dtype)), x, math_ops.expm1(x), name=name)
+def elu(features, alpha: float = 1.0, name=None):
+    """``x`` where x > 0, else ``alpha * (exp(x) - 1)`` (``tf.nn.elu``; the negative side is computed on
+    ``min(x, 0)``, so a large x never reaches exp, nor its gradient)."""
+    x = convert(features)
+    math_ops._check_dtype("Elu", x.dtype, FLOATS)
+    negative = math_ops.expm1(math_ops.minimum(x, convert(np.zeros((), x.dtype.np))))
+    if alpha != 1.0:
+        negative = math_ops.multiply(negative, alpha)
+    return math_ops.where(math_ops.greater(x, 0.0), x, negative)
 
 
 def selu(features, name=None):
-    """``scale * elu`` with SELU's alpha and scale (``tf.nn.selu``)."""
-    x = _floats("selu", features)
-    negative = math_ops.multiply(math_ops.expm1(x), convert(_SELU_ALPHA, x.dtype))
-    return math_ops.multiply(math_ops.where(math_ops.greater(x, convert(0, x.dtype)), x, negative),
-                             convert(_SELU_SCALE, x.dtype), name=name)
+    """``scale * elu(x, alpha)`` with SELU's constants (``tf.nn.selu``)."""
+    return math_ops.multiply(elu(features, 1.6732632423543772), 1.0507009873554805)
+
+
+def leaky_relu(features, alpha: float = 0.2, name=None):
+    """``x`` where x > 0, else ``alpha * x`` (``tf.nn.leaky_relu``; integers are computed in float32, as there)."""
+    x = convert(features)
+    if x.dtype.is_integer:
+        x = math_ops.cast(x, dtypes.float32)
+    return math_ops.where(math_ops.greater(x, convert(np.zeros((), x.dtype.np))), x, math_ops.multiply(x, alpha))
+
+
+def relu6(features, name=None):
+    """``min(max(x, 0), 6)`` (``tf.nn.relu6``)."""
+    x = convert(features)
+    return math_ops.minimum(math_ops.relu(x), convert(np.asarray(6, x.dtype.np)))
 
 
 def silu(features, beta=1.0, name=None):
@@ -578,17 +600,21 @@ def bias_add(value, bias, data_format=None, name=None):
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
-    """Elementwise logistic loss ``-z log(sigmoid(x)) - (1 - z) log(1 - sigmoid(x))`` computed stably as
-    ``max(x, 0) - x * z + log(1 + exp(-|x|))`` (``tf.nn.sigmoid_cross_entropy_with_logits``)."""
+    """``max(x, 0) - x * z + log(1 + exp(-|x|))`` elementwise (``tf.nn.sigmoid_cross_entropy_with_logits``)."""
     if labels is None or logits is None:
         raise ValueError("sigmoid_cross_entropy_with_logits needs labels= and logits=")
-    x = _floats("sigmoid_cross_entropy_with_logits", logits)
-    z = convert(labels, x.dtype, "labels")
-    if not x.shape.is_compatible_with(z.shape):
+    logits = convert(logits)
+    labels = convert(labels, logits.dtype)
+    if labels.shape.rank is not None and logits.shape.rank is not None and \
+            not labels.shape.is_compatible_with(logits.shape):
         raise ValueError(f"sigmoid_cross_entropy_with_logits: logits and labels must have the same shape, got "
-                         f"{x.shape} and {z.shape}")
-    return math_ops.add(math_ops.subtract(math_ops.relu(x), math_ops.multiply(x, z)),
-                        math_ops.log1p(math_ops.exp(math_ops.negative(math_ops.abs(x)))), name=name)
+                         f"{logits.shape} and {labels.shape}")
+    zeros = array_ops.zeros_like(logits)
+    positive = math_ops.greater_equal(logits, zeros)
+    relu_logits = math_ops.where(positive, logits, zeros)
+    neg_abs_logits = math_ops.where(positive, math_ops.negative(logits), logits)
+    return math_ops.add(math_ops.subtract(relu_logits, math_ops.multiply(logits, labels)),
+                        math_ops.softplus(neg_abs_logits))
 
 
 def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1, name=None):

@@ -489,7 +489,7 @@ def everything(i, m):
     c = rt.cast(rt.logical_xor(i > 0, rt.logical_not(i < 2)), F) + rt.cast(rt.logical_and(i >= 0, i <= 5), F)
     c += rt.cast(rt.logical_or(i == 1, i != 2), F) + rt.minimum(f, 2.0) + rt.relu(f)
     d = rt.sqrt(rt.abs(f)) + rt.exp(-rt.abs(f)) + rt.log(rt.abs(f) + 1.0) + rt.sigmoid(f) + rt.sin(f) + rt.cos(f)
-    d += rt.math.rsqrt(rt.abs(f) + 0.5)
+    d += rt.math.rsqrt(rt.abs(f) + 0.5) + rt.math.erf(f) + rt.math.erfc(f) + rt.math.softplus(f)
     e = rt.square(f) + rt.zeros_like(f) + rt.ones_like(f) + rt.identity(f) + rt.stop_gradient(f)
     e += rt.floor(f * 0.75) + rt.math.ceil(f * 0.3) + rt.round(f * 0.5)     # halves round to even
     n = rt.size(i)

@@ -116,8 +116,8 @@ def test_cnn_step_is_native_and_trains_like_eager(built):
     assert concrete.native
     # the build found the weights inside the model (callable) and the slots inside the optimizer, after tracing
     assert sorted(h.path for h in concrete._entry["variables"]) == [
-        "conv.bias", "conv.kernel", "head.bias", "head.kernel", "sgd.iterations", "sgd.momentum_0", "sgd.momentum_1",
-        "sgd.momentum_2", "sgd.momentum_3"]
+        "conv.bias", "conv.kernel", "head.bias", "head.kernel", "sgd._learning_rate", "sgd.iterations",
+        "sgd.momentum_0", "sgd.momentum_1", "sgd.momentum_2", "sgd.momentum_3"]
     rng = np.random.default_rng(1)
     x = rng.standard_normal((16, 6, 6, 1)).astype(np.float32)
     y = np.stack([x.mean(axis=(1, 2, 3)), x[:, :3].max(axis=(1, 2, 3))], axis=1).astype(np.float32)

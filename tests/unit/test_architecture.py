@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("5 tracing, Function, variables, tape, keras, data, optimizer", [
         "runtime.variables", "runtime.module", "runtime.jit", "runtime.polymorphic_function", "runtime.backprop",
         "runtime.keras", "runtime.keras.*", "runtime.data", "runtime.data.*", "runtime.optimizer",
-        "runtime.optimizer.*"]),
+        "runtime.optimizer.*", "runtime.train", "runtime.train.*"]),
     ("6 AOT loader", ["runtime.aot"]),
     ("7 build driver, lowering, code generation, JIT compiler, testing plugin, CLI", [
         "transpiler.build", "transpiler.build.*", "transpiler.lowering", "transpiler.lowering.*",

@@ -102,3 +102,13 @@ def test_numpy_scalar_is_a_0d_tensor_and_does_not_retrace():
     assert double.experimental_get_tracing_count() == 2
     concrete = double.get_concrete_function(rt.TensorSpec([], rt.float32))
     assert float(concrete(np.float32(4.0))) == 8.0
+
+
+def test_python_floats_round_once_to_the_tensors_dtype():
+    """A Python float is a double: for a float64 (or float16) operand it rounds once, not through float32 first."""
+    x = rt.constant(np.array([0.7], np.float64))
+    assert rt.multiply(x, 0.7071067811865476).numpy()[0] == 0.7 * 0.7071067811865476
+    assert rt.constant(0.1, rt.float64).numpy() == 0.1
+    assert rt.constant([0.1, 1 / 3], rt.float64).numpy().tolist() == [0.1, 1 / 3]
+    assert rt.constant(0.1, rt.float16).numpy() == np.float16(0.1)
+    assert rt.constant(0.1).numpy() == np.float32(0.1)

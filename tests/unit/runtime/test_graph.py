@@ -545,7 +545,7 @@ def test_module_with_variables_and_function_methods():
     layer.w.assign([[0.0], [0.0]])
     assert_matches_numpy(layer(rt.constant([[1.0, 1.0], [2.0, 2.0]])), np.array([[0.5], [0.5]], np.float32))
     assert layer.name == "dense"
-    assert [v.name for v in layer.variables] == ["w", "b"]
+    assert [v.name for v in layer.variables] == ["b", "w"]          # tf.Module's order: attributes by name
     assert [v.name for v in layer.trainable_variables] == ["w"]
 
 

@@ -97,6 +97,14 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x.astype(np.float64)))
 
 
+def _libm(fn):
+    return lambda x: np.vectorize(fn, otypes=[np.float64])(x.astype(np.float64))
+
+
+def _softplus(x):
+    return np.logaddexp(0.0, x.astype(np.float64))
+
+
 ELEMENTWISE = [
     Elementwise("AddV2", rt.add, np.add, NUMERIC, 2, rejects=rt.bool),   # strings: see test_tensor.py
     Elementwise("Sub", rt.subtract, np.subtract, NUMERIC, 2),
@@ -130,6 +138,9 @@ ELEMENTWISE = [
     Elementwise("Tanh", rt.tanh, np.tanh, FLOATS, 1),
     Elementwise("Sigmoid", rt.sigmoid, _sigmoid, FLOATS, 1),
     Elementwise("Sin", rt.sin, np.sin, FLOATS, 1, lo=-10, hi=10),
+    Elementwise("Erf", rt.math.erf, _libm(math.erf), FLOATS, 1),
+    Elementwise("Erfc", rt.math.erfc, _libm(math.erfc), FLOATS, 1),
+    Elementwise("Softplus", rt.math.softplus, _softplus, FLOATS, 1),
     Elementwise("Cos", rt.cos, np.cos, FLOATS, 1, lo=-10, hi=10),
     Elementwise("Relu", rt.nn.relu, lambda x: np.maximum(x, 0), SIGNED, 1),
     Elementwise("Floor", rt.floor, np.floor, FLOATS, 1),

@@ -533,7 +533,7 @@ def test_methods_trace_per_instance():
     assert a.python_scale.experimental_get_tracing_count() == 1
     a.v.assign(10.0)
     assert float(a(rt.constant(1.0))) == 10.0
-    assert a.variables == (a.v,) and a.trainable_variables == (a.v,) and a.name == "Model"
+    assert a.variables == (a.v,) and a.trainable_variables == (a.v,) and a.name == "model"   # snake case, as tf.Module
     concrete = a.python_scale.get_concrete_function(rt.TensorSpec([None], rt.float32))
     assert "python_scale(x)" in str(concrete)
     assert concrete(rt.constant([1.0, 2.0])).numpy().tolist() == [2.0, 4.0]

@@ -1,0 +1,61 @@
+"""``rt.keras.layers``: the ``Layer`` base class and the built-in layers.
+
+Core: ``Dense``, ``Activation``, ``Dropout``, ``Flatten``, ``Reshape``, ``Embedding``, ``Lambda``, ``Add``,
+``Subtract``, ``Multiply``, ``Average``, ``Concatenate``; images (NHWC): ``Conv2D``, ``MaxPooling2D``
+(``MaxPool2D``), ``GlobalAveragePooling2D``, ``GlobalMaxPooling2D``; normalization: ``BatchNormalization``,
+``LayerNormalization``, ``Normalization``; ``Input`` and ``InputLayer`` for functional models.
+"""
+from runtime.keras.functional import Input, InputLayer
+from runtime.keras.layers.base import Layer
+from runtime.keras.layers.convolutional import (
+                                                Conv2D,
+                                                GlobalAveragePooling2D,
+                                                GlobalAvgPool2D,
+                                                GlobalMaxPool2D,
+                                                GlobalMaxPooling2D,
+                                                MaxPool2D,
+                                                MaxPooling2D,
+)
+from runtime.keras.layers.core import (
+                                                Activation,
+                                                Add,
+                                                Average,
+                                                Concatenate,
+                                                Dense,
+                                                Dropout,
+                                                Embedding,
+                                                Flatten,
+                                                Lambda,
+                                                Multiply,
+                                                Reshape,
+                                                Subtract,
+)
+from runtime.keras.layers.normalization import BatchNormalization, LayerNormalization, Normalization
+
+__all__ = [
+                                                "Activation",
+                                                "Add",
+                                                "Average",
+                                                "BatchNormalization",
+                                                "Concatenate",
+                                                "Conv2D",
+                                                "Dense",
+                                                "Dropout",
+                                                "Embedding",
+                                                "Flatten",
+                                                "GlobalAveragePooling2D",
+                                                "GlobalAvgPool2D",
+                                                "GlobalMaxPool2D",
+                                                "GlobalMaxPooling2D",
+                                                "Input",
+                                                "InputLayer",
+                                                "Lambda",
+                                                "Layer",
+                                                "LayerNormalization",
+                                                "MaxPool2D",
+                                                "MaxPooling2D",
+                                                "Multiply",
+                                                "Normalization",
+                                                "Reshape",
+                                                "Subtract",
+]

@@ -1,0 +1,127 @@
+"""Convolution and pooling over NHWC images: ``Conv2D``, ``MaxPooling2D`` (``MaxPool2D``),
+``GlobalAveragePooling2D``, ``GlobalMaxPooling2D``."""
+from __future__ import annotations
+
+import numpy as np
+
+from runtime.keras import regularizers
+from runtime.keras.layers.base import Layer
+from runtime.keras.layers.core import _activation, last_dim
+from runtime.ops import math_ops, nn_ops
+from runtime.shapes import as_shape
+
+
+def _pair(value, what: str) -> tuple[int, int]:
+    if isinstance(value, (int, np.integer)):
+        return int(value), int(value)
+    value = tuple(int(v) for v in value)
+    if len(value) != 2:
+        raise ValueError(f"{what} must be an int or a pair of ints, got {value!r}")
+    return value
+
+
+def _padding(value: str) -> str:
+    if str(value).lower() not in ("valid", "same"):
+        raise ValueError(f"padding must be 'valid' or 'same', got {value!r}")
+    return str(value).upper()
+
+
+def _channels_last(layer: Layer, data_format) -> None:
+    if data_format not in (None, "channels_last"):
+        raise ValueError(f"{layer.name}: only data_format='channels_last' (NHWC) is supported, got {data_format!r}")
+
+
+class Conv2D(Layer):
+    """2-D convolution over NHWC inputs: ``activation(conv2d(inputs, kernel) + bias)``."""
+
+    def __init__(self, filters: int, kernel_size, strides=1, padding: str = "valid", data_format=None,
+                 dilation_rate=1, groups: int = 1, activation=None, use_bias: bool = True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 **kwargs):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        _channels_last(self, data_format)
+        if _pair(dilation_rate, "dilation_rate") != (1, 1) or groups != 1:
+            raise ValueError(f"{self.name}: dilated and grouped convolutions are not supported")
+        self.filters = int(filters)
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.strides = _pair(strides, "strides")
+        self.padding = _padding(padding)
+        self.activation = _activation(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel = None
+        self.bias = None
+
+    def build(self, input_shape) -> None:
+        shape = as_shape(input_shape)
+        if shape.rank not in (None, 4):
+            raise ValueError(f"{self.name}: Conv2D expects 4-D inputs (batch, height, width, channels), got {shape}")
+        channels = last_dim(self, shape)
+        self.kernel = self.add_weight(shape=self.kernel_size + (channels, self.filters),
+                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                      name="kernel")
+        if self.use_bias:
+            self.bias = self.add_weight(shape=(self.filters,), initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer, name="bias")
+
+    def call(self, inputs):
+        out = nn_ops.conv2d(inputs, self.kernel, self.strides, self.padding)
+        if self.use_bias:
+            out = math_ops.add(out, self.bias)
+        return self.activation(out) if self.activation is not None else out
+
+
+class MaxPooling2D(Layer):
+    """The maximum over ``pool_size`` windows of NHWC inputs (``strides`` default to the pool size)."""
+
+    def __init__(self, pool_size=(2, 2), strides=None, padding: str = "valid", data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _channels_last(self, data_format)
+        self.pool_size = _pair(pool_size, "pool_size")
+        self.strides = self.pool_size if strides is None else _pair(strides, "strides")
+        self.padding = _padding(padding)
+
+    def call(self, inputs):
+        return nn_ops.max_pool2d(inputs, self.pool_size, self.strides, self.padding)
+
+
+MaxPool2D = MaxPooling2D
+
+
+class _GlobalPooling2D(Layer):
+    def __init__(self, data_format=None, keepdims: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        _channels_last(self, data_format)
+        self.keepdims = keepdims
+
+    def call(self, inputs):
+        if inputs.shape.rank not in (None, 4):
+            raise ValueError(f"{self.name}: expects 4-D inputs (batch, height, width, channels), got {inputs.shape}")
+        return self._reduce(inputs, [1, 2], keepdims=self.keepdims)
+
+
+class GlobalAveragePooling2D(_GlobalPooling2D):
+    """The mean over the height and width of NHWC inputs: ``[batch, channels]``."""
+    _reduce = staticmethod(math_ops.reduce_mean)
+
+
+class GlobalMaxPooling2D(_GlobalPooling2D):
+    """The maximum over the height and width of NHWC inputs: ``[batch, channels]``."""
+    _reduce = staticmethod(math_ops.reduce_max)
+
+
+GlobalAvgPool2D = GlobalAveragePooling2D
+GlobalMaxPool2D = GlobalMaxPooling2D
+
+__all__ = [
+    "Conv2D",
+    "GlobalAveragePooling2D",
+    "GlobalAvgPool2D",
+    "GlobalMaxPool2D",
+    "GlobalMaxPooling2D",
+    "MaxPool2D",
+    "MaxPooling2D",
+]

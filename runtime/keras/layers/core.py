@@ -1,0 +1,229 @@
+"""Core layers: ``Dense``, ``Activation``, ``Dropout``, ``Flatten``, ``Reshape``, ``Embedding``, ``Lambda``, and the
+merging layers ``Add``, ``Subtract``, ``Multiply``, ``Average``, ``Concatenate``."""
+from __future__ import annotations
+
+import numpy as np
+
+from runtime import dtypes
+from runtime.keras import activations, regularizers, utils
+from runtime.keras.layers.base import Layer
+from runtime.ops import array_ops, math_ops, random_ops
+from runtime.shapes import as_shape
+
+
+def last_dim(layer: Layer, input_shape) -> int:
+    shape = as_shape(input_shape)
+    if shape.rank is None or shape.rank == 0 or shape[-1] is None:
+        raise ValueError(f"{layer.name}: the last dimension of the inputs to a {type(layer).__name__} layer should be "
+                         f"defined; found {shape}")
+    return int(shape[-1])
+
+
+def _activation(identifier):
+    fn = activations.get(identifier)
+    return None if fn is activations.linear else fn
+
+
+class Dense(Layer):
+    """``activation(inputs @ kernel + bias)`` over the last axis of the inputs."""
+
+    def __init__(self, units: int, activation=None, use_bias: bool = True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        if not isinstance(units, (int, np.integer)) or int(units) <= 0:
+            raise ValueError(f"Received an invalid value for `units`, expected a positive integer. Received: "
+                             f"units={units}")
+        self.units = int(units)
+        self.activation = _activation(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel = None
+        self.bias = None
+
+    def build(self, input_shape) -> None:
+        self.kernel = self.add_weight(shape=(last_dim(self, input_shape), self.units),
+                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
+                                      name="kernel")
+        if self.use_bias:
+            self.bias = self.add_weight(shape=(self.units,), initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer, name="bias")
+
+    def call(self, inputs):
+        if inputs.dtype is not self.dtype:     # integer and bool inputs compute in the layer's dtype, as in Keras
+            inputs = math_ops.cast(inputs, self.dtype)
+        if inputs.shape.rank == 2:
+            out = math_ops.matmul(inputs, self.kernel)
+        else:                  # rank > 2: the kernel applies to the last axis
+            rows = math_ops.matmul(array_ops.reshape(inputs, [-1, self.kernel.shape[0]]), self.kernel)
+            shape = array_ops.concat([array_ops.shape(inputs)[:-1], [self.units]], 0)
+            out = array_ops.reshape(rows, shape)
+        if self.use_bias:
+            out = math_ops.add(out, self.bias)
+        return self.activation(out) if self.activation is not None else out
+
+
+class Activation(Layer):
+    """An activation function as a layer: ``Activation("relu")``."""
+
+    def __init__(self, activation, **kwargs):
+        super().__init__(**kwargs)
+        self.activation = activations.get(activation)
+
+    def call(self, inputs):
+        return self.activation(inputs)
+
+
+class Dropout(Layer):
+    """In training, each input is zeroed with probability ``rate`` and the others scaled by ``1 / (1 - rate)``;
+    otherwise the inputs pass unchanged.
+
+    The mask comes from ``rt.random.uniform``, seeded from ``seed`` (or, without one, from the generator
+    ``rt.keras.utils.set_random_seed`` seeds): repeatable runs draw the same masks. Each call draws a new mask
+    (eagerly a new seed per call; in a Function, the op's generator advances on every run).
+    """
+
+    def __init__(self, rate: float, noise_shape=None, seed: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ValueError(f"Invalid value received for argument `rate`. Expected a float value between 0 and 1. "
+                             f"Received: rate={rate}")
+        self.rate = float(rate)
+        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
+        self.seed = seed
+        self._rt_seeds = np.random.default_rng(seed if seed is not None else int(utils.generator().integers(2**62)))
+
+    def call(self, inputs, training=False):
+        if not training or self.rate == 0:
+            return inputs
+        if self.rate == 1:
+            return array_ops.zeros_like(inputs)
+        shape = array_ops.shape(inputs) if self.noise_shape is None else self._noise_shape(inputs)
+        noise = random_ops.uniform(shape, dtype=inputs.dtype, seed=int(self._rt_seeds.integers(2**62)))
+        kept = math_ops.multiply(inputs, 1.0 / (1.0 - self.rate))
+        return math_ops.where(math_ops.greater_equal(noise, self.rate), kept, array_ops.zeros_like(inputs))
+
+    def _noise_shape(self, inputs):
+        dims = array_ops.shape(inputs)
+        return array_ops.stack([dims[i] if d is None else int(d) for i, d in enumerate(self.noise_shape)])
+
+
+class Flatten(Layer):
+    """Inputs reshaped to ``[batch, -1]``."""
+
+    def call(self, inputs):
+        shape = inputs.shape
+        if shape.rank is None:
+            raise ValueError(f"{self.name}: Flatten needs inputs of known rank")
+        if shape.rank == 1:
+            return array_ops.expand_dims(inputs, 1)
+        rest = shape.dims[1:]
+        if all(d is not None for d in rest):
+            return array_ops.reshape(inputs, [-1, int(np.prod(rest, dtype=np.int64))])
+        return array_ops.reshape(inputs, array_ops.stack([array_ops.shape(inputs)[0], -1]))
+
+
+class Reshape(Layer):
+    """Inputs reshaped to ``(batch,) + target_shape`` (one entry of ``target_shape`` may be -1)."""
+
+    def __init__(self, target_shape, **kwargs):
+        super().__init__(**kwargs)
+        self.target_shape = tuple(int(d) for d in target_shape)
+        if sum(d == -1 for d in self.target_shape) > 1:
+            raise ValueError(f"{self.name}: at most one dimension of target_shape may be -1, got {self.target_shape}")
+
+    def call(self, inputs):
+        if -1 not in self.target_shape:
+            return array_ops.reshape(inputs, [-1, *self.target_shape])
+        batch = inputs.shape[0] if inputs.shape.rank else None
+        if batch is not None:
+            return array_ops.reshape(inputs, [batch, *self.target_shape])
+        return array_ops.reshape(inputs, array_ops.concat([array_ops.shape(inputs)[:1],
+                                                           np.array(self.target_shape, np.int32)], 0))
+
+
+class Embedding(Layer):
+    """Rows of an ``[input_dim, output_dim]`` table looked up by integer inputs."""
+
+    def __init__(self, input_dim: int, output_dim: int, embeddings_initializer="uniform",
+                 embeddings_regularizer=None, embeddings_constraint=None, mask_zero: bool = False,
+                 input_length=None, **kwargs):
+        super().__init__(**kwargs)
+        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.embeddings_initializer = embeddings_initializer
+        self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
+        self.mask_zero = mask_zero
+        self.embeddings = None
+
+    def build(self, input_shape=None) -> None:
+        self.embeddings = self.add_weight(shape=(self.input_dim, self.output_dim),
+                                          initializer=self.embeddings_initializer,
+                                          regularizer=self.embeddings_regularizer, name="embeddings")
+
+    def call(self, inputs):
+        if inputs.dtype not in (dtypes.int32, dtypes.int64):
+            inputs = math_ops.cast(inputs, dtypes.int32)
+        return array_ops.gather(self.embeddings, inputs)
+
+
+class Lambda(Layer):
+    """``function(inputs)`` as a layer (no weights)."""
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
+        super().__init__(**kwargs)
+        self.function = function
+        self.arguments = dict(arguments or {})
+
+    def call(self, inputs):
+        return self.function(inputs, **self.arguments)
+
+
+class _Merge(Layer):
+    def call(self, inputs):
+        if not isinstance(inputs, (list, tuple)) or len(inputs) < 1:
+            raise ValueError(f"A merge layer ({type(self).__name__}) should be called on a list of inputs, "
+                             f"got {inputs!r}")
+        return self._merge(list(inputs))
+
+
+class Add(_Merge):
+    def _merge(self, inputs):
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = math_ops.add(out, x)
+        return out
+
+
+class Subtract(_Merge):
+    def _merge(self, inputs):
+        if len(inputs) != 2:
+            raise ValueError(f"A Subtract layer should be called on exactly 2 inputs, got {len(inputs)}")
+        return math_ops.subtract(inputs[0], inputs[1])
+
+
+class Multiply(_Merge):
+    def _merge(self, inputs):
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = math_ops.multiply(out, x)
+        return out
+
+
+class Average(_Merge):
+    def _merge(self, inputs):
+        return math_ops.divide(Add._merge(self, inputs), float(len(inputs)))
+
+
+class Concatenate(_Merge):
+    def __init__(self, axis: int = -1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = int(axis)
+
+    def _merge(self, inputs):
+        return array_ops.concat(inputs, self.axis)
+
+
+__all__ = ["Activation", "Add", "Average", "Concatenate", "Dense", "Dropout", "Embedding", "Flatten", "Lambda",
+           "Multiply", "Reshape", "Subtract"]
