@@ -657,7 +657,8 @@ cdef extern from "math.h" nogil:
 
 cdef bint _python_scalar(object x, int typenum, void *out) except -1:
     """Store a Python bool, int or float in ``out`` as numpy type ``typenum``, converted as
-    ``runtime.tensor.to_array`` converts it (floats go through float32, as ``tf.constant`` does; ints and
+    ``runtime.tensor.to_array`` converts it (floats go through float32, as ``tf.constant`` does, except for a
+    float64 tensor, which takes the double itself; ints and
     floats to ints only when integral and in range; to bool only 0 and 1). False where that rule has more to
     say (an error, an out-of-range value, another dtype): the caller takes the Python path, which says it."""
     cdef int overflow = 0
@@ -675,12 +676,12 @@ cdef bint _python_scalar(object x, int typenum, void *out) except -1:
         d = PyFloat_AS_DOUBLE(x)
         f = <float>d
         is_float = True
-        if isinf(f) and not isinf(d):
+        if isinf(f) and not isinf(d) and typenum != cnp.NPY_FLOAT64:
             return False                   # (out of float32's range: the Python path rounds it, as numpy does)
     if typenum == cnp.NPY_FLOAT32:
         (<float *>out)[0] = f if is_float else <float>v
     elif typenum == cnp.NPY_FLOAT64:
-        (<double *>out)[0] = <double>f if is_float else <double>v
+        (<double *>out)[0] = d if is_float else <double>v      # a Python float is a double: rounded once
     elif typenum == cnp.NPY_INT32:
         if is_float:
             if not (f == floorf(f) and -2147483648.0 <= f < 2147483648.0):

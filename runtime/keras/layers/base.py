@@ -17,16 +17,16 @@ As in Keras 3:
 Example (the custom layers guide):
     >>> import runtime as rt
     >>> class MyDenseLayer(rt.keras.layers.Layer):
-    ...     def __init__(self, num_outputs):
-    ...         super().__init__()
+    ...     def __init__(self, num_outputs, **kwargs):
+    ...         super().__init__(**kwargs)
     ...         self.num_outputs = num_outputs
     ...     def build(self, input_shape):
     ...         self.kernel = self.add_weight(shape=[int(input_shape[-1]), self.num_outputs], name="kernel")
     ...     def call(self, inputs):
     ...         return rt.matmul(inputs, self.kernel)
-    >>> layer = MyDenseLayer(10)
+    >>> layer = MyDenseLayer(10, name="dense_10")
     >>> layer(rt.zeros([10, 5])).shape, [v.name for v in layer.trainable_variables]
-    (TensorShape([10, 10]), ['my_dense_layer/kernel'])
+    (TensorShape([10, 10]), ['dense_10/kernel'])
 """
 from __future__ import annotations
 
@@ -205,7 +205,9 @@ class Layer(Module):
 
     @property
     def weights(self) -> list:
-        return list(self.variables)
+        """The layer's variables but its random-number state (a Dropout's ``seed_generator_state``): Keras 3 counts
+        that among ``variables`` and ``non_trainable_variables``, not among the weights."""
+        return [v for v in self.variables if not getattr(v, "_rt_seed_state", False)]
 
     @property
     def trainable_weights(self) -> list:
@@ -213,14 +215,17 @@ class Layer(Module):
 
     @property
     def non_trainable_weights(self) -> list:
-        return [v for v in self.variables if not v.trainable] if self.trainable else list(self.variables)
+        return [v for v in self.weights if not v.trainable] if self.trainable else list(self.weights)
 
     @property
     def variables(self) -> list:
         return list(Module.variables.fget(self))
 
     trainable_variables = trainable_weights
-    non_trainable_variables = non_trainable_weights
+
+    @property
+    def non_trainable_variables(self) -> list:
+        return [v for v in self.variables if not v.trainable] if self.trainable else list(self.variables)
 
     @property
     def trainable(self) -> bool:

@@ -9,6 +9,7 @@ from runtime.keras import activations, regularizers, utils
 from runtime.keras.layers.base import Layer
 from runtime.ops import array_ops, math_ops, random_ops
 from runtime.shapes import as_shape
+from runtime.variables import Variable
 
 
 def last_dim(layer: Layer, input_shape) -> int:
@@ -80,9 +81,11 @@ class Dropout(Layer):
     """In training, each input is zeroed with probability ``rate`` and the others scaled by ``1 / (1 - rate)``;
     otherwise the inputs pass unchanged.
 
-    The mask comes from ``rt.random.uniform``, seeded from ``seed`` (or, without one, from the generator
-    ``rt.keras.utils.set_random_seed`` seeds): repeatable runs draw the same masks. Each call draws a new mask
-    (eagerly a new seed per call; in a Function, the op's generator advances on every run).
+    The mask comes from ``rt.random.stateless_uniform`` under a seed kept in a variable (Keras 3's
+    ``SeedGenerator``: ``seed_generator_state``, ``[seed, calls]``, among the layer's non-trainable variables, not
+    its weights), which each call advances, eagerly and in a Function alike: two layers of one seed draw the same
+    masks, each call a new one, and repeatable runs the same sequence (``seed`` or, without one, the generator
+    ``rt.keras.utils.set_random_seed`` seeds).
     """
 
     def __init__(self, rate: float, noise_shape=None, seed: int | None = None, **kwargs):
@@ -93,7 +96,10 @@ class Dropout(Layer):
         self.rate = float(rate)
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
         self.seed = seed
-        self._rt_seeds = np.random.default_rng(seed if seed is not None else int(utils.generator().integers(2**62)))
+        start = seed if seed is not None else int(utils.generator().integers(2**62))
+        self.seed_generator_state = Variable(np.array([start, 0], np.int64), trainable=False,
+                                             name="seed_generator_state")
+        self.seed_generator_state._rt_seed_state = True       # state, not a weight (Layer.weights)
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
@@ -101,7 +107,9 @@ class Dropout(Layer):
         if self.rate == 1:
             return array_ops.zeros_like(inputs)
         shape = array_ops.shape(inputs) if self.noise_shape is None else self._noise_shape(inputs)
-        noise = random_ops.uniform(shape, dtype=inputs.dtype, seed=int(self._rt_seeds.integers(2**62)))
+        seed = self.seed_generator_state.read_value()
+        self.seed_generator_state.assign_add(np.array([0, 1], np.int64))
+        noise = random_ops.stateless_uniform(shape, seed=seed, dtype=inputs.dtype)
         kept = math_ops.multiply(inputs, 1.0 / (1.0 - self.rate))
         return math_ops.where(math_ops.greater_equal(noise, self.rate), kept, array_ops.zeros_like(inputs))
 
