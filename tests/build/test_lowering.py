@@ -42,6 +42,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 PROGRAMS = '''
 import runtime as rt
+from runtime.ops.dataset_ops import shuffle_indices
 
 F = rt.float32
 
@@ -480,6 +481,13 @@ def everything(i, m):
     g = rt.gather(f, rt.zeros([2], rt.int32)) + parts[0] + parts[1]
     stacked = rt.stack([g, g * 2.0], axis=1)
     return a + rt.cast(b, F) + c + d + e + r, eye, stacked
+
+
+@rt.function(input_signature=[spec(1, rt.int64), rt.TensorSpec([], rt.int64), rt.TensorSpec([], rt.int64)])
+def shuffled_indices(values, window, rng):
+    """A dataset shuffle's permutation of a pass (ShuffleIndices), of values computed in the function."""
+    perm, state = shuffle_indices(values * 3 + 1, window, rng)
+    return perm, state
 '''
 
 
@@ -1096,6 +1104,15 @@ def test_gradients_through_tensor_arrays(programs, steps, width, n, data):
     n = min(n, steps)
     check(programs.list_grads, (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([], rt.int32)),
           [_tensor([steps, width], data), rt.constant(max(n, 1))])
+
+
+@HYP
+@given(st.integers(0, 40), st.integers(-1, 50), st.integers(1, 2**31 - 2), st.data())
+def test_shuffle_indices(programs, n, window, rng, data):
+    values = _tensor([n], data, st.integers(-1000, 1000), np.int64)
+    check(programs.shuffled_indices, (rt.TensorSpec([None], rt.int64), rt.TensorSpec([], rt.int64),
+                                      rt.TensorSpec([], rt.int64)),
+          [values, rt.constant(window, rt.int64), rt.constant(rng, rt.int64)])
 
 
 # ---------------------------------------------------------------------------

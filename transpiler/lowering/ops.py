@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from runtime import dtypes
 from runtime.ops.registry import all_opdefs, get_opdef
-from transpiler.lowering import control, lists, nn, scatter
+from transpiler.lowering import control, dataset, lists, nn, scatter
 from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Gemm, Poly, Raw, Var, product
 from transpiler.lowering.kernels import INDEXED, Elements, elementwise, loads
 from transpiler.lowering.plan import QUERIES, unit_ops
@@ -392,6 +392,7 @@ EMITTERS = {
     "While": control.emit_while,
     **nn.EMITTERS,
     **scatter.EMITTERS,
+    **dataset.EMITTERS,
 }
 
 
