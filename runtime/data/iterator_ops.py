@@ -32,8 +32,6 @@ def leaves_of(structure) -> list:
     return nest.flatten(structure) if nest.is_sequence(structure) else [structure]
 
 
-leaves_of = leaves_of
-
 
 def element_key(element_spec) -> tuple:
     return (nest.structure_key(element_spec), tuple(spec_key(s) for s in leaves_of(element_spec)))
@@ -50,7 +48,7 @@ class Iterator(CompositeValue):
     ``IteratorGetNext`` op that calls back into Python for one element per call.
     """
 
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset):
         self.element_spec = dataset.element_spec
         self._flat = leaves_of(dataset.element_spec)
         self._elements = dataset._eager({})

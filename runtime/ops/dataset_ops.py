@@ -28,7 +28,6 @@ from runtime.ops.registry import OpDef, apply, not_differentiable, register
 from runtime.ops.script_ops import user_error
 from runtime.tensor import EagerTensor, to_array
 
-
 # MINSTD (Park-Miller): products stay below 2**47, so int64 arithmetic gives the same numbers in numpy, in
 # graphs and in C. Every shuffle draws from it, eagerly and in graphs alike.
 RNG_MULTIPLIER = 48271

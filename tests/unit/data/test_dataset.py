@@ -23,6 +23,14 @@ def _arange(n, dtype=np.int64):
     return np.arange(n, dtype=dtype)
 
 
+def _lib(D):
+    """The library a pipeline builder is given the ``Dataset`` class of (``rt`` or ``tensorflow``)."""
+    if D is rt.data.Dataset:
+        return rt
+    import tensorflow
+    return tensorflow
+
+
 PIPELINES = {
     "slices": lambda D: D.from_tensor_slices(_arange(7)),
     "slices_tuple": lambda D: D.from_tensor_slices((_arange(5), _arange(5) * 10.0)),
@@ -67,6 +75,67 @@ PIPELINES = {
     "take_repeat_batch": lambda D: D.range(10).take(4).repeat(3).batch(5),
     "nested_repeat": lambda D: D.range(2).repeat(2).take(3).repeat(2),
     "prefetch": lambda D: D.range(5).prefetch(2).map(lambda x: x + 1),
+    "prefetch_autotune": lambda D: D.range(5).prefetch(_lib(D).data.AUTOTUNE).batch(2),
+    # in-memory sources through index stages, batched by gathering rows
+    "slices_skip_batch": lambda D: D.from_tensor_slices(_arange(10)).skip(3).batch(4),
+    "slices_take_batch_drop": lambda D: D.from_tensor_slices(_arange(10)).take(7).batch(3, drop_remainder=True),
+    "slices_batch_repeat": lambda D: D.from_tensor_slices(_arange(5)).batch(2).repeat(2),
+    "slices_repeat_batch": lambda D: D.from_tensor_slices(_arange(5)).repeat(3).batch(4),
+    "slices_filter_batch": lambda D: D.from_tensor_slices(_arange(20)).filter(lambda x: x % 3 == 0).batch(3),
+    "slices_map_batch": lambda D: D.from_tensor_slices(_arange(9)).map(lambda x: x * 2).batch(4),
+    "slices_batch_map": lambda D: D.from_tensor_slices(_arange(9)).batch(4).map(lambda x: x + 1),
+    "tensors_repeat_batch": lambda D: D.from_tensors(_arange(3)).repeat(3).batch(2),
+    "dict_slices_batch": lambda D: D.from_tensor_slices({"a": _arange(5), "b": _arange(10).reshape(5, 2)}).batch(2),
+    "nested_slices": lambda D: D.from_tensor_slices((_arange(4), {"c": _arange(8).reshape(4, 2)})),
+    "range_batch": lambda D: D.range(3, 20, 4).batch(2),
+    "zip_batch": lambda D: D.zip((D.range(7), D.from_tensor_slices(_arange(14).reshape(7, 2)))).batch(3),
+    "zip_take_skip_batch": lambda D: D.zip((D.range(9).skip(2), D.from_tensor_slices(_arange(9)).take(5))).batch(2),
+    "enumerate": lambda D: D.from_tensor_slices(_arange(3) * 7).enumerate(5),
+    "enumerate_batch": lambda D: D.from_tensor_slices(_arange(5)).enumerate().batch(2),
+    # shard, take_while, scan
+    "shard": lambda D: D.range(10).shard(3, 1),
+    "shard_batch": lambda D: D.from_tensor_slices(_arange(20)).shard(4, 3).batch(2),
+    "shard_last": lambda D: D.range(7).shard(3, 2).batch(5),
+    "repeat_shard": lambda D: D.range(3).repeat().shard(2, 0).take(4),
+    "map_shard": lambda D: D.range(10).map(lambda x: x * x).shard(4, 1),
+    "take_while": lambda D: D.range(10).take_while(lambda x: x < 4),
+    "take_while_batch": lambda D: D.from_tensor_slices(_arange(10)).take_while(lambda x: x < 7).batch(3),
+    "take_while_repeat": lambda D: D.range(5).take_while(lambda x: x < 3).repeat(2),
+    "scan": lambda D: D.range(5).scan(_lib(D).constant(0, _lib(D).int64), lambda s, x: (s + x, s * 10)),
+    "scan_tuple": lambda D: D.range(4).scan((_lib(D).constant(1, _lib(D).int64), _lib(D).constant(0, _lib(D).int64)),
+                                           lambda s, x: ((s[0] * 2, s[1] + x), s[0] + s[1])),
+    # unbatch, padded_batch
+    "unbatch": lambda D: D.range(7).batch(3).unbatch(),
+    "unbatch_drop": lambda D: D.range(7).batch(3, drop_remainder=True).unbatch(),
+    "unbatch_tuple": lambda D: D.from_tensor_slices((_arange(6).reshape(3, 2), _arange(6).reshape(3, 2) * 3)).unbatch(),
+    "unbatch_map_batch": lambda D: D.range(10).batch(4).map(lambda x: x * 2).unbatch().batch(3),
+    "padded_batch": lambda D: D.range(5).map(lambda x: _lib(D).fill([x], x)).padded_batch(2),
+    "padded_batch_shapes": lambda D: D.range(5).map(lambda x: _lib(D).fill([x], x)).padded_batch(
+        2, padded_shapes=[6], padding_values=_lib(D).constant(-1, _lib(D).int64)),
+    "padded_batch_drop": lambda D: D.range(5).map(lambda x: _lib(D).fill([x], x)).padded_batch(2, drop_remainder=True),
+    "padded_batch_tuple": lambda D: D.range(1, 6).map(lambda x: (x, _lib(D).fill(_lib(D).stack([x, x - x + 2]), x)))
+    .padded_batch(3),
+    "padded_batch_scalar": lambda D: D.range(3).padded_batch(2),
+    # cache, concatenate
+    "cache": lambda D: D.range(5).cache(),
+    "cache_repeat": lambda D: D.range(3).cache().repeat(2),
+    "cache_map_repeat_batch": lambda D: D.range(4).map(lambda x: x * x).cache().repeat(3).batch(5),
+    "cache_take_repeat": lambda D: D.range(5).cache().take(2).repeat(2),
+    "concatenate": lambda D: D.range(3).concatenate(D.range(10, 12)),
+    "concatenate_batch": lambda D: D.from_tensor_slices(_arange(5)).concatenate(D.range(10, 13)).batch(3),
+    "concatenate_repeat_take": lambda D: D.range(3).concatenate(D.range(2).repeat()).take(6),
+    "concatenate_shapes": lambda D: D.from_tensors(_arange(2)).concatenate(D.from_tensors(_arange(3))),
+    # flat_map, interleave
+    "flat_map": lambda D: D.range(4).flat_map(lambda x: D.range(x)),
+    "flat_map_slices": lambda D: D.from_tensor_slices(_arange(12).reshape(4, 3)).flat_map(
+        lambda r: D.from_tensor_slices(r)),
+    "flat_map_batch_repeat": lambda D: D.range(3).flat_map(lambda x: D.range(x, 3)).batch(2).repeat(2),
+    "interleave": lambda D: D.range(1, 6).interleave(lambda x: D.from_tensors(x).repeat(x), cycle_length=2),
+    "interleave_blocks": lambda D: D.range(1, 6).interleave(lambda x: D.from_tensors(x).repeat(x), cycle_length=2,
+                                                          block_length=3),
+    "interleave_ranges": lambda D: D.range(4).interleave(lambda x: D.range(x * 10, x * 10 + 4), cycle_length=3,
+                                                         block_length=2),
+    "interleave_one": lambda D: D.range(3).interleave(lambda x: D.range(x), cycle_length=1),
 }
 
 
@@ -136,6 +205,18 @@ def test_graph_loop_sees_the_same_elements(name):
     feeds = [t._value for t in ds._components()]
     assert int(run_graph(concrete.graph, feeds)[0]) == want
     assert int(run_graph_generic(concrete.graph, feeds)[0]) == want
+
+
+def _spec_leaves(spec):
+    leaves = nest.flatten(spec) if isinstance(spec, (tuple, dict)) else [spec]
+    return [(s.dtype.name, None if s.shape.rank is None else tuple(s.shape.as_list())) for s in leaves]
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_element_spec_matches_tf_data(name, tf):
+    got = _spec_leaves(PIPELINES[name](rt.data.Dataset).element_spec)
+    want = _spec_leaves(PIPELINES[name](tf.data.Dataset).element_spec)
+    assert got == want
 
 
 @pytest.mark.parametrize("name", sorted(PIPELINES))
@@ -208,6 +289,82 @@ def test_shuffle_without_seed_varies_between_passes():
     assert len(orders) > 1
     f = rt.function(fingerprint.python_function)
     assert len({int(f(ds)) for _ in range(4)}) > 1, "a fresh seed is fed on every call"
+
+
+# Three ways to shuffle the same elements: a permutation of the pass (in-memory source), a ring of indices (the
+# pass's length unknown: after repeat), a ring of elements (after map). They must give one order.
+SHUFFLE_WAYS = {
+    "permutation": lambda ds, *args: ds.shuffle(*args),
+    "index ring": lambda ds, *args: ds.repeat(1).shuffle(*args),
+    "element ring": lambda ds, *args: ds.map(lambda x: x).shuffle(*args),
+}
+
+
+@pytest.mark.parametrize("n, buffer", [(0, 3), (1, 1), (10, 1), (10, 3), (10, 10), (17, 100), (40, 7)])
+def test_the_three_shuffles_give_one_order(n, buffer):
+    orders = {}
+    for way, shuffle in SHUFFLE_WAYS.items():
+        for repeat in (1, 3):
+            ds = shuffle(rt.data.Dataset.range(n), buffer, 11).repeat(repeat)
+            order = [int(x) for x in ds]
+            orders[way, repeat] = order
+            fresh = shuffle(rt.data.Dataset.range(n), buffer, 11).repeat(repeat)
+            assert int(fingerprint(fresh)) == _fingerprint([[np.array(v)] for v in order]), (way, repeat)
+    first = orders["permutation", 1]
+    assert sorted(first) == list(range(n))
+    assert all(p < t + buffer for t, p in enumerate(first)), "only elements within the buffer window"
+    for (way, repeat), order in orders.items():
+        assert order[:n] == first, (way, repeat)
+        passes = [order[k * n:(k + 1) * n] for k in range(repeat)]
+        assert all(sorted(p) == list(range(n)) for p in passes)
+        if n > 3 and buffer > 1:
+            assert len({tuple(p) for p in passes}) == repeat, "each pass of repeat is shuffled again"
+
+
+def test_shuffled_batches_of_rows_match_in_every_mode():
+    x = np.arange(60, dtype=np.float32).reshape(20, 3)
+    y = np.arange(20, dtype=np.int32) * 2
+
+    def make():
+        return rt.data.Dataset.from_tensor_slices((x, y)).shuffle(20, seed=4).batch(6)
+
+    batches = [(a.numpy(), b.numpy()) for a, b in make()]
+    assert [len(b) for _, b in batches] == [6, 6, 6, 2]
+    rows = np.concatenate([a for a, _ in batches])
+    assert sorted(rows[:, 0].tolist()) == x[:, 0].tolist() and not np.array_equal(rows, x)
+    assert all(np.array_equal(a[:, 0] * 2 / 3, b) for a, b in batches), "rows of x and y stay paired"
+
+    @rt.function
+    def weighted(ds):
+        total = rt.constant(0.0)
+        k = rt.constant(1.0)
+        for a, b in ds:
+            total += k * (rt.reduce_sum(a) + rt.cast(rt.reduce_sum(b), rt.float32))
+            k += 1.0
+        return total
+
+    want = sum((i + 1) * (float(a.sum()) + float(b.sum())) for i, (a, b) in enumerate(batches))
+    assert float(weighted(make())) == want
+    concrete = weighted.get_concrete_function(make())
+    feeds = [t._value for t in make()._components()]
+    assert float(run_graph(concrete.graph, feeds)[0]) == want
+    assert "ShuffleIndices" in {op.type for op in concrete.graph.get_operations()}
+
+
+def test_full_buffer_shuffle_is_uniform():
+    counts: dict = {}
+    for seed in range(2400):
+        order = tuple(int(v) for v in rt.data.Dataset.range(4).shuffle(4, seed=seed, reshuffle_each_iteration=False))
+        counts[order] = counts.get(order, 0) + 1
+    assert len(counts) == 24 and min(counts.values()) > 60 and max(counts.values()) < 140, counts
+
+
+def test_a_pass_cut_short_then_repeated():
+    for make in (lambda: rt.data.Dataset.range(10).shuffle(10, seed=1).take(3).repeat(2),
+                 lambda: rt.data.Dataset.range(10).map(lambda x: x).shuffle(4, seed=1).take(3).repeat(3),
+                 lambda: rt.data.Dataset.range(6).shuffle(3, seed=2).repeat(2).take(9)):
+        order = [int(x) for x in make()]
+        assert int(fingerprint(make())) == _fingerprint([[np.array(v)] for v in order])
 
 
 # ---------------------------------------------------------------------------
@@ -442,3 +599,91 @@ def test_zip_forms_and_errors():
     assert [int(i) for i, _ in x.enumerate()] == [0, 1, 2]
     with pytest.raises(TypeError, match="structure of datasets"):
         rt.data.Dataset.zip((x, [1, 2]))
+
+
+# ---------------------------------------------------------------------------
+# Dataset.reduce: eagerly (one traced loop), inside a Function, against tf.data.
+
+REDUCTIONS = {
+    "sum": (lambda D, M: D.range(5), lambda M: M.constant(0, M.int64), lambda s, x: s + x),
+    "tuple_state": (lambda D, M: D.from_tensor_slices((_arange(4), _arange(4) * 3)),
+                    lambda M: (M.constant(0, M.int64), M.constant(1, M.int64)),
+                    lambda s, x: (s[0] + x[0] * x[1], s[1] * 2)),
+    "batches": (lambda D, M: D.range(10).batch(3), lambda M: M.constant(0, M.int64),
+                lambda s, x: s * 10 + M_reduce_sum(x)),
+    "empty": (lambda D, M: D.range(0), lambda M: M.constant(7, M.int64), lambda s, x: s + x),
+    "dict_state": (lambda D, M: D.range(1, 5), lambda M: {"n": M.constant(0, M.int64), "p": M.constant(1, M.int64)},
+                   lambda s, x: {"n": s["n"] + 1, "p": s["p"] * x}),
+}
+
+
+def M_reduce_sum(x):
+    return rt.reduce_sum(x) if isinstance(x, rt.Tensor) else _lib(None).reduce_sum(x)
+
+
+def _values(structure):
+    leaves = nest.flatten(structure) if isinstance(structure, (tuple, dict)) else [structure]
+    return [int(np.asarray(t.numpy())) for t in leaves]
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reduce_eagerly_and_in_a_function(name):
+    data, initial, fn = REDUCTIONS[name]
+    ds = data(rt.data.Dataset, rt)
+    eager = _values(ds.reduce(initial(rt), fn))
+    traced = rt.function(lambda d: d.reduce(initial(rt), fn))
+    assert _values(traced(ds)) == eager
+    python = initial(rt)
+    for x in ds:
+        python = fn(python, x)
+    assert _values(python) == eager
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reduce_matches_tf_data(name, tf):
+    data, initial, fn = REDUCTIONS[name]
+    want = data(tf.data.Dataset, tf).reduce(initial(tf), fn)
+    got = data(rt.data.Dataset, rt).reduce(initial(rt), fn)
+    assert _values(got) == [int(np.asarray(v)) for v in tf.nest.flatten(want)]
+
+
+def test_reduce_relaxes_a_growing_state_and_checks_it():
+    ds = rt.data.Dataset.range(4)
+    out = ds.reduce(rt.zeros([0], rt.int64), lambda s, x: rt.concat([s, [x * 2]], 0))
+    assert out.numpy().tolist() == [0, 2, 4, 6]
+    with pytest.raises(TypeError, match="float32 state"):
+        ds.reduce(rt.constant(0, rt.int64), lambda s, x: rt.cast(s + x, rt.float32))
+    with pytest.raises(ValueError, match="structure"):
+        ds.reduce((rt.constant(0, rt.int64), rt.constant(0, rt.int64)), lambda s, x: s[0] + x)
+
+
+def test_as_numpy_iterator_keeps_the_structure():
+    ds = rt.data.Dataset.from_tensor_slices({"a": _arange(2), "b": (_arange(4).reshape(2, 2), _arange(2) * 1.5)})
+    got = list(ds.as_numpy_iterator())
+    assert isinstance(got[1]["b"][1], np.floating) and got[1]["b"][1] == 1.5
+    assert got[0]["b"][0].tolist() == [0, 1] and got[1]["a"] == 1
+
+
+def test_new_transformations_check_their_arguments():
+    D = rt.data.Dataset
+    with pytest.raises(rt.errors.InvalidArgumentError, match="index"):
+        D.range(5).shard(2, 2)
+    with pytest.raises(rt.errors.InvalidArgumentError, match="num_shards"):
+        D.range(5).shard(0, 0)
+    with pytest.raises(ValueError, match="scalar components"):
+        D.range(5).unbatch()
+    with pytest.raises(TypeError, match="incompatible dtypes"):
+        D.range(3).concatenate(D.from_tensor_slices([1.0, 2.0]))
+    with pytest.raises(TypeError, match="must return an rt.data.Dataset"):
+        D.range(3).flat_map(lambda x: x + 1)
+    with pytest.raises(ValueError, match="cycle_length"):
+        D.range(3).interleave(lambda x: D.range(x), cycle_length=0)
+    with pytest.raises(ValueError, match="padded shape"):
+        D.range(3).map(lambda x: rt.fill([x], x)).padded_batch(2, padded_shapes=[2, 2])
+    with pytest.raises(rt.errors.InvalidArgumentError, match="larger than its padded shape"):
+        list(D.range(5).map(lambda x: rt.fill([x], x)).padded_batch(2, padded_shapes=[3]))
+    with pytest.raises(ValueError, match="new_state, output"):
+        D.range(3).scan(rt.constant(0, rt.int64), lambda s, x: s + x)
+    assert [int(x) for x in D.range(4).apply(lambda d: d.skip(2))] == [2, 3]
+    assert rt.data.experimental.AUTOTUNE == rt.data.AUTOTUNE == -1
+    assert (rt.data.INFINITE_CARDINALITY, rt.data.UNKNOWN_CARDINALITY) == (-1, -2)
