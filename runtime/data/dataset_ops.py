@@ -30,7 +30,7 @@ from runtime import context, dtypes, errors, nest
 from runtime.composite import CompositeValue, TypeSpec, function_key
 from runtime.data import lowering
 from runtime.data.iterator_ops import GRAPH_ITERATION, Iterator, describe, element_key, leaves_of, spec_key
-from runtime.graph import Graph
+from runtime.graph import Graph, all_operations
 from runtime.ops import math_ops
 from runtime.ops.dataset_ops import (
     RNG_MODULUS,
@@ -143,6 +143,7 @@ class Dataset(CompositeValue):
     # repeat's passes of one iteration. ``_vectorizable`` nodes also give a pass's indices at once (``_pass``).
     _indexed = False
     _vectorizable = False
+    _computes = False         # reading an element runs a user function (a pure map over an index stream)
     _arity = 0
 
     def _stream(self, carry: dict, indices: bool):
@@ -684,9 +685,15 @@ class _FunctionNode(Dataset):
         self._concrete_function = None
         if context.current_graph() is None and self._traces_to_tensors:
             out = self._concrete().structured_outputs        # traced once, as tf.data traces it
+            self._traced_graph = self._concrete().graph
+            self._traced_outputs = list(self._traced_graph.outputs)
         else:
             out = self._trace_in(context.current_graph())
+            self._traced_outputs = [self._traced_graph.internalize(convert(t)) for t in leaves_of(out)] \
+                if self._traces_to_tensors and out is not None else []
         self._out_spec = self._spec_of_output(out)
+        # pure: no stateful op (random numbers, prints, variables), so when it runs does not matter
+        self._pure = not any(op.opdef.stateful for op in all_operations(self._traced_graph))
 
     _traces_to_tensors = True       # False: the function returns something else (a dataset)
 
@@ -696,7 +703,7 @@ class _FunctionNode(Dataset):
 
     def _trace_in(self, outer: Graph | None):
         """The function's result traced on placeholders of the input's element spec, in a scratch graph."""
-        scratch = Graph(f"{outer.name if outer else 'dataset'}_{self.what}_spec", outer)
+        scratch = self._traced_graph = Graph(f"{outer.name if outer else 'dataset'}_{self.what}_spec", outer)
         in_spec = self._inputs[0].element_spec
         with context.graph_scope(scratch):
             args = [scratch.add_placeholder(f"arg{i}", s.dtype, s.shape) for i, s in enumerate(leaves_of(in_spec))]
@@ -762,12 +769,36 @@ class MapDataset(_FunctionNode):
     def __init__(self, input_dataset, fn):
         super().__init__(input_dataset, fn)
         self.element_spec = self._out_spec
+        # a pure function over an index stream keeps the indices (lowering.MapStage)
+        self._indexed = self._computes = input_dataset._indexed and self._pure
+        self._vectorizable = self._indexed and input_dataset._vectorizable
+        self._arity = input_dataset._arity
+        # a batch's rows mapped at once (lowering.row_wise); otherwise one by one
+        self._row_wise = self._indexed and lowering.row_wise(
+            self._traced_graph, len(leaves_of(input_dataset.element_spec)), self._traced_outputs)
 
     def _stage(self, own, inputs):
-        return lowering.MapStage(leaves_of(self.element_spec), inputs[0], lambda flat: self._call_flat(flat))
+        graph, outputs = self._traced_graph, self._traced_outputs
+        rows = (lambda flat: lowering.replay(graph, flat, outputs)) if self._row_wise else None
+        return lowering.MapStage(leaves_of(self.element_spec), inputs[0], lambda flat: self._call_flat(flat),
+                                 self._pure, rows)
 
     def _stream(self, carry, indices):
+        if indices:
+            return self._inputs[0]._stream(carry, True)
         return (self._run_eager(flat) for flat in self._inputs[0]._eager(carry))
+
+    def _fetch(self, idx):
+        return self._run_eager(self._inputs[0]._fetch(idx))
+
+    def _fetch_rows(self, columns):
+        return _stack([self._fetch(idx) for idx in zip(*[c.tolist() for c in columns])])
+
+    def _pass_length(self):
+        return self._inputs[0]._pass_length()
+
+    def _pass(self, length):
+        return self._inputs[0]._pass(length)
 
     def _cardinality(self):
         return self._inputs[0]._cardinality()
@@ -783,7 +814,7 @@ class _PredicateNode(_FunctionNode):
             raise ValueError(f"the predicate passed to Dataset.{self.what} must return a scalar bool tensor, got "
                              f"{describe(spec)}")
         self.element_spec = input_dataset.element_spec
-        self._indexed = input_dataset._indexed
+        self._indexed = input_dataset._indexed and not input_dataset._computes    # else it reads elements twice
         self._arity = input_dataset._arity
 
     def _predicate(self, flat):
@@ -1217,6 +1248,7 @@ class ShuffleDataset(Dataset):
         self._passes = itertools.count()
         self.element_spec = input_dataset.element_spec
         self._indexed = input_dataset._indexed
+        self._computes = input_dataset._computes
         self._arity = input_dataset._arity
 
     def _own_specs(self):
@@ -1304,6 +1336,7 @@ class ZipDataset(Dataset):
         self._shape = nest.map_structure(lambda _: None, datasets)
         self.element_spec = nest.pack_sequence_as(datasets, [d.element_spec for d in inputs])
         self._indexed = all(d._indexed for d in inputs)
+        self._computes = any(d._computes for d in inputs)
         self._vectorizable = self._indexed and all(d._vectorizable for d in inputs)
         self._arity = sum(d._arity for d in inputs) if self._indexed else 0
 
@@ -1393,6 +1426,7 @@ class _ChoosingNode(Dataset):
     def _after_init(self, input_dataset):
         self.element_spec = input_dataset.element_spec
         self._indexed = input_dataset._indexed
+        self._computes = input_dataset._computes
         self._arity = input_dataset._arity
 
     def _fetch(self, idx):

@@ -207,6 +207,7 @@ class Stage:
 
     deferred = False        # the payload is not the element: ``materialize`` makes it
     indexed = False         # an IndexStage: the payload is int64 indices into in-memory sources
+    computes = False        # reading an element runs a user function (a pure ``map`` over an index stage)
     # Per-pass values live in the state: the stage starts passes inside a loop (below ``repeat``, inside
     # ``flat_map``). ``Dataset._lower`` sets it before it makes the stages above.
     carried = False
@@ -477,6 +478,7 @@ class _Unary(IndexStage):
         self.up = up
         self.indexed = up.indexed
         self.deferred = up.deferred
+        self.computes = up.computes
         self.arity = getattr(up, "arity", 0)
         self.vectorizable = False
 
@@ -770,6 +772,7 @@ class ZipStage(IndexStage):
         self.ups = list(ups)
         self.indexed = all(up.indexed for up in self.ups)
         self.deferred = any(up.deferred for up in self.ups)
+        self.computes = any(up.computes for up in self.ups)
         self.vectorizable = self.indexed and all(up.vectorizable for up in self.ups)
         self.arity = sum(up.arity for up in self.ups) if self.indexed else 0
         self.payload_sizes = [up.payload_size() for up in self.ups]
@@ -857,7 +860,7 @@ class FilterStage(_Unary):
     def __init__(self, specs, up, predicate):
         super().__init__(specs, up)
         self.predicate = predicate   # flat element tensors -> scalar bool tensor
-        self.deferred = up.indexed
+        self.indexed = self.deferred = up.indexed and not up.computes     # an element is read twice
 
     def state_size(self):
         return self.up.state_size()
@@ -895,7 +898,7 @@ class TakeWhileStage(_Unary):
     def __init__(self, specs, up, predicate):
         super().__init__(specs, up)
         self.predicate = predicate
-        self.deferred = up.indexed
+        self.indexed = self.deferred = up.indexed and not up.computes
 
     def state_size(self):
         return 1 + self.up.state_size()
@@ -1087,12 +1090,17 @@ class RingShuffle(_Shuffle):
 
 class MapStage(_Unary):
     """``map(fn)``: the function runs where the element is used (inside the loop body, or inside a branch that
-    runs only for a valid element)."""
+    runs only for a valid element). A pure function (no stateful op) over an index stage keeps the indices:
+    a shuffle or batch above it permutes and gathers indices, and the function runs on each element read
+    (``fetch``; a batch's rows one by one into TensorLists, ``fetch_rows``)."""
 
-    def __init__(self, specs, up, call):
+    def __init__(self, specs, up, call, pure: bool, call_rows=None):
         super().__init__(specs, up)
         self.call = call            # flat input tensors -> flat output tensors
-        self.indexed = False
+        self.call_rows = call_rows  # the same on a batch of elements (a row-wise function), or None
+        self.indexed = up.indexed and pure
+        self.vectorizable = self.indexed and up.vectorizable
+        self.computes = self.indexed
         self.deferred = True
 
     def state_size(self):
@@ -1109,6 +1117,37 @@ class MapStage(_Unary):
 
     def materialize(self, payload):
         return self.call(self.up.element(payload))
+
+    def fetch(self, idx):
+        return self.call(conform_all(self.up.fetch(idx), self.up.specs))
+
+    def take(self, state, k):
+        return self.up.take(state, k)
+
+    def row_kinds(self):
+        return self.up.row_kinds()
+
+    def advance(self, state, n):
+        return self.up.advance(state, n)
+
+    def pass_length(self):
+        return self.up.pass_length()
+
+    def pass_indices(self, length):
+        return self.up.pass_indices(length)
+
+    def fetch_rows(self, rows, count):
+        if self.call_rows is not None:
+            return self.call_rows(self.up.fetch_rows(rows, count))
+        lists = [new_list(s.dtype, count) for s in self.specs]
+
+        def body(i, *lists):
+            idx = [r.start + i if r.start is not None else array_ops.gather(r.vector, i) for r in rows]
+            element = conform_all(self.fetch(idx), self.specs)
+            return [i + int64(1)] + [list_set(lst, i, e) for lst, e in zip(lists, element)]
+
+        out = loop(lambda i, *rest: math_ops.less(i, count), body, [int64(0)] + lists)
+        return [list_stack(lst, s) for lst, s in zip(out[1:], self.specs)]
 
 
 class BatchStage(_Unary):
@@ -1666,6 +1705,48 @@ def reduce(stage: Stage, element_spec, initial: list, state_shapes: list, call) 
     out = loop(test, body, start + [conform(t, s) for t, s in zip(initial, state_shapes)],
                [None] * n + list(state_shapes))
     return out[n:]
+
+
+def row_wise(graph, n: int, outputs: list) -> bool:
+    """Whether the function ``graph`` (its first ``n`` inputs the element's components, ``outputs`` its results)
+    computes each element of its results from the same element of its inputs, so that it gives a batch's results run on the batch
+    (tf.data's map vectorization): only elementwise ops, Identity and constants, every op's element inputs of
+    one fully known shape that its results keep, its other inputs (constants, captures) of no higher rank."""
+    element = {id(t) for t in graph.inputs[:n]}
+    for op in graph.operations:
+        if op.type in ("Placeholder", "Const"):
+            continue
+        if op.subgraphs() or op.opdef.stateful or not (op.opdef.elementwise or op.type == "Identity"):
+            return False
+        mine = [t for t in op.inputs if id(t) in element]
+        if not mine:
+            continue                            # computed from constants: not per element
+        dims = mine[0].shape.dims
+        if dims is None or None in dims or any(t.shape.dims != dims for t in mine):
+            return False
+        if any(t.shape.rank is None or t.shape.rank > len(dims) for t in op.inputs if id(t) not in element):
+            return False
+        if any(t.shape.dims != dims for t in op.outputs):
+            return False
+        element.update(id(t) for t in op.outputs)
+    return bool(outputs) and all(id(t) in element for t in outputs)
+
+
+def replay(graph, inputs: list, outputs: list) -> list:
+    """The ops of ``graph`` (a ``row_wise`` function) again in the current graph, on ``inputs`` (a batch)."""
+    current = context.current_graph()
+    values = {id(p): t for p, t in zip(graph.inputs, inputs)}
+    for outer, placeholder in graph.captures:
+        values[id(placeholder)] = current.internalize(outer)
+    for op in graph.operations:
+        if op.type == "Placeholder":
+            continue
+        if op.type == "Const":
+            outs = [array_ops.constant(op.attrs["value"].array, op.outputs[0].dtype)]
+        else:
+            outs = as_list(apply(op.type, [values[id(t)] for t in op.inputs], dict(op.attrs)))
+        values.update(zip((id(t) for t in op.outputs), outs))
+    return [values[id(t)] for t in outputs]
 
 
 def pack(element_spec, flat: list):

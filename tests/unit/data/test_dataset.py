@@ -15,6 +15,7 @@ import pytest
 import runtime as rt
 from runtime import nest
 from runtime.executor import run_graph, run_graph_generic
+from runtime.graph import all_operations
 
 P = 1000000007
 
@@ -291,12 +292,22 @@ def test_shuffle_without_seed_varies_between_passes():
     assert len({int(f(ds)) for _ in range(4)}) > 1, "a fresh seed is fed on every call"
 
 
-# Three ways to shuffle the same elements: a permutation of the pass (in-memory source), a ring of indices (the
-# pass's length unknown: after repeat), a ring of elements (after map). They must give one order.
+ZERO = rt.Variable(rt.constant(0, rt.int64))
+
+
+def impure(x):
+    """A map function that reads a variable: it must run when its element is pulled (no index stream)."""
+    return x + ZERO
+
+
+# Ways to shuffle the same elements: a permutation of the pass (an in-memory source, also through a pure map),
+# a ring of indices (the pass's length unknown: after repeat), a ring of elements (after an impure map). They
+# must give one order.
 SHUFFLE_WAYS = {
     "permutation": lambda ds, *args: ds.shuffle(*args),
+    "permutation after map": lambda ds, *args: ds.map(lambda x: x * 1).shuffle(*args),
     "index ring": lambda ds, *args: ds.repeat(1).shuffle(*args),
-    "element ring": lambda ds, *args: ds.map(lambda x: x).shuffle(*args),
+    "element ring": lambda ds, *args: ds.map(impure).shuffle(*args),
 }
 
 
@@ -351,6 +362,36 @@ def test_shuffled_batches_of_rows_match_in_every_mode():
     assert "ShuffleIndices" in {op.type for op in concrete.graph.get_operations()}
 
 
+@rt.function
+def _batch_total(ds):
+    total = rt.constant(0.0)
+    for b in ds:
+        total += rt.reduce_sum(b)
+    return total
+
+
+def test_a_pure_map_keeps_the_indices_an_impure_one_the_elements():
+    graph_ops = lambda ds: {op.type for op in all_operations(rt.function(fingerprint.python_function)  # noqa: E731
+                                                             .get_concrete_function(ds).graph)}
+    pure = rt.data.Dataset.range(20).map(lambda x: x * 3).shuffle(20, seed=1).batch(6)
+    assert "ShuffleIndices" in graph_ops(pure)
+    assert "ShuffleIndices" not in graph_ops(rt.data.Dataset.range(20).map(impure).shuffle(20, seed=1).batch(6))
+    # a row-wise function runs once on the gathered batch; another one on each row, written into TensorLists
+    x = np.arange(40, dtype=np.float32).reshape(10, 4)
+    mean = np.full(4, 3.0, np.float32)
+    for fn, lists in ((lambda r: (r - mean) / 2.0, False), (lambda r: r / rt.reduce_max(r), True)):
+        ds = rt.data.Dataset.from_tensor_slices(x).map(fn).shuffle(10, seed=3).batch(4)
+        ops = graph_ops(ds)
+        assert ("TensorListSetItem" in ops) == lists and "ShuffleIndices" in ops
+        rows = np.concatenate([b.numpy() for b in ds])
+        assert np.allclose(np.sort(rows, axis=0), np.sort(np.stack([fn(rt.constant(r)).numpy() for r in x]), axis=0))
+        assert np.isclose(float(_batch_total(ds)), rows.sum())
+    seeds = iter(range(100, 200))
+    noisy = rt.data.Dataset.range(6).map(lambda x: x + rt.cast(rt.random.uniform([], 0, 3, seed=next(seeds)),
+                                                                rt.int64))
+    assert not noisy._indexed, "random numbers are stateful: the function runs when its element is pulled"
+
+
 def test_full_buffer_shuffle_is_uniform():
     counts: dict = {}
     for seed in range(2400):
@@ -361,7 +402,8 @@ def test_full_buffer_shuffle_is_uniform():
 
 def test_a_pass_cut_short_then_repeated():
     for make in (lambda: rt.data.Dataset.range(10).shuffle(10, seed=1).take(3).repeat(2),
-                 lambda: rt.data.Dataset.range(10).map(lambda x: x).shuffle(4, seed=1).take(3).repeat(3),
+                 lambda: rt.data.Dataset.range(10).map(impure).shuffle(4, seed=1).take(3).repeat(3),
+                 lambda: rt.data.Dataset.range(10).map(lambda x: x * 2).shuffle(4, seed=1).take(3).repeat(3),
                  lambda: rt.data.Dataset.range(6).shuffle(3, seed=2).repeat(2).take(9)):
         order = [int(x) for x in make()]
         assert int(fingerprint(make())) == _fingerprint([[np.array(v)] for v in order])
