@@ -70,7 +70,7 @@ def dataset_loops(bench: Bench) -> list[Row]:
                             "built": lambda: built.epoch_sum(plain), "numpy": _numpy_epoch(x, y),
                             "tf.function": _tf_epoch(x, y)})
     bench.within(row, "numpy", 2.0)
-    mapped_row = bench.measure(f"same with .map(x * 2) before the shuffle", {
+    mapped_row = bench.measure("same with .map(x * 2) before the shuffle", {
         "built": lambda: built.epoch_sum(mapped), "numpy": _numpy_epoch(x, y, 2.0),
         "tf.function": _tf_epoch(x, y, 2.0)})
     bench.within(mapped_row, "numpy", 2.0)
