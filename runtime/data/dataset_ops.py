@@ -792,6 +792,11 @@ class MapDataset(_FunctionNode):
         return self._run_eager(self._inputs[0]._fetch(idx))
 
     def _fetch_rows(self, columns):
+        if self._row_wise:           # the function's ops once, on the batch (as in graphs)
+            rows = self._inputs[0]._fetch_rows(columns)
+            specs = leaves_of(self._inputs[0].element_spec)
+            return _arrays(lowering.replay(self._traced_graph, [EagerTensor(a, s.dtype) for a, s in zip(rows, specs)],
+                                           self._traced_outputs))
         return _stack([self._fetch(idx) for idx in zip(*[c.tolist() for c in columns])])
 
     def _pass_length(self):

@@ -1733,11 +1733,12 @@ def row_wise(graph, n: int, outputs: list) -> bool:
 
 
 def replay(graph, inputs: list, outputs: list) -> list:
-    """The ops of ``graph`` (a ``row_wise`` function) again in the current graph, on ``inputs`` (a batch)."""
+    """The ops of ``graph`` (a ``row_wise`` function) again, on ``inputs`` (a batch): in the current graph, or
+    eagerly."""
     current = context.current_graph()
     values = {id(p): t for p, t in zip(graph.inputs, inputs)}
     for outer, placeholder in graph.captures:
-        values[id(placeholder)] = current.internalize(outer)
+        values[id(placeholder)] = current.internalize(outer) if current is not None else outer
     for op in graph.operations:
         if op.type == "Placeholder":
             continue
