@@ -476,6 +476,28 @@ def test_iter_and_next_inside_a_function():
     assert got == [10, 11, 12 + 13 + 14]
 
 
+def batch_sums(ds):
+    it = iter(ds)
+    first = next(it)
+    second = next(it)
+    rest = rt.constant(0, rt.int64)
+    for x in it:
+        rest += rt.reduce_sum(x)
+    return rt.reduce_sum(first), rt.reduce_sum(second), rest
+
+
+@pytest.mark.parametrize("make", [
+    lambda: rt.data.Dataset.range(20).shuffle(20, seed=2).batch(3),
+    lambda: rt.data.Dataset.range(20).shuffle(5, seed=2).repeat(2).batch(3),
+    lambda: rt.data.Dataset.range(6).flat_map(lambda x: rt.data.Dataset.range(x)).batch(2),
+    lambda: rt.data.Dataset.range(9).map(lambda x: x * 2).shuffle(9, seed=1).batch(4),
+    lambda: rt.data.Dataset.range(9).map(impure).shuffle(4, seed=1).batch(4),
+])
+def test_next_then_a_loop_over_the_rest(make):
+    sums = [int(np.sum(b.numpy())) for b in make()]
+    assert [int(t) for t in rt.function(batch_sums)(make())] == [sums[0], sums[1], sum(sums[2:])]
+
+
 def consume(iterator):
     return next(iterator) * 10
 
