@@ -106,6 +106,23 @@ def _arrays(out) -> list:
     return [t._value for t in (nest.flatten(out) if nest.is_sequence(out) else [out])]
 
 
+class DatasetSpec(TensorSpec):
+    """The spec of an element that is a dataset (``window``'s): ``element_spec`` is the dataset's. Inside the
+    pipeline such an element is its rows, one tensor, and this spec is theirs; user functions, loops and
+    Python iteration see ``Dataset.from_tensor_slices(rows)``."""
+
+    def __init__(self, element_spec: TensorSpec, rows: int | None = None):
+        super().__init__(lowering.batched_shape(element_spec.shape, rows), element_spec.dtype)
+        self.element_spec = element_spec
+
+    def __repr__(self) -> str:
+        return f"DatasetSpec({self.element_spec!r}, TensorShape([]))"
+
+
+def _has_datasets(element_spec) -> bool:
+    return any(isinstance(s, DatasetSpec) for s in leaves_of(element_spec))
+
+
 class Dataset(CompositeValue):
     """A pipeline of elements: ``rt.data.Dataset.from_tensor_slices(x).map(f).batch(32)``.
 
@@ -161,6 +178,12 @@ class Dataset(CompositeValue):
     def _pass(self, length: int) -> list:
         """The first ``length`` indices of a pass, as int64 arrays (one per index column)."""
         raise NotImplementedError
+
+    def _user_element(self, flat: list):
+        """The element a user sees for flat tensors: the structure, with datasets where the spec says so."""
+        specs = leaves_of(self.element_spec)
+        return lowering.pack(self.element_spec, [TensorSliceDataset(t) if isinstance(s, DatasetSpec) else t
+                                                 for s, t in zip(specs, flat)])
 
     def _eager(self, carry: dict):
         """The elements, as flat lists of arrays."""
@@ -230,16 +253,18 @@ class Dataset(CompositeValue):
         """``for x in dataset`` while tracing: one graph loop (see ``rt__.for_stmt``); None when eager."""
         if context.current_graph() is None:
             return None
-        return lowering.DatasetLoop(self._lower(), self.element_spec)
+        return lowering.DatasetLoop(self._lower(), self.element_spec, user_element=self._user_element)
 
     def _rt_graph_iter(self):
         """``iter(dataset)`` in converted code while tracing (see ``rt__.iter_``); None when eager."""
         if context.current_graph() is None:
             return None
-        return lowering.GraphIterator(self._lower(), self.element_spec)
+        return lowering.GraphIterator(self._lower(), self.element_spec, self._user_element)
 
     def as_numpy_iterator(self):
         """The elements as numpy values (the structure kept)."""
+        if _has_datasets(self.element_spec):
+            raise TypeError("as_numpy_iterator: the elements are datasets (window); iterate them instead")
         for element in self:
             yield _map_specs(lambda t: t.numpy(), element)
 
@@ -301,6 +326,12 @@ class Dataset(CompositeValue):
 
     def repeat(self, count=None, name=None) -> "Dataset":
         return RepeatDataset(self, -1 if count is None else count)
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False, name=None) -> "Dataset":
+        """Windows of ``size`` elements (``stride`` apart), one starting every ``shift`` (default ``size``)
+        elements; each window is a dataset (a structure of datasets for structured elements), as in tf.data:
+        ``ds.window(3, shift=1).flat_map(lambda w: w.batch(3))`` gives sliding windows."""
+        return WindowDataset(self, size, shift, stride, drop_remainder)
 
     def shard(self, num_shards, index, name=None) -> "Dataset":
         """Every ``num_shards``-th element, starting at ``index``."""
@@ -683,7 +714,8 @@ class _FunctionNode(Dataset):
             Function(fn, name=getattr(fn, "__name__", self.what).replace("<lambda>", f"{self.what}_fn"))
         self._extra_specs = extra_specs        # a leading state argument (scan), or None
         self._concrete_function = None
-        if context.current_graph() is None and self._traces_to_tensors:
+        if context.current_graph() is None and self._traces_to_tensors and not _has_datasets(
+                input_dataset.element_spec):
             out = self._concrete().structured_outputs        # traced once, as tf.data traces it
             self._traced_graph = self._concrete().graph
             self._traced_outputs = list(self._traced_graph.outputs)
@@ -712,7 +744,7 @@ class _FunctionNode(Dataset):
                 extra = lowering.pack(self._extra_specs, [
                     scratch.add_placeholder(f"state{i}", s.dtype, s.shape)
                     for i, s in enumerate(leaves_of(self._extra_specs))])
-            return self._function(*self._arguments(lowering.pack(in_spec, args), extra))
+            return self._function(*self._arguments(self._inputs[0]._user_element(args), extra))
 
     def _spec_of_output(self, out):
         if out is None:
@@ -734,7 +766,7 @@ class _FunctionNode(Dataset):
     def _call_flat(self, flat: list, extra=None, out_spec=None) -> list:
         """The function on a flat element, checked against ``out_spec`` (its first trace's); flat tensors out."""
         out_spec = self._out_spec if out_spec is None else out_spec
-        out = self._apply(lowering.pack(self._inputs[0].element_spec, flat), extra)
+        out = self._apply(self._inputs[0]._user_element(flat), extra)
         if out is None or nest.structure_key(out) != nest.structure_key(out_spec):
             raise ValueError(f"the function passed to Dataset.{self.what} returned {out!r}; it returned "
                              f"{describe(out_spec)} when it was first traced")
@@ -754,7 +786,10 @@ class _FunctionNode(Dataset):
         return concrete
 
     def _run_eager(self, flat: list, extra=None) -> list:
-        element = _eager_tensors(self._inputs[0].element_spec, flat)
+        specs = leaves_of(self._inputs[0].element_spec)
+        element = self._inputs[0]._user_element([EagerTensor(a, s.dtype) for a, s in zip(flat, specs)])
+        if _has_datasets(self._inputs[0].element_spec):     # datasets are arguments a Function traces by structure
+            return _arrays(self._function(*self._arguments(element, extra)))
         return _arrays(self._concrete()(*self._arguments(element, extra)))
 
     def _node_key(self):
@@ -939,7 +974,7 @@ class _NestedNode(_FunctionNode):
 
     def _nested(self) -> lowering.NestedStage:
         def make(element):
-            out = self._function(*self._arguments(lowering.pack(self._inputs[0].element_spec, element)))
+            out = self._function(*self._arguments(self._inputs[0]._user_element(element)))
             if not isinstance(out, Dataset):
                 raise TypeError(f"the function passed to Dataset.{self.what} must return an rt.data.Dataset, got "
                                 f"{type(out).__name__}")
@@ -948,7 +983,8 @@ class _NestedNode(_FunctionNode):
 
     def _open(self, flat) -> Dataset:
         """The function's dataset for an element, called eagerly."""
-        element = _eager_tensors(self._inputs[0].element_spec, flat)
+        specs = leaves_of(self._inputs[0].element_spec)
+        element = self._inputs[0]._user_element([EagerTensor(a, s.dtype) for a, s in zip(flat, specs)])
         python = getattr(self._fn, "python_function", self._fn)
         out = python(*self._arguments(element))
         if not isinstance(out, Dataset):
@@ -1031,6 +1067,12 @@ class InterleaveDataset(_NestedNode):
 # ---------------------------------------------------------------------------
 # Batching.
 
+def _no_datasets(input_dataset, what: str) -> None:
+    if _has_datasets(input_dataset.element_spec):
+        raise TypeError(f"Dataset.{what}: the elements are datasets (window); flat_map them (e.g. "
+                        f"`.flat_map(lambda w: w.batch(n))`) first")
+
+
 def _stack(rows: list) -> list:
     out = []
     for parts in zip(*rows):
@@ -1050,6 +1092,7 @@ class BatchDataset(Dataset):
             batch_size = int(batch_size)
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"Dataset.batch: batch_size must be a positive Python integer, got {batch_size!r}")
+        _no_datasets(input_dataset, "batch")
         self._inputs = (input_dataset,)
         self._size, self._drop = int(batch_size), bool(drop_remainder)
         size = self._size if self._drop else None
@@ -1101,6 +1144,7 @@ class PaddedBatchDataset(Dataset):
     """``padded_batch(size, padded_shapes, padding_values, drop_remainder)``."""
 
     def __init__(self, input_dataset, batch_size, padded_shapes, padding_values, drop_remainder):
+        _no_datasets(input_dataset, "padded_batch")
         self._inputs = (input_dataset,)
         self._size = _static_int(batch_size, "Dataset.padded_batch batch_size")
         if self._size < 1:
@@ -1194,6 +1238,7 @@ class UnbatchDataset(Dataset):
     """``unbatch()``: the rows of each element."""
 
     def __init__(self, input_dataset):
+        _no_datasets(input_dataset, "unbatch")
         self._inputs = (input_dataset,)
         for s in leaves_of(input_dataset.element_spec):
             if s.shape.rank == 0:
@@ -1223,6 +1268,67 @@ class UnbatchDataset(Dataset):
         if n >= 0 and len(rows) == 1 and None not in rows:
             return n * rows.pop()
         return n if n == INFINITE_CARDINALITY else UNKNOWN_CARDINALITY
+
+
+class WindowDataset(Dataset):
+    """``window(size, shift, stride, drop_remainder)``: elements are datasets (``DatasetSpec``), their rows
+    inside the pipeline."""
+
+    def __init__(self, input_dataset, size, shift, stride, drop_remainder):
+        _no_datasets(input_dataset, "window")
+        self._inputs = (input_dataset,)
+        self._size = _static_int(size, "Dataset.window size")
+        self._shift = self._size if shift is None else _static_int(shift, "Dataset.window shift")
+        self._stride = _static_int(stride, "Dataset.window stride")
+        for what, value in (("size", self._size), ("shift", self._shift), ("stride", self._stride)):
+            if value < 1:
+                raise ValueError(f"Dataset.window: {what} must be positive, got {value}")
+        self._drop = bool(drop_remainder)
+        rows = self._size if self._drop else None
+        self.element_spec = _map_specs(lambda s: DatasetSpec(s, rows), input_dataset.element_spec)
+
+    def _node_key(self):
+        return (self._size, self._shift, self._stride, self._drop)
+
+    def _stage(self, own, inputs):
+        return lowering.WindowStage(leaves_of(self.element_spec), inputs[0], self._size, self._shift, self._stride,
+                                    self._drop)
+
+    def _stream(self, carry, indices):
+        span = (self._size - 1) * self._stride + 1
+        buffer: list = []
+        first = 0                        # the input position of buffer[0]
+        start = 0                        # the next window's first position
+        upstream = self._inputs[0]._eager(carry)
+        done = False
+        specs = leaves_of(self._inputs[0].element_spec)
+        while True:
+            drop = min(max(start - first, 0), len(buffer))     # what lies before this window's start
+            del buffer[:drop]
+            first += drop
+            while not done and first + len(buffer) < start + span:
+                flat = next(upstream, None)
+                if flat is None:
+                    done = True
+                elif first + len(buffer) < start:
+                    first += 1           # before the window (a shift past the span): dropped
+                else:
+                    buffer.append(flat)
+            rows = buffer[:span:self._stride]
+            if not rows or (self._drop and len(rows) < self._size):
+                return
+            yield [np.stack([r[j] for r in rows]) if rows else np.zeros((0,) + tuple(s.shape.dims), s.dtype.np)
+                   for j, s in enumerate(specs)]
+            start += self._shift
+
+    def _cardinality(self):
+        n = self._inputs[0]._cardinality()
+        if n < 0:
+            return n
+        if self._drop:
+            span = (self._size - 1) * self._stride + 1
+            return 0 if n < span else (n - span) // self._shift + 1
+        return -(-n // self._shift)
 
 
 # ---------------------------------------------------------------------------

@@ -52,6 +52,7 @@ class Iterator(CompositeValue):
         self.element_spec = dataset.element_spec
         self._flat = leaves_of(dataset.element_spec)
         self._elements = dataset._eager({})
+        self._user_element = dataset._user_element
         self._lock = threading.Lock()
 
     def __iter__(self):
@@ -75,7 +76,7 @@ class Iterator(CompositeValue):
             raise errors.OutOfRangeError("End of sequence") from None
 
     def _pack(self, flat):
-        return lowering.pack(self.element_spec, [EagerTensor(a, s.dtype) for a, s in zip(flat, self._flat)])
+        return self._user_element([EagerTensor(a, s.dtype) for a, s in zip(flat, self._flat)])
 
     def _next_flat(self) -> list | None:
         with self._lock:

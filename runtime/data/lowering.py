@@ -1625,6 +1625,69 @@ class CacheStage(_Unary):
         return self.up.advance(state, n)
 
 
+class WindowStage(_Unary):
+    """``window(size, shift, stride)``: the element is the window's rows (``[count, ...]``), read from a ring of
+    the last ``(size - 1) * stride + 1`` input elements (TensorLists); input elements before a window's start
+    (a shift past the span) are read and dropped."""
+
+    def __init__(self, specs, up, size: int, shift: int, stride: int, drop_remainder: bool):
+        super().__init__(specs, up)
+        self.size, self.shift, self.stride, self.drop = size, shift, stride, drop_remainder
+        self.span = (size - 1) * stride + 1
+        self.indexed = self.deferred = False
+        self.k = len(specs)
+        self.items = list(up.specs)
+
+    def state_size(self):
+        return 3 + self.k + self.up.state_size()
+
+    def _empty(self, upstream_state):
+        return [int64(0), int64(0), false()] + [new_list(s.dtype) for s in self.items] + list(upstream_state)
+
+    def init(self):
+        return self._empty(self.up.init())
+
+    def reinit(self, state):
+        return self._empty(self.up.reinit(state[3 + self.k:]))
+
+    def pull(self, state):
+        k, span = self.k, int64(self.span)
+        start, read, done = state[:3]
+        rings, st = list(state[3:3 + k]), list(state[3 + k:])
+
+        def test(read, done, *rest):
+            return math_ops.logical_and(math_ops.logical_not(done), math_ops.less(read, start + span))
+
+        def body(read, done, *rest):
+            rings, st = list(rest[:k]), list(rest[k:])
+            v, element, st = self.up.next(st)
+            keep = math_ops.logical_and(v, math_ops.greater_equal(read, start))
+            slot = math_ops.floormod(read, span)
+            rings = branch(keep, lambda: [list_set(r, slot, e) for r, e in zip(rings, element)], lambda: rings)
+            return [read + as_int64(v), math_ops.logical_not(v)] + rings + st
+
+        out = loop(test, body, [read, done] + rings + st)
+        read, done, rings, st = out[0], out[1], out[2:2 + k], out[2 + k:]
+        available = math_ops.minimum(read, start + span) - start
+        count = math_ops.minimum(math_ops.floordiv(math_ops.maximum(available, int64(0)) + int64(self.stride - 1),
+                                                   int64(self.stride)), int64(self.size))
+        valid = math_ops.equal(count, int64(self.size)) if self.drop else math_ops.greater(count, int64(0))
+
+        def rows():
+            def body(j, *lists):          # the rings go through the loop too: each list version has one writer
+                window, ring = lists[:k], lists[k:]
+                slot = math_ops.floormod(start + j * int64(self.stride), span)
+                written = [list_set(w, j, list_get(r, slot, s)) for w, r, s in zip(window, ring, self.items)]
+                return [j + int64(1)] + written + list(ring)
+
+            out = loop(lambda j, *rest: math_ops.less(j, count), body,
+                       [int64(0)] + [new_list(s.dtype, count) for s in self.items] + rings)
+            return [list_stack(w, s) for w, s in zip(out[1:1 + k], self.items)] + out[1 + k:]
+
+        got = branch(valid, rows, lambda: dummies(self.specs) + rings)
+        return valid, conform_all(got[:k], self.specs), [start + int64(self.shift), read, done] + got[k:] + st
+
+
 # ---------------------------------------------------------------------------
 # Loops and iterators over a lowered pipeline.
 
@@ -1635,11 +1698,12 @@ class DatasetLoop:
     ``state`` (default: the pipeline's initial state) lets a loop continue an iterator.
     """
 
-    def __init__(self, stage: Stage, element_spec, state: list | None = None):
+    def __init__(self, stage: Stage, element_spec, state: list | None = None, user_element=None):
         self.stage = stage
         self.element_spec = element_spec
         self.state = state
         self.k = None
+        self.user_element = user_element or (lambda flat: pack(element_spec, flat))
 
     def _fetch(self, state) -> list:
         valid, payload, state = self.stage.pull(list(state))
@@ -1655,7 +1719,7 @@ class DatasetLoop:
         return loop_vars[0]
 
     def element(self, loop_vars):
-        return pack(self.element_spec, self.stage.element(list(loop_vars[1:1 + self.k])))
+        return self.user_element(self.stage.element(list(loop_vars[1:1 + self.k])))
 
     def advance(self, loop_vars) -> list:
         return self._fetch(loop_vars[1 + self.k:])
@@ -1667,10 +1731,11 @@ class GraphIterator:
     Past the end of the data, the element's ``Assert`` fails at run time (tf.data raises there too).
     """
 
-    def __init__(self, stage: Stage, element_spec):
+    def __init__(self, stage: Stage, element_spec, user_element=None):
         self.stage = stage
         self.element_spec = element_spec
         self.state = stage.init()
+        self.user_element = user_element or (lambda flat: pack(element_spec, flat))
 
     def __iter__(self):
         raise TypeError("a dataset iterator cannot be looped over with plain Python inside a traced function; "
@@ -1679,13 +1744,13 @@ class GraphIterator:
     def __next__(self):
         valid, element, self.state = self.stage.next(self.state)
         Assert(valid, ["End of sequence: the dataset iterator has no more elements"])
-        return pack(self.element_spec, element)
+        return self.user_element(element)
 
     def get_next(self):
         return self.__next__()
 
     def _rt_graph_loop(self) -> DatasetLoop:
-        return DatasetLoop(self.stage, self.element_spec, self.state)
+        return DatasetLoop(self.stage, self.element_spec, self.state, self.user_element)
 
 
 def reduce(stage: Stage, element_spec, initial: list, state_shapes: list, call) -> list:

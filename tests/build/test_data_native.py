@@ -73,6 +73,10 @@ def square(x):
     return x * x
 
 
+def tens(s, x):
+    return s * 10 + x
+
+
 def pipelines(n):
     data = np.arange(n, dtype=np.int64)
     base = rt.data.Dataset.from_tensor_slices(data)
@@ -117,6 +121,9 @@ def pipelines(n):
                                                               cycle_length=3, block_length=2),
         "take_while": base.take_while(lambda x: x < 5),
         "scan": base.scan(rt.constant(0, rt.int64), lambda s, x: (s + x, s * 2)),
+        "window": base.window(3, shift=2).flat_map(lambda w: w.batch(3)),
+        "window_reduce": rt.data.Dataset.range(n).window(2, 1, 3, True).map(
+            lambda w: w.reduce(rt.constant(0, rt.int64), tens)),
     }
 
 
@@ -249,7 +256,7 @@ PIPELINES = ["from_tensors", "from_tensor_slices", "range", "map", "filter", "ba
              "shuffle_take_repeat", "filter_batch", "shard_batch", "skip_batch_drop",
              "tensors_repeat_batch", "unbatch", "padded_batch", "padded_batch_shapes", "cache_repeat",
              "cache_take_repeat", "concatenate", "flat_map", "flat_map_shuffle_repeat", "interleave", "take_while",
-             "scan"]
+             "scan", "window", "window_reduce"]
 
 
 @pytest.mark.parametrize("name", PIPELINES)

@@ -137,6 +137,15 @@ PIPELINES = {
     "interleave_ranges": lambda D: D.range(4).interleave(lambda x: D.range(x * 10, x * 10 + 4), cycle_length=3,
                                                          block_length=2),
     "interleave_one": lambda D: D.range(3).interleave(lambda x: D.range(x), cycle_length=1),
+    # window: elements are datasets
+    "window_sliding": lambda D: D.range(7).window(3, shift=1).flat_map(lambda w: w.batch(3)),
+    "window_stride_drop": lambda D: D.range(9).window(3, 2, 2, drop_remainder=True).flat_map(
+        lambda w: w.batch(3, drop_remainder=True)),
+    "window_skip_past": lambda D: D.from_tensor_slices(_arange(10)).window(2, shift=4).flat_map(lambda w: w.batch(2)),
+    "window_pairs": lambda D: D.from_tensor_slices((_arange(5), _arange(5) * 10)).window(2).flat_map(
+        lambda a, b: D.zip((a.batch(2), b.batch(2)))),
+    "window_reduce": lambda D: D.range(7).window(3, 2).map(lambda w: w.reduce(_lib(D).constant(0, _lib(D).int64),
+                                                                              lambda s, x: s + x)),
 }
 
 
@@ -751,3 +760,20 @@ def test_new_transformations_check_their_arguments():
     assert [int(x) for x in D.range(4).apply(lambda d: d.skip(2))] == [2, 3]
     assert rt.data.experimental.AUTOTUNE == rt.data.AUTOTUNE == -1
     assert (rt.data.INFINITE_CARDINALITY, rt.data.UNKNOWN_CARDINALITY) == (-1, -2)
+
+
+@pytest.mark.parametrize("args", [(3,), (3, 1), (3, 1, 2), (3, 1, 2, True), (2, 3), (2, 3, 1, True), (4, 2, 1, True)])
+def test_window_matches_tf_data(args, tf):
+    ours, theirs = rt.data.Dataset.range(7).window(*args), tf.data.Dataset.range(7).window(*args)
+    assert int(ours.cardinality()) == int(theirs.cardinality())
+    assert [[int(v) for v in w] for w in ours] == [[int(v) for v in w] for w in theirs]
+    assert repr(ours.element_spec).replace("rt.", "tf.") == repr(theirs.element_spec)
+
+
+def test_window_elements_are_datasets_everywhere():
+    ds = rt.data.Dataset.range(5).window(2)
+    assert all(isinstance(w, rt.data.Dataset) for w in ds)
+    with pytest.raises(TypeError, match="flat_map"):
+        ds.batch(2)
+    with pytest.raises(TypeError, match="datasets"):
+        list(ds.as_numpy_iterator())
