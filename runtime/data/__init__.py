@@ -9,12 +9,7 @@ Example:
 from types import SimpleNamespace
 
 from runtime.data.dataset_ops import (
-    AUTOTUNE,
-    INFINITE_CARDINALITY,
-    UNKNOWN_CARDINALITY,
-    Dataset,
-    DatasetSpec,
-    Iterator,
+    AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, DatasetSpec, Iterator,
 )
 
 # tf.data.experimental's constants, where older guides spell them (``rt.data.experimental.AUTOTUNE``).

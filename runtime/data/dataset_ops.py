@@ -28,17 +28,12 @@ import numpy as np
 
 from runtime import context, dtypes, errors, nest
 from runtime.composite import CompositeValue, TypeSpec, function_key
-from runtime.data import lowering
+from runtime.data import element_stages, index_stages, lowering
 from runtime.data.iterator_ops import GRAPH_ITERATION, Iterator, describe, element_key, leaves_of, spec_key
 from runtime.graph import Graph, all_operations
 from runtime.ops import math_ops
 from runtime.ops.dataset_ops import (
-    RNG_MODULUS,
-    RNG_MULTIPLIER,
-    GeneratorSource,
-    box,
-    rng_start,
-    shuffle_positions,
+    RNG_MODULUS, RNG_MULTIPLIER, GeneratorSource, box, rng_start, shuffle_positions,
 )
 from runtime.ops.registry import convert
 from runtime.polymorphic_function import Function
@@ -519,7 +514,7 @@ class TensorDataset(_Source):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.TensorsStage(leaves_of(self.element_spec), own)
+        return index_stages.TensorsStage(leaves_of(self.element_spec), own)
 
     def _size(self):
         return 1
@@ -561,7 +556,7 @@ class TensorSliceDataset(_Source):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.SlicesStage(leaves_of(self.element_spec), own)
+        return index_stages.SlicesStage(leaves_of(self.element_spec), own)
 
     def _size(self):
         return self._values[0]._value.shape[0]
@@ -596,7 +591,7 @@ class RangeDataset(_Source):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.RangeStage([self.element_spec], own)
+        return index_stages.RangeStage([self.element_spec], own)
 
     def _bounds(self):
         return tuple(int(v) for v in self._values)
@@ -654,7 +649,7 @@ class GeneratorDataset(Dataset):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.GeneratorStage(leaves_of(self.element_spec), own)
+        return index_stages.GeneratorStage(leaves_of(self.element_spec), own)
 
     def _stream(self, carry, indices):
         source = self._values[0]._value[()]
@@ -804,7 +799,7 @@ class MapDataset(_FunctionNode):
     def __init__(self, input_dataset, fn):
         super().__init__(input_dataset, fn)
         self.element_spec = self._out_spec
-        # a pure function over an index stream keeps the indices (lowering.MapStage)
+        # a pure function over an index stream keeps the indices (element_stages.MapStage)
         self._indexed = self._computes = input_dataset._indexed and self._pure
         self._vectorizable = self._indexed and input_dataset._vectorizable
         self._arity = input_dataset._arity
@@ -815,7 +810,7 @@ class MapDataset(_FunctionNode):
     def _stage(self, own, inputs):
         graph, outputs = self._traced_graph, self._traced_outputs
         rows = (lambda flat: lowering.replay(graph, flat, outputs)) if self._row_wise else None
-        return lowering.MapStage(leaves_of(self.element_spec), inputs[0], lambda flat: self._call_flat(flat),
+        return element_stages.MapStage(leaves_of(self.element_spec), inputs[0], lambda flat: self._call_flat(flat),
                                  self._pure, rows)
 
     def _stream(self, carry, indices):
@@ -876,7 +871,7 @@ class FilterDataset(_PredicateNode):
     what = "filter"
 
     def _stage(self, own, inputs):
-        return lowering.FilterStage(leaves_of(self.element_spec), inputs[0], self._predicate)
+        return index_stages.FilterStage(leaves_of(self.element_spec), inputs[0], self._predicate)
 
     def _stream(self, carry, indices):
         return (item for item in self._inputs[0]._stream(carry, indices) if self._holds(item, indices))
@@ -888,7 +883,7 @@ class TakeWhileDataset(_PredicateNode):
     what = "take_while"
 
     def _stage(self, own, inputs):
-        return lowering.TakeWhileStage(leaves_of(self.element_spec), inputs[0], self._predicate)
+        return index_stages.TakeWhileStage(leaves_of(self.element_spec), inputs[0], self._predicate)
 
     def _stream(self, carry, indices):
         return itertools.takewhile(lambda item: self._holds(item, indices), self._inputs[0]._stream(carry, indices))
@@ -936,7 +931,7 @@ class ScanDataset(_FunctionNode):
             out = self._call_flat(element, lowering.pack(self._state_specs, state), out_spec)
             return out[:len(state_specs)], out[len(state_specs):]
 
-        return lowering.ScanStage(leaves_of(self.element_spec), inputs[0], own, state_specs, call)
+        return element_stages.ScanStage(leaves_of(self.element_spec), inputs[0], own, state_specs, call)
 
     def _stream(self, carry, indices):
         state = [t._value for t in self._values]
@@ -972,14 +967,14 @@ class _NestedNode(_FunctionNode):
     def _node_key(self):
         return (self.what, function_key(self._fn), self._template._structure_key())
 
-    def _nested(self) -> lowering.NestedStage:
+    def _nested(self) -> element_stages.NestedStage:
         def make(element):
             out = self._function(*self._arguments(self._inputs[0]._user_element(element)))
             if not isinstance(out, Dataset):
                 raise TypeError(f"the function passed to Dataset.{self.what} must return an rt.data.Dataset, got "
                                 f"{type(out).__name__}")
             return out
-        return lowering.NestedStage(self._template, make)
+        return element_stages.NestedStage(self._template, make)
 
     def _open(self, flat) -> Dataset:
         """The function's dataset for an element, called eagerly."""
@@ -999,7 +994,7 @@ class FlatMapDataset(_NestedNode):
     what = "flat_map"
 
     def _stage(self, own, inputs):
-        return lowering.FlatMapStage(leaves_of(self.element_spec), inputs[0], self._nested())
+        return element_stages.FlatMapStage(leaves_of(self.element_spec), inputs[0], self._nested())
 
     def _stream(self, carry, indices):
         for flat in self._inputs[0]._eager(carry):
@@ -1032,7 +1027,7 @@ class InterleaveDataset(_NestedNode):
         return super()._node_key() + (self._cycle,)
 
     def _stage(self, own, inputs):
-        return lowering.InterleaveStage(leaves_of(self.element_spec), inputs[0], self._nested(), self._cycle, own[0])
+        return element_stages.InterleaveStage(leaves_of(self.element_spec), inputs[0], self._nested(), self._cycle, own[0])
 
     def _stream(self, carry, indices):
         block = int(self._values[0])
@@ -1103,7 +1098,7 @@ class BatchDataset(Dataset):
         return (self._size, self._drop)
 
     def _stage(self, own, inputs):
-        return lowering.BatchStage(leaves_of(self.element_spec), inputs[0], self._size, self._drop)
+        return element_stages.BatchStage(leaves_of(self.element_spec), inputs[0], self._size, self._drop)
 
     def _stream(self, carry, indices):
         up = self._inputs[0]
@@ -1185,7 +1180,7 @@ class PaddedBatchDataset(Dataset):
         return (self._size, self._drop, tuple(tuple(s) for s in self._shapes))
 
     def _stage(self, own, inputs):
-        return lowering.PaddedBatchStage(leaves_of(self.element_spec), inputs[0], self._size, self._drop,
+        return element_stages.PaddedBatchStage(leaves_of(self.element_spec), inputs[0], self._size, self._drop,
                                          self._shapes, own)
 
     def _pad(self, rows: list) -> list:
@@ -1251,7 +1246,7 @@ class UnbatchDataset(Dataset):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.UnbatchStage(leaves_of(self.element_spec), inputs[0])
+        return element_stages.UnbatchStage(leaves_of(self.element_spec), inputs[0])
 
     def _stream(self, carry, indices):
         for flat in self._inputs[0]._eager(carry):
@@ -1291,7 +1286,7 @@ class WindowDataset(Dataset):
         return (self._size, self._shift, self._stride, self._drop)
 
     def _stage(self, own, inputs):
-        return lowering.WindowStage(leaves_of(self.element_spec), inputs[0], self._size, self._shift, self._stride,
+        return element_stages.WindowStage(leaves_of(self.element_spec), inputs[0], self._size, self._shift, self._stride,
                                     self._drop)
 
     def _stream(self, carry, indices):
@@ -1381,7 +1376,7 @@ class ShuffleDataset(Dataset):
         return (self._reshuffle,)
 
     def _stage(self, own, inputs):
-        return lowering.shuffle_stage(leaves_of(self.element_spec), inputs[0], own[0], own[1], self._reshuffle)
+        return index_stages.shuffle_stage(leaves_of(self.element_spec), inputs[0], own[0], own[1], self._reshuffle)
 
     def _fetch(self, idx):
         return self._inputs[0]._fetch(idx)
@@ -1455,7 +1450,7 @@ class ZipDataset(Dataset):
         return (nest.structure_key(self._shape),)
 
     def _stage(self, own, inputs):
-        return lowering.ZipStage(leaves_of(self.element_spec), inputs)
+        return index_stages.ZipStage(leaves_of(self.element_spec), inputs)
 
     def _split(self, items):
         out, start = [], 0
@@ -1516,7 +1511,7 @@ class ConcatenateDataset(Dataset):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.ConcatenateStage(leaves_of(self.element_spec), inputs[0], inputs[1])
+        return element_stages.ConcatenateStage(leaves_of(self.element_spec), inputs[0], inputs[1])
 
     def _stream(self, carry, indices):
         yield from self._inputs[0]._eager(carry)
@@ -1577,7 +1572,7 @@ class TakeDataset(_CountNode):
         self._vectorizable = input_dataset._vectorizable
 
     def _stage(self, own, inputs):
-        return lowering.TakeStage(leaves_of(self.element_spec), inputs[0], own[0])
+        return index_stages.TakeStage(leaves_of(self.element_spec), inputs[0], own[0])
 
     def _stream(self, carry, indices):
         n = int(self._values[0])
@@ -1612,7 +1607,7 @@ class SkipDataset(_CountNode):
         self._vectorizable = input_dataset._vectorizable
 
     def _stage(self, own, inputs):
-        return lowering.SkipStage(leaves_of(self.element_spec), inputs[0], own[0])
+        return index_stages.SkipStage(leaves_of(self.element_spec), inputs[0], own[0])
 
     def _stream(self, carry, indices):
         n = int(self._values[0])
@@ -1650,7 +1645,7 @@ class RepeatDataset(_CountNode):
     _starts_passes = True
 
     def _stage(self, own, inputs):
-        return lowering.RepeatStage(leaves_of(self.element_spec), inputs[0], own[0])
+        return index_stages.RepeatStage(leaves_of(self.element_spec), inputs[0], own[0])
 
     def _stream(self, carry, indices):
         n = int(self._values[0])
@@ -1700,7 +1695,7 @@ class ShardDataset(_ChoosingNode):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.ShardStage(leaves_of(self.element_spec), inputs[0], own[0], own[1])
+        return index_stages.ShardStage(leaves_of(self.element_spec), inputs[0], own[0], own[1])
 
     def _stream(self, carry, indices):
         num, at = (int(v) for v in self._values)
@@ -1737,7 +1732,7 @@ class PrefetchDataset(_ChoosingNode):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.PassStage(leaves_of(self.element_spec), inputs[0])
+        return index_stages.PassStage(leaves_of(self.element_spec), inputs[0])
 
     def _stream(self, carry, indices):
         return self._inputs[0]._stream(carry, indices) if indices else self._inputs[0]._eager(carry)
@@ -1764,7 +1759,7 @@ class CacheDataset(Dataset):
         return ()
 
     def _stage(self, own, inputs):
-        return lowering.CacheStage(leaves_of(self.element_spec), inputs[0])
+        return element_stages.CacheStage(leaves_of(self.element_spec), inputs[0])
 
     def _rebuild_from(self, it):
         new = super()._rebuild_from(it)

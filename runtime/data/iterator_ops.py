@@ -11,7 +11,7 @@ import threading
 
 from runtime import context, dtypes, errors, nest
 from runtime.composite import CompositeValue, TypeSpec
-from runtime.data import lowering
+from runtime.data import index_stages, lowering
 from runtime.ops.dataset_ops import box
 from runtime.ops.registry import apply, convert
 from runtime.shapes import TensorSpec
@@ -124,5 +124,5 @@ class _GraphSideIterator:
         return self.__next__()
 
     def _rt_graph_loop(self):
-        stage = lowering.IteratorStage(self._flat, self.handle, self._attrs(True))
+        stage = index_stages.IteratorStage(self._flat, self.handle, self._attrs(True))
         return lowering.DatasetLoop(stage, self.element_spec)
