@@ -117,6 +117,13 @@ PIPELINES = {
     "padded_batch_tuple": lambda D: D.range(1, 6).map(lambda x: (x, _lib(D).fill(_lib(D).stack([x, x - x + 2]), x)))
     .padded_batch(3),
     "padded_batch_scalar": lambda D: D.range(3).padded_batch(2),
+    "padded_batch_dict": lambda D: D.range(1, 5).map(lambda x: {"v": _lib(D).fill(_lib(D).stack([x]), x), "n": x})
+    .padded_batch(2, padded_shapes={"v": [None], "n": []},
+                  padding_values={"v": _lib(D).constant(-1, _lib(D).int64), "n": _lib(D).constant(0, _lib(D).int64)}),
+    "padded_batch_tuple_values": lambda D: D.range(1, 5).map(
+        lambda x: (_lib(D).fill(_lib(D).stack([x]), x), _lib(D).cast(x, _lib(D).float32)))
+    .padded_batch(3, padded_shapes=([5], []), padding_values=(_lib(D).constant(7, _lib(D).int64),
+                                                               _lib(D).constant(0.5))),
     # cache, concatenate
     "cache": lambda D: D.range(5).cache(),
     "cache_repeat": lambda D: D.range(3).cache().repeat(2),
