@@ -1027,7 +1027,8 @@ class InterleaveDataset(_NestedNode):
         return super()._node_key() + (self._cycle,)
 
     def _stage(self, own, inputs):
-        return element_stages.InterleaveStage(leaves_of(self.element_spec), inputs[0], self._nested(), self._cycle, own[0])
+        return element_stages.InterleaveStage(leaves_of(self.element_spec), inputs[0], self._nested(), self._cycle,
+                                              own[0])
 
     def _stream(self, carry, indices):
         block = int(self._values[0])
@@ -1286,8 +1287,8 @@ class WindowDataset(Dataset):
         return (self._size, self._shift, self._stride, self._drop)
 
     def _stage(self, own, inputs):
-        return element_stages.WindowStage(leaves_of(self.element_spec), inputs[0], self._size, self._shift, self._stride,
-                                    self._drop)
+        return element_stages.WindowStage(leaves_of(self.element_spec), inputs[0], self._size, self._shift,
+                                          self._stride, self._drop)
 
     def _stream(self, carry, indices):
         span = (self._size - 1) * self._stride + 1

@@ -473,9 +473,10 @@ def reduce(stage: Stage, element_spec, initial: list, state_shapes: list, call) 
 
 def row_wise(graph, n: int, outputs: list) -> bool:
     """Whether the function ``graph`` (its first ``n`` inputs the element's components, ``outputs`` its results)
-    computes each element of its results from the same element of its inputs, so that it gives a batch's results run on the batch
-    (tf.data's map vectorization): only elementwise ops, Identity and constants, every op's element inputs of
-    one fully known shape that its results keep, its other inputs (constants, captures) of no higher rank."""
+    computes each element of its results from the same element of its inputs, so that it gives a batch's results
+    run on the batch (tf.data's map vectorization): only elementwise ops, Identity and constants, every op's
+    element inputs of one fully known shape that its results keep, its other inputs (constants, captures) of no
+    higher rank."""
     element = {id(t) for t in graph.inputs[:n]}
     for op in graph.operations:
         if op.type in ("Placeholder", "Const"):

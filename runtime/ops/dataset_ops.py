@@ -201,4 +201,5 @@ register(OpDef("GeneratorNext", "GeneratorNext", _element_infer, _generator_next
                side_effect=True, foldable=False))
 register(OpDef("IteratorGetNext", "IteratorGetNext", _iterator_infer, _iterator_next_kernel, 1, stateful=True,
                side_effect=True, foldable=False))
-not_differentiable("ShuffleIndices", "GeneratorInit", "GeneratorNext", "IteratorGetNext")   # data sources: no inputs to reach
+# data sources and the order of their indices: no gradient to take
+not_differentiable("ShuffleIndices", "GeneratorInit", "GeneratorNext", "IteratorGetNext")
