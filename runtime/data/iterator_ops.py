@@ -11,7 +11,7 @@ import threading
 
 from runtime import context, dtypes, errors, nest
 from runtime.composite import CompositeValue, TypeSpec
-from runtime.data import lowering
+from runtime.data import index_stages, lowering
 from runtime.ops.dataset_ops import box
 from runtime.ops.registry import apply, convert
 from runtime.shapes import TensorSpec
@@ -32,8 +32,6 @@ def leaves_of(structure) -> list:
     return nest.flatten(structure) if nest.is_sequence(structure) else [structure]
 
 
-leaves_of = leaves_of
-
 
 def element_key(element_spec) -> tuple:
     return (nest.structure_key(element_spec), tuple(spec_key(s) for s in leaves_of(element_spec)))
@@ -50,10 +48,11 @@ class Iterator(CompositeValue):
     ``IteratorGetNext`` op that calls back into Python for one element per call.
     """
 
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset):
         self.element_spec = dataset.element_spec
         self._flat = leaves_of(dataset.element_spec)
         self._elements = dataset._eager({})
+        self._user_element = dataset._user_element
         self._lock = threading.Lock()
 
     def __iter__(self):
@@ -77,7 +76,7 @@ class Iterator(CompositeValue):
             raise errors.OutOfRangeError("End of sequence") from None
 
     def _pack(self, flat):
-        return lowering.pack(self.element_spec, [EagerTensor(a, s.dtype) for a, s in zip(flat, self._flat)])
+        return self._user_element([EagerTensor(a, s.dtype) for a, s in zip(flat, self._flat)])
 
     def _next_flat(self) -> list | None:
         with self._lock:
@@ -125,5 +124,5 @@ class _GraphSideIterator:
         return self.__next__()
 
     def _rt_graph_loop(self):
-        stage = lowering.IteratorStage(self._flat, self.handle, self._attrs(True))
+        stage = index_stages.IteratorStage(self._flat, self.handle, self._attrs(True))
         return lowering.DatasetLoop(stage, self.element_spec)

@@ -33,6 +33,7 @@ from runtime_test_helpers import (
 import runtime as rt
 from library_op_cases import CASES as LIBRARY_CASES
 from runtime.ops import registry
+from runtime.ops.dataset_ops import shuffle_indices
 from runtime.optimizer import optimize
 
 BOOL = (rt.bool,)
@@ -863,6 +864,38 @@ def check_py_func_stateless():
     assert "PyFuncStateless" not in op_types(graph), "an unused stateless numpy_function is pruned"
 
 
+def _shuffle_by_buffer(values, window, rng):
+    """shuffle(window) as a buffer of ``window`` slots filled from the stream (each draw picks a slot, the
+    next element takes the place of the emitted one's window start): what ShuffleIndices must equal."""
+    ring, out, filled, t = {}, [], 0, 0
+    while True:
+        while filled < t + window and filled < len(values):
+            ring[filled % window] = values[filled]
+            filled += 1
+        if filled == t:
+            return out, rng
+        rng = rng * 48271 % 2147483647
+        q, s = (t + rng % (filled - t)) % window, t % window
+        ring[s], ring[q] = ring[q], ring[s]
+        out.append(ring[s])
+        t += 1
+
+
+def check_shuffle_indices():
+    for n, window in [(0, 3), (1, 1), (6, 1), (9, 3), (12, 12), (20, 100), (33, 7)]:
+        values = np.arange(n, dtype=np.int64) * 5 + 2
+        out = run_both(lambda x, w, r: shuffle_indices(x, w, r),
+                       [rt.constant(values), rt.constant(window, rt.int64), rt.constant(12345, rt.int64)],
+                       "ShuffleIndices")
+        want, rng = _shuffle_by_buffer(values.tolist(), window, 12345)
+        assert out[0].numpy().tolist() == want and int(out[1]) == rng, (n, window)
+        positions = [(v - 2) // 5 for v in want]
+        assert sorted(positions) == list(range(n))
+        assert all(p < t + window for t, p in enumerate(positions)), "emitted from within the buffer window"
+    with pytest.raises(TypeError, match="int64 vector"):
+        shuffle_indices(rt.constant([1.0]), rt.constant(1, rt.int64), rt.constant(1, rt.int64))
+
+
 def _generator_total(ds):
     total = rt.constant(0)
     for x in ds:
@@ -1403,6 +1436,7 @@ CASES.update({
     "EagerPyFunc": check_eager_py_func,
     "PyFunc": check_py_func,
     "PyFuncStateless": check_py_func_stateless,
+    "ShuffleIndices": check_shuffle_indices,
     "GeneratorInit": check_generator_ops,
     "GeneratorNext": check_generator_ops,
     "IteratorGetNext": check_iterator_get_next,
