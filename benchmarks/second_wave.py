@@ -96,8 +96,10 @@ def softmax_peers(x) -> dict:
     """numpy, jax.jit and tf.function versions of ``ml.softmax``."""
     def jax_softmax(jax):
         jnp = jax.numpy
-        fn = jax.jit(lambda x: (lambda e: e / jnp.sum(e, axis=-1, keepdims=True))(
-            jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))))
+        def softmax(x):
+            e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+            return e / jnp.sum(e, axis=-1, keepdims=True)
+        fn = jax.jit(softmax)
         device = jax.device_put(x)
         return lambda: fn(device).block_until_ready()
 
