@@ -23,7 +23,7 @@ from benchmarks.support import c_flags, fmt_time, machine
 
 # Modules whose @bench_class functions make up the run, in order; add yours here.
 CLASS_MODULES = ["benchmarks.first_wave", "benchmarks.second_wave", "benchmarks.training_bench",
-                 "benchmarks.jit_compile_bench"]
+                 "benchmarks.jit_compile_bench", "benchmarks.build_time"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 SWEEP_TARGET = 1.2
