@@ -19,12 +19,14 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import Cython
-import numpy
-
 from runtime import version
 from transpiler.build.discovery import FactsCache, Import, ModuleInfo
-from transpiler.codegen.render import TEMPLATES
+
+# The code generator's templates: the package data of transpiler.templates when installed, the checkout's
+# templates/ otherwise (as transpiler.codegen.render finds them, without importing the code generator).
+_PACKAGE = Path(__file__).resolve().parents[1]
+TEMPLATES = next((d for d in (_PACKAGE / "templates", _PACKAGE.parent / "templates") if d.is_dir()),
+                 _PACKAGE / "templates")
 
 # Compiler environment variables that change the generated object code.
 COMPILER_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "ARCHFLAGS",
@@ -72,12 +74,11 @@ def toolchain_fingerprint(options: dict | None = None) -> str:
     add("runtime", version.__version__)
     add("python", sys.version)
     add("ext_suffix", sysconfig.get_config_var("EXT_SUFFIX"))
-    add("cython", Cython.__version__)
-    add("numpy", numpy.__version__)
-    try:
-        add("setuptools", importlib.metadata.version("setuptools"))
-    except importlib.metadata.PackageNotFoundError:
-        add("setuptools", "?")
+    for package in ("Cython", "numpy", "setuptools"):       # read from their metadata, without importing them
+        try:
+            add(package.lower(), importlib.metadata.version(package))
+        except importlib.metadata.PackageNotFoundError:
+            add(package.lower(), "?")
     for name in COMPILER_ENV:
         add(name, os.environ.get(name, ""))
     for key, value in sorted((options or {}).items()):
