@@ -189,6 +189,14 @@ def test_local_dependencies_follow_imports(tmp_path):
     assert sorted(deps) == ["pkg", "pkg.layers", "pkg.sub", "pkg.sub.deep", "pkg.util"]
 
 
+def test_local_dependencies_stop_at_rt_itself():
+    """The examples sit beside runtime/ in a checkout: their ``import runtime`` is rt's, which the toolchain
+    fingerprint covers, not a local module to scan and hash (a hundred files)."""
+    (module,) = discover([PROJECT / "examples" / "function_basics.py"])
+    deps = local_dependencies(module, FactsCache())
+    assert deps and not [name for name in deps if name.split(".")[0] in ("runtime", "transpiler")], sorted(deps)
+
+
 def test_module_hash_tracks_source_and_dependencies(tmp_path):
     _write(tmp_path, {"pkg/__init__.py": "", "pkg/helpers.py": "SCALE = 2\n", "pkg/models.py": GOOD,
                           "pkg/other.py": "q = 1\n"})
