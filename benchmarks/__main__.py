@@ -154,7 +154,9 @@ def summarize(results: list[tuple[str, list[Row]]], strict: bool, quick: bool = 
     print(f"{len(checks) - len(failed) - len(missing)} of {len(checks)} targets met"
           + (f", {len(missing)} not measured (peer not installed, or --built-only)" if missing else "")
           + (" (--quick: not the targets' sizes)" if quick else ""))
-    print(f"results: {compared - len(wrong)} of {compared} rows agree with their peers within the rows' tolerances")
+    if compared:
+        print(f"results: {compared - len(wrong)} of {compared} rows agree with their peers within the rows' "
+              "tolerances")
     for name in wrong:
         print(f"FAILED: {name}: the built result differs from another implementation's beyond the row's tolerance")
     return 1 if wrong or (failed and strict) else 0
