@@ -176,8 +176,8 @@ cdef extern from "kernels/rt_nn.h":
 
 
 def shared_kernels():
-    """(hash of the kernel sources, capsule of their entry points): the GEMM, convolution and pooling kernels
-    compiled here, which generated modules call instead of compiling their own (runtime/kernels/rt_shared.h)."""
+    """(hash of the kernel sources, capsule of their entry points): the convolution and pooling kernels compiled
+    here, which generated modules call instead of compiling their own (runtime/kernels/rt_shared.h)."""
     return ((<bytes>rt_kernels_hash).decode("ascii"),
             PyCapsule_New(<void *>rt_shared_kernel_table, b"rt_shared_kernels", NULL))
 

@@ -31,7 +31,6 @@
 
 typedef RT_G_T RT_G_FN(rt_vec) __attribute__((vector_size(RT_VEC_BYTES), aligned(sizeof(RT_G_T)), may_alias));
 
-#ifndef RT_SHARED_KERNELS
 /* The micro-kernel for an MR x (NV vectors) tile: c[0:mr, 0:nr] = (or += when `accumulate`) a~ @ b~, where
  * a~(i, p) = a[i * rsa + p * csa] (i < MR, p < kc) and row p of b~ is the NV * VL values at b + p * rsb.
  * Rows mr.. and columns nr.. are computed but not stored (their operands must still be readable). MR and NV
@@ -302,15 +301,6 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *
     }
     return rc ? -1 : 0;
 }
-
-#else   /* RT_SHARED_KERNELS: the entry points are runtime._native's, set by rt_use_shared_kernels (rt_shared.h) */
-static int (*RT_G_FN(rt_gemm_grid))(int64_t m, int64_t k, int64_t n, int threads, int *tn_out);
-static int (*RT_G_FN(rt_gemm_block_part))(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c,
-                                          int64_t ldc, int64_t m, int64_t k, int64_t n, int ta, int tb, int parts,
-                                          int tn, int part, int64_t *i0, int64_t *i1, int64_t *j0, int64_t *j1);
-static int (*RT_G_FN(rt_gemm_blocked))(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c,
-                                       int64_t ldc, int64_t m, int64_t k, int64_t n, int ta, int tb, int threads);
-#endif
 
 #undef RT_G_CAT2
 #undef RT_G_CAT

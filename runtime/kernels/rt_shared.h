@@ -1,12 +1,15 @@
-/* The kernels compiled once, in runtime._native, and shared by every generated module.
+/* The kernels compiled once, in runtime._native, and shared by every generated module: the convolutions
+ * and max pooling (rt_nn.h).
  *
- * The blocked GEMM, the convolutions and max pooling are most of the kernel library's code: compiled
- * into each module that used them they took most of its C compiler's time (a small CNN module: 1.7 of
- * 2.4 s). runtime._native compiles them (at install, with the generated code's flags and ISA level) and
- * hands out a table of their entry points; a module compiled with -DRT_SHARED_KERNELS declares them as
- * function pointers of the same names (rt_gemm.h, rt_nn.h), which rt_use_shared_kernels fills from the
- * table when the module is imported (templates/module.c.tmpl). Calling a GEMM through a pointer costs
- * nothing measurable (a [256, 784] x [784, 128] product: 200 us either way).
+ * Compiled into each module that used them they were a good part of its C compiler's time. runtime._native
+ * compiles them (at install, with the generated code's flags and ISA level) and hands out a table of their
+ * entry points; a module compiled with -DRT_SHARED_KERNELS declares them as function pointers of the same
+ * names (rt_nn.h), which rt_use_shared_kernels fills from the table when the module is imported
+ * (runtime/kernels/rt_extension.h). A call through a pointer costs nothing next to a convolution.
+ *
+ * The GEMM is not shared: compiled into the module, each product's call with literal sizes gets a copy
+ * specialised to them (GCC's constant propagation), and a training step whose products have 10 columns or
+ * a reduction of 10 ran 2.3x slower on runtime._native's generic copy.
  *
  * The table is only valid for the sources it was compiled from: RT_KERNELS_HASH (a hash of these
  * headers, transpiler/codegen/flags.py kernels_hash) is compiled into both sides, and a module refuses a
@@ -21,9 +24,6 @@
 #endif
 
 #define RT_SHARED_KERNEL_LIST(X) \
-    X(rt_gemm_grid_float32) X(rt_gemm_grid_float64) \
-    X(rt_gemm_block_part_float32) X(rt_gemm_block_part_float64) \
-    X(rt_gemm_blocked_float32) X(rt_gemm_blocked_float64) \
     X(rt_conv2d_run_float32) X(rt_conv2d_run_float64) \
     X(rt_max_pool_float32) X(rt_max_pool_float64) \
     X(rt_max_pool_grad_float32) X(rt_max_pool_grad_float64) \

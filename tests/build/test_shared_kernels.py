@@ -1,6 +1,7 @@
-"""Generated modules call the GEMM, convolution and pooling kernels that runtime._native compiled (through the
-table of runtime/kernels/rt_shared.h) instead of compiling their own copy: the same results, no copy of those
-kernels in the module, and a clear error for a module compiled against the kernels of other sources.
+"""Generated modules call the convolution and pooling kernels that runtime._native compiled (through the table
+of runtime/kernels/rt_shared.h) instead of compiling their own copy: the same results, no copy of those kernels
+in the module, and a clear error for a module compiled against the kernels of other sources. (The GEMM is
+compiled into each module, specialised to each product's literal sizes.)
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def conv_pool(x, f):
     return rt.nn.max_pool2d(rt.nn.conv2d(x, f, strides=1, padding="SAME"), 2, 2, "VALID")
 '''
 
-KERNEL_SYMBOLS = ("rt_gemm_block_float32", "rt_gemm_micro_wide_float32", "rt_conv2d_ws_float32")
+KERNEL_SYMBOLS = ("rt_conv2d_ws_float32", "rt_conv2d_direct_float32", "rt_max_pool_float32")
 
 
 def _build(root: Path, name: str, renderer: str | None = None):
@@ -48,11 +49,14 @@ def _build(root: Path, name: str, renderer: str | None = None):
     return extension
 
 
-def _symbols(extension: Path) -> str:
+def _symbols(extension: Path) -> set[str]:
+    """The functions the extension defines (code symbols: a shared kernel's name is a data symbol there, the
+    pointer to runtime._native's function)."""
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("binutils' nm is not installed")
-    return subprocess.run([nm, str(extension)], capture_output=True, text=True, check=True).stdout
+    lines = subprocess.run([nm, str(extension)], capture_output=True, text=True, check=True).stdout.splitlines()
+    return {line.split()[-1].split(".")[0] for line in lines if len(line.split()) == 3 and line.split()[1] in "tT"}
 
 
 def _inputs():
@@ -91,7 +95,7 @@ def test_a_module_calls_the_shared_kernels_and_has_no_copy_of_them(tmp_path):
 
 def test_a_module_compiled_with_its_own_kernels_works_the_same(tmp_path):
     extension = _build(tmp_path, "rt_own_kernels_mod", OWN_KERNELS)
-    assert all(s in _symbols(extension) for s in KERNEL_SYMBOLS[:2])
+    assert any(s in _symbols(extension) for s in KERNEL_SYMBOLS)
     _check_against_eager(import_built(tmp_path, "rt_own_kernels_mod"))
 
 

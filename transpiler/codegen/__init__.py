@@ -36,8 +36,8 @@ KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(version.__file__)), "
 # -ffp-contract=off: a fused chain rounds each multiply and add as numpy's separate ops do (GCC contracted
 # x * y + z into one FMA, so built code disagreed with eager code in the last bit, and a Mandelbrot loop's
 # escape counts with it); the matmul and convolution kernels keep their FMAs (RT_FMA_KERNEL in rt_kernels.h).
-# The shared kernels: GEMM, convolution and pooling are called in runtime._native (compiled once) when it holds
-# those of these kernel sources (runtime/kernels/rt_shared.h), instead of being compiled into every module.
+# The shared kernels: convolutions and pooling are called in runtime._native (compiled once) when it holds those
+# of these kernel sources (runtime/kernels/rt_shared.h), instead of being compiled into every module.
 COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fno-strict-aliasing",
                 "-fwrapv", "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label",
                 "-Wno-unused-but-set-variable"] + arch_flags() + shared_kernel_flags(
