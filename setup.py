@@ -24,11 +24,7 @@ extensions = [
         include_dirs=[np.get_include(), "runtime"],
         extra_compile_args=["-O3", "-fopenmp", "-ffp-contract=off"] + _flags.arch_flags(),   # as generated code
         extra_link_args=["-fopenmp", "-lm"],
-        # the kernels it compiles are shared with generated modules (runtime/kernels/rt_shared.h): their table,
-        # named by the hash of the sources it is compiled from
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"), ("RT_DEFINE_SHARED_KERNEL_TABLE", "1"),
-                       _flags.kernels_hash_macro(os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime",
-                                                              "kernels"))],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     ),
 ]
 

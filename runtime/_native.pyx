@@ -170,18 +170,6 @@ def allocator_capsules():
             PyCapsule_New(<void *>rt_big_free_impl, b"rt_big_free", NULL))
 
 
-cdef extern from "kernels/rt_nn.h":
-    void *rt_shared_kernel_table[]
-    const char rt_kernels_hash[]
-
-
-def shared_kernels():
-    """(hash of the kernel sources, capsule of their entry points): the convolution and pooling kernels compiled
-    here, which generated modules call instead of compiling their own (runtime/kernels/rt_shared.h)."""
-    return ((<bytes>rt_kernels_hash).decode("ascii"),
-            PyCapsule_New(<void *>rt_shared_kernel_table, b"rt_shared_kernels", NULL))
-
-
 # Results at least this big are handed to numpy without a copy (the array owns the arena buffer); a smaller
 # one is copied, which costs less than the capsule that would free it.
 cdef size_t _HANDOVER_MIN_BYTES = 65536

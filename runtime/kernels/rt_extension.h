@@ -32,8 +32,7 @@ static int rt_ext_capsules(PyObject *value, const char *what, int first, int cou
     return 0;
 }
 
-/* The big-buffer allocator of runtime._native (one for every module), and with RT_SHARED_KERNELS its
- * compiled kernels (rt_shared.h). 0, or -1 with the exception set. */
+/* The big-buffer allocator of runtime._native (one for every module). 0, or -1 with the exception set. */
 static int rt_ext_link(void) {
     static const char *const allocator_names[] = {"rt_big_alloc", "rt_big_free"};
     void *allocator[2];
@@ -43,31 +42,6 @@ static int rt_ext_link(void) {
     Py_DECREF(value);
     if (rc < 0) return -1;
     rt_set_allocator(allocator[0], allocator[1]);
-#ifdef RT_SHARED_KERNELS
-    static const char *const table_names[] = {"rt_shared_kernels"};
-    void *table;
-    value = rt_ext_call("runtime._native", "shared_kernels", NULL);
-    if (value == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
-        PyErr_Clear();
-        value = Py_BuildValue("(sO)", "none", Py_None);      /* a runtime._native from before shared kernels */
-        if (value == NULL) return -1;
-    }
-    const char *hash = PyTuple_Check(value) && PyTuple_GET_SIZE(value) == 2
-        ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(value, 0)) : NULL;
-    rc = hash == NULL || PyTuple_GET_ITEM(value, 1) == Py_None ? -1
-        : rt_ext_capsules(value, "runtime._native.shared_kernels()", 1, 1, table_names, &table);
-    if (rc == 0 && rt_use_shared_kernels(hash, (void *const *)table) < 0) rc = -1;
-    if (rc < 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ImportError,
-                     "this module was compiled to call the kernels of rt's runtime._native compiled from kernel "
-                     "sources %s, but the installed runtime._native has %s: rebuild the module "
-                     "(python -m transpiler build) with the installed rt", RT_KERNELS_HASH, hash ? hash : "none");
-    }
-    Py_DECREF(value);
-    if (rc < 0) return -1;
-#endif
     return 0;
 }
 

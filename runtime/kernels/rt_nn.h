@@ -57,7 +57,6 @@ static inline int rt_window_init(rt_window *g, int64_t n, int64_t h, int64_t w, 
     return (g->oh <= 0 || g->ow <= 0) ? -1 : 0;
 }
 
-#ifndef RT_SHARED_KERNELS
 /* ---- row-major GEMM: C[m, n] (+)= op(A)[m, k] op(B)[k, n], on the kernel library's blocked GEMM ------ */
 
 #define RT_DEFINE_NN_GEMM(T, S) \
@@ -632,18 +631,5 @@ RT_DEFINE_POOL(double, float64)
 
 RT_DEFINE_NN_ENTRIES(float, float32)
 RT_DEFINE_NN_ENTRIES(double, float64)
-
-#else   /* RT_SHARED_KERNELS: the entry points are runtime._native's, set by rt_use_shared_kernels (rt_shared.h) */
-#define RT_DECLARE_NN_ENTRIES(T, S) \
-    static int (*rt_conv2d_run_##S)(rt_ctx *ctx, int kind, const T *a, const T *b, T *out, const rt_window *g); \
-    static void (*rt_max_pool_##S)(const T *x, T *y, const rt_window *g, int threads); \
-    static void (*rt_max_pool_grad_##S)(const T *x, const T *y, const T *dy, T *dx, const rt_window *g, int threads); \
-    static void (*rt_max_pool_grad_grad_##S)(const T *x, const T *y, const T *ddx, T *out, const rt_window *g, \
-                                             int threads);
-RT_DECLARE_NN_ENTRIES(float, float32)
-RT_DECLARE_NN_ENTRIES(double, float64)
-#endif
-
-#include "rt_shared.h"
 
 #endif

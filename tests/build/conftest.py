@@ -116,29 +116,6 @@ UNCOMPILABLE = f"{Path(__file__).resolve()}:render_uncompilable"
 STANDIN_PYX = f"{Path(__file__).resolve()}:render_standin_pyx"
 
 
-def render_own_kernels(module, source_path, module_name):
-    """The real code generator, with the kernels compiled into the module (as when runtime._native's are not
-    those of the kernel headers): without -DRT_SHARED_KERNELS."""
-    from transpiler.codegen import render_module
-    rendered = render_module(module, source_path=source_path, module_name=module_name)
-    rendered.extra_compile_args = [a for a in rendered.extra_compile_args
-                                   if a != "-DRT_SHARED_KERNELS" and not a.startswith("-DRT_KERNELS_HASH=")]
-    return rendered
-
-
-def render_other_kernels(module, source_path, module_name):
-    """The real code generator, calling the shared kernels of other kernel sources (a module built against
-    another rt installation)."""
-    from transpiler.codegen import render_module
-    rendered = render_module(module, source_path=source_path, module_name=module_name)
-    rendered.extra_compile_args = [a if not a.startswith("-DRT_KERNELS_HASH=") else '-DRT_KERNELS_HASH="0123456789abcdef"'
-                                   for a in rendered.extra_compile_args]
-    return rendered
-
-
-OWN_KERNELS = f"{Path(__file__).resolve()}:render_own_kernels"
-OTHER_KERNELS = f"{Path(__file__).resolve()}:render_other_kernels"
-
 
 def _write_tree(root: Path, files: dict[str, str]) -> Path:
     """Write ``files`` (relative path -> dedented source) under ``root``."""

@@ -16,14 +16,14 @@ import types
 import zlib
 from dataclasses import dataclass, field
 
-from runtime import _native, autograph, nest, version
+from runtime import autograph, nest, version
 from runtime.graph import all_operations
 from runtime.aot import format_path
 from runtime.polymorphic_function import ConcreteFunction, Function
 from runtime.variables import Variable
 
 from runtime.optimizer import optimize
-from transpiler.codegen.flags import arch_flags, shared_kernel_flags
+from transpiler.codegen.flags import arch_flags
 from transpiler.codegen.c import render_function
 from transpiler.lowering import Report, lower_function
 from transpiler import conversion
@@ -36,12 +36,9 @@ KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(version.__file__)), "
 # -ffp-contract=off: a fused chain rounds each multiply and add as numpy's separate ops do (GCC contracted
 # x * y + z into one FMA, so built code disagreed with eager code in the last bit, and a Mandelbrot loop's
 # escape counts with it); the matmul and convolution kernels keep their FMAs (RT_FMA_KERNEL in rt_kernels.h).
-# The shared kernels: convolutions and pooling are called in runtime._native (compiled once) when it holds those
-# of these kernel sources (runtime/kernels/rt_shared.h), instead of being compiled into every module.
 COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fno-strict-aliasing",
                 "-fwrapv", "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label",
-                "-Wno-unused-but-set-variable"] + arch_flags() + shared_kernel_flags(
-                    getattr(_native, "shared_kernels", lambda: (None, None))()[0], KERNELS_DIR)
+                "-Wno-unused-but-set-variable"] + arch_flags()
 LINK_ARGS = ["-fopenmp", "-lm"]
 
 
