@@ -38,6 +38,6 @@ class FileFacts:
                 "imports": [[i.module, list(i.names), i.level] for i in self.imports]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "FileFacts":
+    def from_json(cls, data: dict) -> FileFacts:
         return cls(tuple(FoundFunction(n, line) for n, line in data["functions"]),
                    tuple(Import(m, tuple(names), level) for m, names, level in data["imports"]))

@@ -154,7 +154,7 @@ def _child(request_path: str, log_path: str) -> None:
         status = 70
         try:
             traceback.print_exc()
-        except BaseException:  # noqa: BLE001 - the log may be what failed
+        except BaseException:  # noqa: BLE001, S110 - the log may be what failed
             pass
     try:
         sys.stdout.flush()
