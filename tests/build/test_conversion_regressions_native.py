@@ -1,0 +1,162 @@
+"""Issue 19's converter and runtime bugs in built modules: each program gives, as native code, what it gives
+eagerly and traced (the unit tests of each item check those two modes against TensorFlow's answer).
+
+One module is built for all of them (``SOURCE``); every test checks that its signature runs native code.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import import_built
+
+import runtime as rt
+
+pytestmark = pytest.mark.build
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+SOURCE = '''
+import numpy as np
+import runtime as rt
+
+
+# -- item 2: black-style literals -----------------------------------------------------------------------------
+@rt.function(input_signature=[rt.TensorSpec([None], rt.float32), rt.TensorSpec([], rt.float32)])
+def black_style(
+    x,
+    scale,
+):
+    table = {
+        "a": x,
+        "b": x * scale,
+    }
+    if rt.reduce_sum(x) > 0:
+        items = [
+            table["a"],
+            table["b"],
+        ]
+    else:
+        items = [
+            x,
+            -x,
+        ]
+    return items[0] + items[
+        1
+    ]
+
+
+# -- item 3: next() in tensor control flow ---------------------------------------------------------------------
+@rt.function(input_signature=[rt.TensorSpec([], rt.int32)])
+def digits_in_while(n):
+    it = iter(rt.data.Dataset.range(1, 10))
+    s = rt.constant(0, rt.int64)
+    i = rt.constant(0)
+    while i < n:
+        s = s * 10 + next(it)
+        i += 1
+    return s, next(it, -1)
+
+
+@rt.function(input_signature=[rt.TensorSpec([], rt.int32)])
+def digits_in_if(n):
+    it = iter(rt.data.Dataset.range(1, 10))
+    s = next(it)
+    if n > 0:
+        s = s * 10 + next(it)
+    s = s * 10 + next(it)
+    return s
+
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.int64)])
+def until_the_end(values):
+    it = iter(rt.data.Dataset.from_tensor_slices(values))
+    s = rt.constant(0, rt.int64)
+    x = next(it, -1)
+    while x >= 0:
+        s = s * 10 + x
+        x = next(it, -1)
+    for y in it:
+        s += y
+    return s
+
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.int64)])
+def resumed(values):
+    it = iter(rt.data.Dataset.from_tensor_slices(values))
+    s = rt.constant(0, rt.int64)
+    for _ in rt.range(2):
+        for x in it:
+            s = s * 10 + x
+            if x % 2 == 0:
+                break
+    return s, next(it, -1)
+
+
+@rt.function
+def digits_of(it):
+    s = rt.constant(0, rt.int64)
+    for _ in rt.range(3):
+        s = s * 10 + next(it)
+    return s
+
+
+digits_of.get_concrete_function(iter(rt.data.Dataset.range(1, 10)))
+'''
+
+
+def _build(root: Path) -> str:
+    proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-v"], cwd=PROJECT,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("conversion_regressions")
+    (root / "rt_conversion_regressions.py").write_text(SOURCE)
+    _build(root)
+    return import_built(root, "rt_conversion_regressions")
+
+
+def _values(result):
+    return [np.asarray(r).tolist() for r in (result if isinstance(result, (tuple, list)) else (result,))]
+
+
+def _agree(function, *args, make_args=None):
+    """``function``'s native result, after checking that it runs natively and that eager and traced code give
+    the same (fresh arguments for each mode when ``make_args`` is given)."""
+    fresh = make_args or (lambda: args)
+    assert function.get_concrete_function(*fresh()).native, function.__name__
+    native = _values(function(*fresh()))
+    traced = _values(rt.function(function.python_function)(*fresh()))
+    rt.config.run_functions_eagerly(True)
+    try:
+        eager = _values(function(*fresh()))
+    finally:
+        rt.config.run_functions_eagerly(False)
+    assert native == traced == eager, (native, traced, eager)
+    return native
+
+
+def test_black_style_literals(built):
+    for x in ([1.0, 2.0], [-1.0, -3.0]):
+        got = _agree(built.black_style, rt.constant(x), rt.constant(3.0))
+        np.testing.assert_allclose(got[0], np.array(x) * 4 if x[0] > 0 else 0 * np.array(x))
+
+
+def test_next_in_tensor_control_flow(built):
+    assert _agree(built.digits_in_while, rt.constant(3)) == [123, 4]
+    assert _agree(built.digits_in_while, rt.constant(9)) == [123456789, -1]
+    assert _agree(built.digits_in_if, rt.constant(1)) == [123]
+    assert _agree(built.digits_in_if, rt.constant(0)) == [12]
+    assert _agree(built.until_the_end, rt.constant([1, 2, 3, 4], rt.int64)) == [1234]
+    assert _agree(built.until_the_end, rt.constant([5, -1, 7], rt.int64)) == [12]
+    assert _agree(built.until_the_end, rt.constant([], rt.int64)) == [0]
+    assert _agree(built.resumed, rt.constant([1, 2, 3, 4, 5], rt.int64)) == [1234, 5]
+    assert _agree(built.resumed, rt.constant([1, 3], rt.int64)) == [13, -1]
+    assert _agree(built.digits_of, make_args=lambda: (iter(rt.data.Dataset.range(1, 10)),)) == [123]
