@@ -105,12 +105,19 @@ def digits_of(it):
 
 
 digits_of.get_concrete_function(iter(rt.data.Dataset.range(1, 10)))
+
+
+# -- item 4: lists holding tensors of another dtype --------------------------------------------------------------
+@rt.function(input_signature=[rt.TensorSpec([None], rt.int32), rt.TensorSpec([], rt.int64),
+                              rt.TensorSpec([], rt.float32)])
+def appended(x, n, f):
+    return rt.concat([x, [n, 3, f]], 0), x + [n], rt.convert_to_tensor([[1, n], [2, 3]])
 '''
 
 
 def _build(root: Path) -> str:
     proc = subprocess.run([sys.executable, "-m", "transpiler", "build", str(root), "-v"], cwd=PROJECT,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
@@ -160,3 +167,8 @@ def test_next_in_tensor_control_flow(built):
     assert _agree(built.resumed, rt.constant([1, 2, 3, 4, 5], rt.int64)) == [1234, 5]
     assert _agree(built.resumed, rt.constant([1, 3], rt.int64)) == [13, -1]
     assert _agree(built.digits_of, make_args=lambda: (iter(rt.data.Dataset.range(1, 10)),)) == [123]
+
+
+def test_lists_holding_tensors_of_another_dtype(built):
+    got = _agree(built.appended, rt.constant([1, 2]), rt.constant(2 ** 40 + 5, rt.int64), rt.constant(-2.5))
+    assert got == [[1, 2, 5, 3, -2], [6, 7], [[1, 2 ** 40 + 5], [2, 3]]]
