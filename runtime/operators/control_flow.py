@@ -19,6 +19,7 @@ from runtime.autograph.converted_code import is_converted_code
 from runtime.graph import Graph
 from runtime.operators.variables import Undefined, UndefinedReturnValue, Untracked, is_undefined
 from runtime.ops import api as rt
+from runtime.shapes import as_shape
 from runtime.tensor import is_symbolic, is_tensor
 
 
@@ -375,20 +376,23 @@ def _flat_names(names, values):
     return out
 
 
+def _invariant_of(opts, leaf, value, n_leaves: int):
+    """The shape ``set_loop_options(shape_invariants=[(var, shape), ...])`` gives one leaf of a loop variable
+    (matched by identity), or None."""
+    found = None
+    for var, shape in opts.get("shape_invariants") or ():
+        if var is leaf or (var is value and n_leaves == 1):
+            found = shape
+    return found
+
+
 def _shape_invariants(opts, names, values):
-    """``set_loop_options(shape_invariants=[(var, shape), ...])`` matched to the loop variables by identity."""
-    pairs = opts.get("shape_invariants") or ()
+    """The user's shape invariants of the loop variables' leaves (None when there are none)."""
     flat = []
-    found = False
     for v in values:
         leaves = nest.flatten(v)
-        for leaf in leaves:
-            inv = None
-            for var, shape in pairs:
-                if var is leaf or (var is v and len(leaves) == 1):
-                    inv, found = shape, True
-            flat.append(inv)
-    return flat if found else None
+        flat.extend(_invariant_of(opts, leaf, v, len(leaves)) for leaf in leaves)
+    return flat if any(inv is not None for inv in flat) else None
 
 
 def _placeholder_name(name: str) -> str:
@@ -397,11 +401,13 @@ def _placeholder_name(name: str) -> str:
     return cleaned or "loop_var"
 
 
-def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
+def _infer_undefined(body_fn, get_state, set_state, init, names, where_, opts):
     """Trace one iteration in a scratch graph to learn the type of the loop variables that are undefined
     before the loop. Returns, per variable, an initial value of that type (zeros: never read, the loop
     runs at least once or the value is a return value guarded by its flag) and the shape invariant of
-    each of its leaves (the probe's shape, where a dim is not static)."""
+    each of its leaves (the probe's shape, where a dim is not static). The probe's loop variables have
+    the shapes the loop gives them: the user's shape invariants where there are some (a return value
+    taken from a variable whose invariant is ``[None]`` has an unknown length too)."""
     outer = context.current_graph()
     scratch = Graph(f"{outer.name}_loop_probe" if outer is not None else "loop_probe", outer)
     try:
@@ -411,7 +417,9 @@ def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
             for name, v in zip(names, init):
                 if (is_tensor(v) or _is_python_number(v)) and not isinstance(v, rt.TensorArray):
                     t = v if is_tensor(v) else rt.convert_to_tensor(v)
-                    v = scratch.add_placeholder(_placeholder_name(name), t.dtype, t.shape)
+                    shape = _invariant_of(opts, v, v, 1) if is_tensor(v) else None
+                    v = scratch.add_placeholder(_placeholder_name(name), t.dtype,
+                                                t.shape if shape is None else as_shape(shape))
                 probe_init.append(v)
             set_state(probe_init)
             body_fn()
@@ -463,7 +471,7 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
     returns_none = []                     # return values the loop sets to None: None after it
     if undefined:
         placeholders, inferred = _infer_undefined(lambda: body(list(extra_vars)), get_state, set_state, init,
-                                                  names, where_)
+                                                  names, where_, opts)
         still = [names[i] for i, v in enumerate(placeholders) if is_undefined(v)]
         for i in undefined:
             if is_undefined(placeholders[i]):

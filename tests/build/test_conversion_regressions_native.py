@@ -112,6 +112,18 @@ digits_of.get_concrete_function(iter(rt.data.Dataset.range(1, 10)))
                               rt.TensorSpec([], rt.float32)])
 def appended(x, n, f):
     return rt.concat([x, [n, 3, f]], 0), x + [n], rt.convert_to_tensor([[1, n], [2, 3]])
+
+
+# -- item 5: return inside a loop whose variable has a relaxed shape invariant -----------------------------------
+@rt.function(input_signature=[rt.TensorSpec([], rt.float32)])
+def grows_until(x):
+    s = rt.constant([1.0])
+    for i in rt.range(5):
+        rt.autograph.experimental.set_loop_options(shape_invariants=[(s, rt.TensorShape([None]))])
+        s = rt.concat([s, [rt.cast(i, rt.float32)]], 0)
+        if rt.reduce_sum(s) > x:
+            return s
+    return s * 2
 '''
 
 
@@ -172,3 +184,9 @@ def test_next_in_tensor_control_flow(built):
 def test_lists_holding_tensors_of_another_dtype(built):
     got = _agree(built.appended, rt.constant([1, 2]), rt.constant(2 ** 40 + 5, rt.int64), rt.constant(-2.5))
     assert got == [[1, 2, 5, 3, -2], [6, 7], [[1, 2 ** 40 + 5], [2, 3]]]
+
+
+def test_return_inside_a_loop_with_a_relaxed_shape_invariant(built):
+    assert _agree(built.grows_until, rt.constant(3.0)) == [[1.0, 0.0, 1.0, 2.0]]
+    assert _agree(built.grows_until, rt.constant(100.0)) == [[2.0, 0.0, 2.0, 4.0, 6.0, 8.0]]
+    assert _agree(built.grows_until, rt.constant(0.0)) == [[1.0, 0.0]]

@@ -16,8 +16,8 @@ import runtime as rt
 
 
 def _cases(tf):
-    i32 = lambda: tf.constant([1, 2], tf.int32)  # noqa: E731 -- built inside each mode's function
-    i64 = lambda: tf.constant(5, tf.int64)  # noqa: E731
+    i32 = lambda: tf.constant([1, 2], tf.int32)  # built inside each mode's function
+    i64 = lambda: tf.constant(5, tf.int64)
     return {
         "concat([i32, [i64]])": lambda: tf.concat([i32(), [i64()]], 0),
         "concat([[i64], i32])": lambda: tf.concat([[i64()], i32()], 0),
