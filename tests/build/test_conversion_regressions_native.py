@@ -124,6 +124,18 @@ def grows_until(x):
         if rt.reduce_sum(s) > x:
             return s
     return s * 2
+
+
+# -- item 6: py_function / numpy_function with Tout=[dtype] and one returned value ------------------------------
+def double(a):
+    return a * 2
+
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.float32)])
+def listed_tout(x):
+    (y,) = rt.py_function(double, [x], [rt.float32])
+    z = rt.numpy_function(double, [x], [rt.float32])[0]
+    return y + z
 '''
 
 
@@ -190,3 +202,7 @@ def test_return_inside_a_loop_with_a_relaxed_shape_invariant(built):
     assert _agree(built.grows_until, rt.constant(3.0)) == [[1.0, 0.0, 1.0, 2.0]]
     assert _agree(built.grows_until, rt.constant(100.0)) == [[2.0, 0.0, 2.0, 4.0, 6.0, 8.0]]
     assert _agree(built.grows_until, rt.constant(0.0)) == [[1.0, 0.0]]
+
+
+def test_py_function_with_a_list_tout_and_one_returned_value(built):
+    assert _agree(built.listed_tout, rt.constant([1.0, -2.0])) == [[4.0, -8.0]]
