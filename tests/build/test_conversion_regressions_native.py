@@ -136,6 +136,19 @@ def listed_tout(x):
     (y,) = rt.py_function(double, [x], [rt.float32])
     z = rt.numpy_function(double, [x], [rt.float32])[0]
     return y + z
+
+
+# -- item 10: the gradient of a watched variable with respect to itself ----------------------------------------
+V0 = rt.Variable(2.0)
+V1 = rt.Variable(3.0)
+
+
+@rt.function(input_signature=[rt.TensorSpec([], rt.float32)])
+def self_gradient(k):
+    with rt.GradientTape() as tape:
+        result = V0
+        y = V0 * k
+    return tape.gradient([result, y], [V0, V1], unconnected_gradients="zero")
 '''
 
 
@@ -206,3 +219,7 @@ def test_return_inside_a_loop_with_a_relaxed_shape_invariant(built):
 
 def test_py_function_with_a_list_tout_and_one_returned_value(built):
     assert _agree(built.listed_tout, rt.constant([1.0, -2.0])) == [[4.0, -8.0]]
+
+
+def test_the_gradient_of_a_variable_with_respect_to_itself(built):
+    assert _agree(built.self_gradient, rt.constant(3.0)) == [4.0, 0.0]
