@@ -149,6 +149,23 @@ def self_gradient(k):
         result = V0
         y = V0 * k
     return tape.gradient([result, y], [V0, V1], unconnected_gradients="zero")
+
+
+# -- item 12: a variable update takes a value of the variable's shape ---------------------------------------------
+W = rt.Variable([0.0, 0.0, 0.0], name="w")
+M = rt.Variable([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]], name="m")
+
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.float32)])
+def assign_w(x):
+    W.assign(x)
+    return W.read_value()
+
+
+@rt.function(input_signature=[rt.TensorSpec([None, None], rt.float32)])
+def add_to_m(x):
+    M.assign_add(x)
+    return M.read_value()
 '''
 
 
@@ -223,3 +240,21 @@ def test_py_function_with_a_list_tout_and_one_returned_value(built):
 
 def test_the_gradient_of_a_variable_with_respect_to_itself(built):
     assert _agree(built.self_gradient, rt.constant(3.0)) == [4.0, 0.0]
+
+
+def test_a_variable_update_with_another_shape_fails_in_every_mode(built):
+    assert built.assign_w.get_concrete_function().native and built.add_to_m.get_concrete_function().native
+    np.testing.assert_array_equal(built.assign_w(rt.constant([1.0, 2.0, 3.0])).numpy(), [1.0, 2.0, 3.0])
+    for function, value, name in ((built.assign_w, rt.constant([1.0, 2.0, 3.0, 4.0]), "w"),
+                                  (built.add_to_m, rt.ones([1, 3]), "m")):
+        for run in (function, rt.function(function.python_function, input_signature=function.input_signature)):
+            with pytest.raises(rt.errors.InvalidArgumentError, match=f"'{name}'|shape"):
+                run(value)
+        rt.config.run_functions_eagerly(True)
+        try:
+            with pytest.raises(ValueError, match=f"'{name}'"):
+                function(value)
+        finally:
+            rt.config.run_functions_eagerly(False)
+    np.testing.assert_array_equal(built.W.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(built.M.numpy(), np.zeros([2, 3]))
