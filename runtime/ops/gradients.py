@@ -29,9 +29,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from runtime import dtypes
-from runtime.graph import Graph
+from runtime import context, dtypes
+from runtime.graph import Graph, SymbolicTensor
 from runtime.ops import array_ops, math_ops
+from runtime.ops.registry import get_opdef
 from runtime.tensor_array import list_add, list_zeros_like
 
 
@@ -55,6 +56,22 @@ def or_zeros(grad, tensor):
 def add(a, b):
     """The sum of two gradients of one tensor (item-wise for TensorArray lists)."""
     return list_add(a, b) if a.dtype is dtypes.variant else math_ops.add(a, b)
+
+
+def with_shape_of(grad, tensor):
+    """``grad`` (a gradient of ``tensor``) stating ``tensor``'s static shape where its own shape rule lost it (the
+    gradient of ``x[:, 2]`` for an ``x`` of shape [1, None] is built from ``rt.shape(x)``: (None, None)): a sum of
+    such gradients in a backward loop then keeps the shape its loop variable has."""
+    if not isinstance(grad, SymbolicTensor) or grad.dtype is dtypes.variant or tensor.shape.rank is None:
+        return grad
+    if grad.shape == tensor.shape or not grad.shape.is_compatible_with(tensor.shape):
+        return grad
+    shape = grad.shape.merge_with(tensor.shape)
+    if shape == grad.shape:
+        return grad
+    graph = context.current_graph() or grad.op.graph
+    return graph.create_op(get_opdef("Identity"), [graph.internalize(grad)], name="gradient_shape",
+                           output_specs=[(grad.dtype, shape.dims)]).outputs[0]
 
 
 def aggregate(parts: list):
@@ -159,7 +176,7 @@ def backprop(ops: Iterable, targets: list, target_grads: list, sources: list, va
             in_grads = _call_gradient(op, out_grads)
             for t, g in zip(op.inputs, in_grads):
                 if g is not None and id(t) in reached and differentiable_dtype(t.dtype):
-                    partials.setdefault(id(t), []).append(g)
+                    partials.setdefault(id(t), []).append(with_shape_of(g, t))
         reported = _frames.stack[-1]
     finally:
         _frames.stack.pop()

@@ -166,6 +166,18 @@ def assign_w(x):
 def add_to_m(x):
     M.assign_add(x)
     return M.read_value()
+
+
+# -- item 14: a gradient through a tensor loop for a source of partly known shape ----------------------------------
+@rt.function(input_signature=[rt.TensorSpec([1, None], rt.float32)])
+def slice_gradient(x):
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        total = rt.constant(0.0)
+        for _ in rt.range(2):
+            s = x[:, 2]
+            total += rt.reduce_sum(s * s)
+    return tape.gradient(total, x)
 '''
 
 
@@ -258,3 +270,8 @@ def test_a_variable_update_with_another_shape_fails_in_every_mode(built):
             rt.config.run_functions_eagerly(False)
     np.testing.assert_array_equal(built.W.numpy(), [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(built.M.numpy(), np.zeros([2, 3]))
+
+
+def test_a_gradient_through_a_loop_for_a_source_of_partly_known_shape(built):
+    assert _agree(built.slice_gradient, rt.constant([[1.0, 2.0, 3.0]])) == [[[0.0, 0.0, 12.0]]]
+    assert _agree(built.slice_gradient, rt.constant([[1.0, 2.0, -1.0, 5.0]])) == [[[0.0, 0.0, -4.0, 0.0]]]

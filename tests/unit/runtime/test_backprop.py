@@ -513,3 +513,26 @@ def test_the_gradient_of_a_variable_with_respect_to_itself_inside_a_function():
         return tape.gradient(result, [v0, v1])
 
     assert _floats(grads()) == [1.0, None]
+
+
+# -- a gradient through a tensor loop whose source's shape is partly known (issue 19, item 14) -------------------
+
+def _slice_in_a_loop(x):
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        total = rt.constant(0.0)
+        for _ in rt.range(2):
+            s = x[:, 2]
+            total += rt.reduce_sum(s * s)
+    return tape.gradient(total, x)
+
+
+@pytest.mark.parametrize("shape", [[1, 3], [1, None], [None, None], [None, 3]])
+def test_gradient_through_a_loop_for_a_source_of_partly_known_shape(shape):
+    # with [1, None] the backward loop's sum of the slice gradients lost the known first dim ((None, None) against
+    # the invariant (1, None)) and tracing failed
+    x = rt.constant([[1.0, 2.0, 3.0]])
+    traced = rt.function(_slice_in_a_loop, input_signature=[rt.TensorSpec(shape, rt.float32)])
+    np.testing.assert_array_equal(traced(x).numpy(), [[0.0, 0.0, 12.0]])
+    np.testing.assert_array_equal(_slice_in_a_loop(x).numpy(), [[0.0, 0.0, 12.0]])
+    assert traced.get_concrete_function().outputs[0].shape.is_compatible_with(shape)

@@ -60,7 +60,7 @@ def test_tensorflow_rejects_the_same_updates():
     tf = pytest.importorskip("tensorflow")
     for method, var_shape, value_shape in UPDATES:
         v = tf.Variable(np.zeros(var_shape, np.float32))
-        for run in (lambda: getattr(v, method)(tf.ones(value_shape)),
-                    tf.function(lambda: getattr(v, method)(tf.ones(value_shape)))):
+        update = lambda v=v, method=method, value_shape=value_shape: getattr(v, method)(tf.ones(value_shape))
+        for run in (update, tf.function(update)):
             with pytest.raises((ValueError, tf.errors.InvalidArgumentError)):
                 run()
