@@ -100,6 +100,13 @@ class Variable:
 
     value = read_value
 
+    def snapshot(self) -> np.ndarray:
+        """The current value as an array that stays as it is: the array becomes read-only, and a later update
+        writes a new one (assignments replace the array; native code copies a read-only one before writing)."""
+        storage = self._value
+        storage.flags.writeable = False
+        return storage
+
     def numpy(self):
         return self.read_value().numpy()
 
@@ -200,7 +207,8 @@ def _var_infer(specs, attrs):
 
 def _read_kernel(inputs, attrs):
     variable = attrs["variable"].get()
-    return (variable._value.copy(),)
+    value = context.variable_value(variable)
+    return ((variable._value if value is None else value).copy(),)
 
 
 def _update_kernel(op_type, update):

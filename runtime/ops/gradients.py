@@ -87,11 +87,20 @@ def aggregate(parts: list):
 # ---------------------------------------------------------------------------
 # Variables read by an op (also inside its subgraphs).
 
+def variable_handle(handle):
+    """The handle that stands for a variable in gradients: the variable's own (a built module's graphs hold
+    handles of their own, bound to the same variables when the module imports)."""
+    ref = getattr(handle, "ref", None)
+    variable = ref() if ref is not None else None
+    own = getattr(variable, "handle", None)
+    return own if own is not None else handle
+
+
 def variables_read(op) -> dict:
     """``{id(handle): handle}`` of the variables ``op`` reads, itself or in its subgraphs (recursively)."""
     found: dict = {}
     if op.type == "ReadVariableOp":
-        handle = op.attrs["variable"]
+        handle = variable_handle(op.attrs["variable"])
         found[id(handle)] = handle
     for sub in op.subgraphs():
         found.update(graph_variables_read(sub))
@@ -122,6 +131,7 @@ def report_variable_gradient(handle, grad) -> None:
     """Add ``grad`` to the gradient of the variable behind ``handle`` in the backward pass being built."""
     if grad is None or not _frames.stack:
         return
+    handle = variable_handle(handle)
     entry = _frames.stack[-1].setdefault(id(handle), (handle, []))
     entry[1].append(grad)
 
