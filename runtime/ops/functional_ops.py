@@ -170,6 +170,9 @@ register(OpDef("NativeCall", "NativeCall", _native_call_infer, _native_call_kern
                foldable=False))
 
 
+_READS: "weakref.WeakKeyDictionary[Graph, dict]" = weakref.WeakKeyDictionary()   # the variables a graph reads
+
+
 def call_native(graph: Graph, tensors: list, run, num_outputs: int) -> list:
     """Run a built function's native code, ``run(arrays) -> arrays`` (its ``num_outputs`` outputs), on ``tensors``;
     under a tape that watches them (or a variable ``graph`` reads), recorded as one ``NativeCall`` op whose
@@ -177,7 +180,9 @@ def call_native(graph: Graph, tensors: list, run, num_outputs: int) -> list:
     graph that the backward may extend with outputs, as ``call_graph``'s."""
     arrays = [t._value for t in tensors]
     if context.tapes_active():
-        handles = graph_variables_read(graph)
+        handles = _READS.get(graph)
+        if handles is None:
+            handles = _READS[graph] = graph_variables_read(graph)
         variables = [h.get() for h in handles.values()]
         context.variables_accessed(variables)
         if context.tapes_watch(tensors, handles.values()):
