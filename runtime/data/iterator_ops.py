@@ -68,6 +68,22 @@ class Iterator(CompositeValue):
             raise StopIteration
         return self._pack(flat)
 
+    def _rt_next_or_default(self, default):
+        if context.current_graph() is None:
+            return next(self, default)
+        return _GraphSideIterator(convert(EagerTensor(box(self), dtypes.variant)), self.element_spec) \
+            ._rt_next_or_default(default)
+
+    # -- inside graph control flow, as its graph side: no state to carry (each ``next()`` is an op)
+    def _rt_state_components(self) -> list:
+        return []
+
+    def _rt_from_state_components(self, components: list) -> Iterator:
+        return self
+
+    def _rt_state_key(self):
+        return id(self)
+
     def get_next(self):
         """The next element; the end of the data is an ``rt.errors.OutOfRangeError``."""
         try:
@@ -123,6 +139,21 @@ class _GraphSideIterator:
     def get_next(self):
         return self.__next__()
 
+    def _rt_next_or_default(self, default):
+        out = lowering.as_list(apply("IteratorGetNext", [self.handle], self._attrs(True)))
+        return lowering.pack(self.element_spec, lowering.element_or_default(out[0], out[1:], self.element_spec, default))
+
     def _rt_graph_loop(self):
         stage = index_stages.IteratorStage(self._flat, self.handle, self._attrs(True))
-        return lowering.DatasetLoop(stage, self.element_spec)
+        return lowering.DatasetLoop(stage, self.element_spec, continues=True)
+
+    # -- graph control flow carries no state for it: its position lives in the Python iterator, and each
+    # ``IteratorGetNext`` (an op in the loop body) moves it at run time
+    def _rt_state_components(self) -> list:
+        return []
+
+    def _rt_from_state_components(self, components: list) -> _GraphSideIterator:
+        return self
+
+    def _rt_state_key(self):
+        return id(self)

@@ -43,6 +43,7 @@ from runtime.ops.dataset_ops import RNG_MODULUS, RNG_MULTIPLIER
 from runtime.ops.logging_ops import Assert
 from runtime.ops.registry import apply, convert, get_opdef
 from runtime.shapes import TensorShape, TensorSpec
+from runtime.tensor import is_tensor
 
 INT64_MAX = 2**63 - 1
 
@@ -394,15 +395,21 @@ class DatasetLoop:
     """The graph loop of ``for x in dataset``: loop variables ``[valid, *payload, *state]``; the element is
     materialized from the payload inside the loop body (``element``).
 
-    ``state`` (default: the pipeline's initial state) lets a loop continue an iterator.
+    ``state`` (default: the pipeline's initial state) lets a loop continue an iterator; ``owner`` is that
+    iterator, left at the loop's final position (``finish``). A loop over an iterator (``continues``) fetches
+    the next element only when the body did not leave the loop (``stop``), so that after a ``break`` the
+    iterator is just past the last element the body saw, as in Python.
     """
 
-    def __init__(self, stage: Stage, element_spec, state: list | None = None, user_element=None):
+    def __init__(self, stage: Stage, element_spec, state: list | None = None, user_element=None, owner=None,
+                 continues=False):
         self.stage = stage
         self.element_spec = element_spec
         self.state = state
         self.k = None
         self.user_element = user_element or (lambda flat: pack(element_spec, flat))
+        self.owner = owner
+        self.continues = continues or owner is not None
 
     def _fetch(self, state) -> list:
         valid, payload, state = self.stage.pull(list(state))
@@ -423,17 +430,27 @@ class DatasetLoop:
     def advance(self, loop_vars) -> list:
         return self._fetch(loop_vars[1 + self.k:])
 
+    def stop(self, loop_vars) -> list:
+        """The loop variables of a loop left by ``break``/``return`` (no element fetched)."""
+        return [array_ops.constant(False)] + list(loop_vars[1:])
+
+    def finish(self, loop_vars) -> None:
+        if self.owner is not None:
+            self.owner.state = list(loop_vars[1 + self.k:])
+
 
 class GraphIterator:
     """``iter(dataset)`` while tracing: ``next()`` adds the ops for one element to the graph.
 
-    Past the end of the data, the element's ``Assert`` fails at run time (tf.data raises there too).
+    Its position is the pipeline's state tensors: a tensor loop or ``if`` that calls ``next()`` carries them
+    (``_rt_state_components``, see ``runtime.operators.control_flow``). Past the end of the data, the element's
+    ``Assert`` fails at run time (tf.data raises there too); ``next(it, default)`` gives the default instead.
     """
 
-    def __init__(self, stage: Stage, element_spec, user_element=None):
+    def __init__(self, stage: Stage, element_spec, user_element=None, state: list | None = None):
         self.stage = stage
         self.element_spec = element_spec
-        self.state = stage.init()
+        self.state = stage.init() if state is None else list(state)
         self.user_element = user_element or (lambda flat: pack(element_spec, flat))
 
     def __iter__(self):
@@ -448,8 +465,46 @@ class GraphIterator:
     def get_next(self):
         return self.__next__()
 
+    def _rt_next_or_default(self, default):
+        valid, element, self.state = self.stage.next(self.state)
+        return self.user_element(element_or_default(valid, element, self.element_spec, default))
+
     def _rt_graph_loop(self) -> DatasetLoop:
-        return DatasetLoop(self.stage, self.element_spec, self.state, self.user_element)
+        return DatasetLoop(self.stage, self.element_spec, self.state, self.user_element, owner=self)
+
+    # -- the position as state of graph control flow
+    def _rt_state_components(self) -> list:
+        return list(self.state)
+
+    def _rt_from_state_components(self, components: list) -> GraphIterator:
+        return GraphIterator(self.stage, self.element_spec, self.user_element, components)
+
+    def _rt_state_key(self):
+        return id(self.stage)
+
+
+def element_or_default(valid, element: list, element_spec, default):
+    """``element`` (flat) when ``valid``, else ``default`` (of ``element_spec``'s structure, flattened; a Python
+    number takes its component's dtype, a tensor must have it): ``next(iterator, default)``."""
+    specs = nest.flatten(element_spec) if nest.is_sequence(element_spec) else [element_spec]
+    try:
+        if nest.is_sequence(element_spec):
+            flat_default = nest.flatten_up_to(element_spec, default)
+        elif nest.is_sequence(default):
+            raise ValueError("a structure")
+        else:
+            flat_default = [default]
+    except (ValueError, TypeError):
+        raise TypeError(f"the default of next() must have the same element structure as the iterator's elements "
+                        f"({element_spec!r}); got {default!r}") from None
+    values = []
+    for value, spec in zip(flat_default, specs):
+        tensor = convert(value, dtype=spec.dtype) if not is_tensor(value) else value
+        if tensor.dtype is not spec.dtype:
+            raise TypeError(f"the default of next() must have the dtype of the iterator's elements: expected "
+                            f"{spec.dtype}, got {tensor.dtype} ({value!r})")
+        values.append(tensor)
+    return as_list(branch(valid, lambda: list(element), lambda: values))
 
 
 def reduce(stage: Stage, element_spec, initial: list, state_shapes: list, call) -> list:

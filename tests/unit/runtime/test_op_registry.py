@@ -32,8 +32,10 @@ from runtime_test_helpers import (
 
 import runtime as rt
 from library_op_cases import CASES as LIBRARY_CASES
-from runtime.ops import registry
+from runtime.executor import execute
+from runtime.ops import functional_ops, registry
 from runtime.ops.dataset_ops import shuffle_indices
+from runtime.polymorphic_function import tape_graph
 from runtime.optimizer import optimize
 
 BOOL = (rt.bool,)
@@ -1121,6 +1123,28 @@ def check_partitioned_call():
     assert_matches_numpy(tape.gradient(y, x), np.array([2.0, 2.0], np.float32))
 
 
+def check_native_call():
+    # a built function's call under a tape (tests/build/test_native_under_tape.py); its native code stands in here
+    # as the executor; the call is eager only: a Function called while tracing is traced into the caller
+    double = rt.function(lambda x: x * 2.0 + 1.0, autograph=False)
+    concrete = double.get_concrete_function(rt.TensorSpec([2], rt.float32))
+    x = rt.constant([1.0, 2.0])
+    calls = []
+
+    def run(arrays):
+        calls.append(arrays)
+        return execute(concrete.graph, arrays)
+
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        (y,) = functional_ops.call_native(tape_graph(concrete), [x], run, 1)
+    assert [op.type for op in tape._records] == ["NativeCall"] and len(calls) == 1
+    assert_matches_numpy(y, np.array([3.0, 5.0], np.float32))
+    assert_matches_numpy(tape.gradient(y, x), np.array([2.0, 2.0], np.float32))
+    (z,) = functional_ops.call_native(tape_graph(concrete), [x], run, 1)       # no tape: just the call
+    assert_matches_numpy(z, np.array([3.0, 5.0], np.float32))
+
+
 def _list_program(x):
     a = rt.TensorArray(rt.float32, size=2).unstack(x)
     zeros = registry.apply("TensorListZerosLike", [a.flow])
@@ -1416,6 +1440,7 @@ CASES.update({
     "StopGradient": check_stop_gradient,
     "OneHot": check_one_hot,
     "PartitionedCall": check_partitioned_call,
+    "NativeCall": check_native_call,
     "TensorListAdd": check_tensor_list_add,
     "TensorListZerosLike": check_tensor_list_zeros_like,
     "Conv2D": check_conv2d,
