@@ -464,7 +464,7 @@ class NativeConcreteFunction(ConcreteFunction):
         if not self._warned:
             self._warned = True
             kinds = sorted({op.type for op in all_operations(self.graph) if op.opdef.stateful} - {"ReadVariableOp"})
-            warnings.warn(f"{self._signature_text()}: under a GradientTape this built function runs on the generic "
+            warnings.warn(f"{self.signature_text()}: under a GradientTape this built function runs on the generic "
                           f"executor, not its native code: its graph has effects ({', '.join(kinds)}) that its "
                           f"gradient could not run again", RuntimeWarning, stacklevel=4)
 
