@@ -11,7 +11,25 @@ from __future__ import annotations
 
 from runtime import dtypes
 from transpiler.lowering.ir import (
-    Alloc, Assign, Break, Call, Comment, Declare, If, Loop, Swap, Text, Var, product, render_expr,
+    CTX,
+    NULL,
+    Alloc,
+    Assign,
+    Break,
+    Call,
+    Comment,
+    Compare,
+    Declare,
+    Expr,
+    If,
+    Loop,
+    Not,
+    Poly,
+    Ptr,
+    Swap,
+    Text,
+    Var,
+    product,
 )
 from transpiler.lowering.kernels import Elements, elementwise
 from transpiler.lowering.values import Array, Obj, Scalar
@@ -24,9 +42,9 @@ def _one_element(lw, t) -> bool:
 def _slot(lw, t, base: str, on_stack: bool = False):
     """The value an If/While result lives in, and its (pointer, capacity) when it is an array."""
     if t.dtype is dtypes.variant and lw.native_lists:
-        return Obj(lw.local("rt_list *", base, "NULL"), t.dtype, "rt_list *"), None
+        return Obj(Var(lw.local("rt_list *", base, NULL), "rt_list *"), t.dtype, "rt_list *"), None
     if t.dtype.c_type is None or t.shape.rank is None or id(t) not in lw.dims:
-        return Obj(lw.local("rt_tensor", base), t.dtype), None
+        return Obj(Var(lw.local("rt_tensor", base), "rt_tensor"), t.dtype), None
     dims = lw.dims[id(t)]
     if product(dims).const == 1:
         name = lw.local(t.dtype.c_type, base)
@@ -40,12 +58,12 @@ def _buffer(lw, dtype, dims, base: str, on_stack: bool) -> tuple[str, str | None
     (static ``dims`` only): a local array of exactly that size, which never grows (no capacity)."""
     if on_stack:
         buf = lw.local(dtype.c_type, f"{base}buf", size=max(product(dims).const, 1))
-        return lw.local(f"{dtype.c_type} *", base, buf), None
-    return lw.local(f"{dtype.c_type} *", base, "NULL"), lw.local("int64_t", "cap", "0")
+        return lw.local(f"{dtype.c_type} *", base, Ptr(buf)), None
+    return lw.pointer(dtype.c_type, base), lw.local("int64_t", "cap", Poly.of(0))
 
 
-def _scalar_of(lw, t) -> str:
-    return render_expr(Elements(lw).of(t, (0,) * len(lw.dims[id(t)])))
+def _scalar_of(lw, t) -> Expr:
+    return Elements(lw).of(t, (0,) * len(lw.dims[id(t)]))
 
 
 def _produced_inside(lw, sub, t) -> bool:
@@ -55,7 +73,7 @@ def _produced_inside(lw, sub, t) -> bool:
 def _put(lw, t, slot, buffer) -> None:
     """Make ``slot`` (an If/While result) hold subgraph result ``t``; its dims symbols follow ``t``'s."""
     if isinstance(slot, Obj):
-        lw.emit(Assign(slot.name, lw.values[id(t)].name))
+        lw.emit(Assign(slot.name, lw.values[id(t)].ref))
         return
     if isinstance(slot, Scalar):
         lw.emit(Assign(slot.expr.name, _scalar_of(lw, t)))
@@ -74,7 +92,7 @@ def _put(lw, t, slot, buffer) -> None:
 
 def _drops(lw, names: list) -> None:
     for ptr in names:
-        lw.emit(Call("rt_drop", ["ctx", ptr]))
+        lw.emit(_drop_stmt(ptr))
 
 
 def emit_if(lw, op) -> bool:
@@ -129,15 +147,15 @@ def emit_while(lw, op, on_stack: bool = False) -> bool:
         value = lw.values.get(id(x))
         if isinstance(slot, Obj) and slot.ctype == "rt_list *" and value.name in taken:
             # one list passed to several loop variables: each writes its own copy
-            lw.emit(Call("rt_list_copy", ["ctx", value.name, Text(op.type), Text(op.where())], checked=True,
+            lw.emit(Call("rt_list_copy", [CTX, value.ref, Text(op.type), Text(op.where())], checked=True,
                          result=slot.name))
         else:
             _put(lw, x, slot, buffer)
         if isinstance(value, Obj):
             taken.add(value.name)
         lw.values[id(t)] = slot
-    counter = lw.local("int64_t", "iter", "0")
-    lw.emit(Assign(counter, "0"))
+    counter = lw.local("int64_t", "iter", Poly.of(0))
+    lw.emit(Assign(counter, Poly.of(0)))
     limit = _scalar_of(lw, op.inputs[-1]) if op.attrs["has_max_iter"] else None
     loop: list = []
     with lw.block(loop):
@@ -145,11 +163,11 @@ def emit_while(lw, op, on_stack: bool = False) -> bool:
         lw.depth += 1
         lw.drops = []
         if limit is not None:
-            lw.emit(If(f"{counter} >= ({limit})", [Break()]))
+            lw.emit(If(Compare(">=", Poly.sym(counter), limit), [Break()]))
         values = [slot for slot, _ in slots] + [lw.values[id(c)] for c in captures]
         _bind(lw, cond_g, values, list(op.outputs) + list(captures))
         lw.lower_graph(cond_g, {id(p): v for p, v in zip(cond_g.all_inputs(), values)})
-        done = f"!({_scalar_of(lw, cond_g.outputs[0])})"
+        done = Not(_scalar_of(lw, cond_g.outputs[0]))
         lw.emit(If(done, [_drop_stmt(name) for name in lw.drops] + [Break()]))
         _drops(lw, lw.drops)
         lw.drops = []
@@ -168,11 +186,11 @@ def emit_while(lw, op, on_stack: bool = False) -> bool:
             if isinstance(slot, Scalar):
                 tmp = lw.fresh("next")
                 lw.emit(Declare(tmp, slot.expr.ctype, _scalar_of(lw, t)))
-                updates.append(Assign(slot.expr.name, tmp))
+                updates.append(Assign(slot.expr.name, Var(tmp, slot.expr.ctype)))
             elif isinstance(slot, Obj):
                 tmp = lw.fresh("next")
-                lw.emit(Declare(tmp, slot.ctype, lw.values[id(t)].name))
-                updates.append(Assign(slot.name, tmp))
+                lw.emit(Declare(tmp, slot.ctype, lw.values[id(t)].ref))
+                updates.append(Assign(slot.name, Var(tmp, slot.ctype)))
             else:
                 nx = Array.dense(nexts[k][0], t.dtype, slot.dims, "reserve")
                 _put(lw, t, nx, nexts[k])
@@ -182,7 +200,7 @@ def emit_while(lw, op, on_stack: bool = False) -> bool:
                     updates.append(Swap(cap, nexts[k][1], "int64_t"))
         lw.emit(*updates)
         _drops(lw, lw.drops)
-        lw.emit(Assign(counter, f"{counter} + 1"))
+        lw.emit(Assign(counter, Poly.sym(counter) + 1))
         lw.depth, lw.drops, lw.dests = saved_depth, saved_drops, saved_dests
     lw.emit(Loop(loop))
     for t, (slot, _) in zip(op.outputs, slots):
@@ -212,4 +230,4 @@ def _bind(lw, sub, values, sources) -> None:
 
 
 def _drop_stmt(ptr: str):
-    return Call("rt_drop", ["ctx", ptr])
+    return Call("rt_drop", [CTX, Ptr(ptr)])

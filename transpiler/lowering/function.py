@@ -17,15 +17,31 @@ from dataclasses import dataclass, field
 
 from runtime.executor import needed_ops
 from runtime.graph import Graph, all_operations
-from transpiler.lowering import lists, ops as opaque, parallel, rows, shapes
-from transpiler.lowering.ir import (
-    Alloc, Assign, Comment, Declare, Describe, Function, Parts, Poly, Store, Var, literal, product,
-)
+from transpiler.lowering import lists, parallel, rows, shapes
+from transpiler.lowering import ops as opaque
 from transpiler.lowering.assume import Assumptions, discover
 from transpiler.lowering.contract import contract_products
-from transpiler.lowering.epilogue import fuse_epilogues
-from transpiler.lowering.merge import memory_owners, merge_loops
+from transpiler.lowering.ir import (
+    NULL,
+    Alloc,
+    Assign,
+    Cast,
+    Comment,
+    Declare,
+    Describe,
+    Field,
+    Function,
+    Parts,
+    Poly,
+    SetTensor,
+    Slot,
+    Store,
+    Var,
+    literal,
+    product,
+)
 from transpiler.lowering.kernels import Elements, elementwise, loads, reduce, scalar_assign, view_array
+from transpiler.lowering.passes import run_passes
 from transpiler.lowering.plan import Plan, Region, plan_graph, unit_ops
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
 
@@ -69,7 +85,7 @@ def lower_function(graph: Graph, name: str, fuse: bool = True, plan_memory: bool
     assume = discover(lowered)
     lw = lowered(assume)
     ir = _finish(lw)
-    ir.guard = assume.guard()
+    ir.guard = [(_entry_dim(a), _entry_dim(b)) for a, b in assume.guard()]
     if ir.guard:
         general = lowered(discover(lowered, unions=False), f"{name}_any")
         if [id(h) for h in general.variables] != [id(h) for h in lw.variables]:
@@ -78,13 +94,15 @@ def lower_function(graph: Graph, name: str, fuse: bool = True, plan_memory: bool
     return LoweredFunction(ir, lw.variables, lw.report)
 
 
-def _finish(lw: "Lowerer") -> Function:
-    """The function's IR after the passes over finished loop nests."""
-    if lw.fuse:
-        owner = memory_owners(lw.body, lw.locals)
-        merge_loops(lw.body, owner)
-        fuse_epilogues(lw.body, lw.locals, owner)
-    return Function(lw.name, lw.locals, lw.body, lw.signature())
+def _finish(lw: Lowerer) -> Function:
+    """The function's IR after the passes over finished loop nests (``passes.PASSES``; none without fusion)."""
+    fn = Function(lw.name, lw.locals, lw.body, lw.signature(), len(lw.graph.inputs))
+    return run_passes(fn, None if lw.fuse else [])
+
+
+def _entry_dim(key: tuple) -> Field:
+    """``in[k].shape[d]`` for the entry-dim key ``(k, d)``."""
+    return Field(Slot("in", key[0]), "shape", "int64_t", key[1])
 
 
 class Lowerer:
@@ -95,7 +113,7 @@ class Lowerer:
         self.graph = graph
         # what run-time dims may be assumed (``assume.py``); by default nothing: every loop dim varies
         self.assume = assume if assume is not None else Assumptions(unions=False, varying={"*"})
-        self.entry_keys: dict[str, str] = {}   # symbol of an input's run-time dim -> its C source (the key)
+        self.entry_keys: dict[str, tuple] = {}   # symbol of an input's run-time dim -> its key (slot, dim)
         self.entry_symbols: dict[str, Poly] = {}   # class representative key -> its symbol
         self.hypotheses: dict[int, set] = {}   # id(While op) -> {(loop variable, axis)} assumed invariant
         self.name = name
@@ -132,15 +150,19 @@ class Lowerer:
         self.counter += 1
         return f"{base}{self.counter}"
 
-    def local(self, ctype: str, base: str, init=None, size=None) -> str:
-        """A function-level C local."""
+    def local(self, ctype: str, base: str, init=None, size=None, static: bool = False) -> str:
+        """A function-level C local (an array of ``size`` elements when given)."""
         name = self.fresh(base)
-        self.locals.append(Declare(name, ctype, init, size))
+        self.locals.append(Declare(name, ctype, init, size, static=static))
         return name
+
+    def pointer(self, ctype: str, base: str) -> str:
+        """A function-level pointer to ``ctype``, NULL until set."""
+        return self.local(f"{ctype} *", base, NULL)
 
     def new_dim(self) -> Poly:
         """A fresh run-time dim (an ``int64_t`` local, assigned by shape code)."""
-        return Poly.sym(self.local("int64_t", "n", "0"))
+        return Poly.sym(self.local("int64_t", "n", Poly.of(0)))
 
     def emit(self, *stmts) -> None:
         self.out.extend(stmts)
@@ -202,14 +224,14 @@ class Lowerer:
     # -- storage -----------------------------------------------------------------------------
     def temporary(self, ctype: str, count: Poly) -> tuple[str, object]:
         """(pointer, its allocation statement) of a scratch buffer for one kernel."""
-        ptr = self.local(f"{ctype} *", "w", "NULL")
+        ptr = self.pointer(ctype, "w")
         if count.const is not None and count.const * 8 <= STACK_BUFFER_MAX and \
                 self.stack_bytes + count.const * 8 <= STACK_TOTAL_MAX:
             buf = self.local(ctype, "wbuf", size=max(count.const, 1))
             self.stack_bytes += max(count.const, 1) * 8
             return ptr, Alloc(ptr, ctype, count, "stack", buffer=buf)
         if self.depth:
-            return ptr, Alloc(ptr, ctype, count, "reserve", capacity=self.local("int64_t", "cap", "0"))
+            return ptr, Alloc(ptr, ctype, count, "reserve", capacity=self.local("int64_t", "cap", Poly.of(0)))
         return ptr, Alloc(ptr, ctype, count, "arena")
 
     def storage(self, t, reads: list | None = None, index: tuple | None = None):
@@ -234,7 +256,7 @@ class Lowerer:
                 return reuse
         count = product(dims)
         nbytes = None if count.const is None else max(count.const, 1) * t.dtype.size
-        ptr = self.local(f"{t.dtype.c_type} *", "p", "NULL")
+        ptr = self.pointer(t.dtype.c_type, "p")
         if nbytes is not None and nbytes <= STACK_BUFFER_MAX and id(t) not in self.escaping and self.plan_memory:
             key = (t.dtype.c_type, count.const)
             free = self.pool.get(key)
@@ -250,7 +272,7 @@ class Lowerer:
                 self.stack_of[id(t)] = (buf, key)
                 return Array.dense(ptr, t.dtype, dims, "stack")
         if self.depth:
-            cap = self.local("int64_t", "cap", "0")
+            cap = self.local("int64_t", "cap", Poly.of(0))
             self.emit(Alloc(ptr, t.dtype.c_type, count, "reserve", capacity=cap))
             return Array.dense(ptr, t.dtype, dims, "reserve")
         self.emit(Alloc(ptr, t.dtype.c_type, count, "arena"))
@@ -293,40 +315,40 @@ class Lowerer:
         graph = self.graph
         bindings = {}
         for i, t in enumerate(graph.inputs):
-            bindings[id(t)] = self.input_value(t, f"in[{i}]")
+            bindings[id(t)] = self.input_value(t, Slot("in", i))
         self.lower_graph(graph, bindings)
         for i, t in enumerate(graph.outputs):
-            self.emit_output(t, f"out[{i}]")
+            self.emit_output(t, Slot("out", i))
 
-    def input_value(self, t, tensor: str):
+    def input_value(self, t, tensor: Slot):
         """The value of an ``rt_tensor`` (a function input, a variable's storage) of tensor ``t``'s type."""
         if t.dtype.c_type is None or t.shape.rank is None:
             return Obj(tensor, t.dtype)
         dims = []
         for d, n in enumerate(t.shape.dims):
             if n is None:
-                key = f"{tensor}.shape[{d}]"
+                key = (tensor.index, d)
                 rep = self.assume.find(key) if self.assume.unions else key
                 if rep not in self.entry_symbols:
-                    symbol = self.local("int64_t", "n", rep)
+                    symbol = self.local("int64_t", "n", _entry_dim(rep))
                     self.entry_symbols[rep] = Poly.sym(symbol)
                     self.entry_keys[symbol] = rep
                 dims.append(self.entry_symbols[rep])
             else:
                 dims.append(Poly.of(n))
         self.dims[id(t)] = tuple(dims)
-        ptr = self.local(f"{t.dtype.c_type} *", "x", f"({t.dtype.c_type} *){tensor}.data")
+        ptr = self.local(f"{t.dtype.c_type} *", "x", Cast(Field(tensor, "data", "void *"), f"{t.dtype.c_type} *"))
         return Array.dense(ptr, t.dtype, dims, "input")
 
-    def emit_output(self, t, target: str) -> None:
+    def emit_output(self, t, target: Slot) -> None:
         """Describe a result in ``out[i]``: arena (or input, const) memory the caller copies or adopts."""
         value = self.values[id(t)]
         if isinstance(value, Obj):
-            self.emit(Assign(target, value.name))
+            self.emit(SetTensor(target, value.ref))
             return
         dims = self.dims[id(t)]
         if isinstance(value, Scalar) or value.storage == "stack" or not value.contiguous:
-            ptr = self.local(f"{t.dtype.c_type} *", "p", "NULL")
+            ptr = self.pointer(t.dtype.c_type, "p")
             self.emit(Alloc(ptr, t.dtype.c_type, product(dims), "arena"))
             array = Array.dense(ptr, t.dtype, dims, "arena")
             if isinstance(value, Scalar):
@@ -461,7 +483,7 @@ class Lowerer:
         probe = Elements(self).compute(op, t.index, index)
         target = self.storage(t, loads([probe]), index)
         self.values[id(t)] = target
-        make = lambda el, idx: [el.compute(op, t.index, idx)]  # noqa: E731
+        make = lambda el, idx: [el.compute(op, t.index, idx)]
         if isinstance(target, Scalar):
             self.emit(*scalar_assign(self, target.expr.name, lambda el: el.compute(op, t.index, (0,) * len(dims))))
         else:
@@ -484,8 +506,9 @@ class Lowerer:
         dtype = op.outputs[0].dtype
         if array.size == 1:
             return Scalar(literal(array.reshape(-1)[0], dtype), dtype, self.dims[id(op.outputs[0])])
-        values = ", ".join(literal(v, dtype).text for v in array.reshape(-1).tolist()) or "0"
-        data = self.local(f"static const {dtype.c_type}", "k", "{" + values + "}", size=max(array.size, 1))
+        values = tuple(literal(v, dtype) for v in array.reshape(-1).tolist())
+        data = self.fresh("k")
+        self.locals.append(Declare(data, dtype.c_type, size=max(array.size, 1), values=values, static=True, const=True))
         return Array.dense(data, dtype, self.dims[id(op.outputs[0])], "const")
 
 

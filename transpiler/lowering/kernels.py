@@ -14,7 +14,7 @@ row-wise group: softmax, layer norm) build on them.
 from __future__ import annotations
 
 import itertools
-import re
+import math
 from copy import deepcopy
 from dataclasses import dataclass, field
 
@@ -22,8 +22,34 @@ import numpy as np
 
 from runtime.config import PARALLEL_MIN_ELEMENTS
 from transpiler.lowering.ir import (
-    Apply, Assign, CExpr, Declare, Expr, For, If, Index, Lit, Load, Poly, Store, Var, literal, map_expr, product,
-    walk_expr, walk_stmts,
+    NUM_THREADS,
+    And,
+    Apply,
+    Arith,
+    Assign,
+    Cast,
+    Combine,
+    Compare,
+    Declare,
+    Expr,
+    For,
+    Helper,
+    If,
+    Index,
+    Lit,
+    Load,
+    Named,
+    Neg,
+    Poly,
+    Select,
+    Store,
+    Var,
+    literal,
+    map_expr,
+    product,
+    rename,
+    walk_expr,
+    walk_stmts,
 )
 from transpiler.lowering.values import Array, Obj, Scalar
 
@@ -86,20 +112,20 @@ class Elements:
             return Apply(opdef, args, tuple(x.dtype for x in op.inputs), out.dtype)
         if opdef.generator:
             args = tuple(self.of(x, (0,) * len(lw.dims[id(x)])) if "{" + str(k) + "}" in opdef.c_expr
-                         else Lit("0", "int") for k, x in enumerate(op.inputs))
+                         else Lit(0, "int") for k, x in enumerate(op.inputs))
             return Apply(opdef, args, tuple(x.dtype for x in op.inputs), out.dtype, index)
         if op.type == "Shape":
             dims = lw.dims[id(op.inputs[0])]
             if index[0].const is not None:
                 return Index(dims[index[0].const], out.dtype.c_type)
-            text = "0"
+            value = Poly.of(0)
             for d in reversed(range(len(dims))):
-                text = f"(({index[0]}) == {d} ? ({dims[d]}) : {text})"
-            return CExpr(f"(({out.dtype.c_type}){text})", (), out.dtype.c_type)
+                value = Select(Compare("==", index[0], Poly.of(d)), dims[d], value, "int64_t")
+            return Cast(value, out.dtype.c_type)
         if op.type == "Size":
             return Index(product(lw.dims[id(op.inputs[0])]), out.dtype.c_type)
         if op.type == "Rank":
-            return Lit(str(len(lw.dims[id(op.inputs[0])])), out.dtype.c_type)
+            return Lit(len(lw.dims[id(op.inputs[0])]), out.dtype.c_type)
         if opdef.view == "gather":
             return self._gather(op, index)
         if op.type == "Const":       # a constant of one repeated value (zeros_like folded): a literal
@@ -165,9 +191,9 @@ def _broadcast_to(el, op, index: tuple) -> Expr:
 def _one_hot(el, op, index: tuple) -> Expr:
     out = op.outputs[0]
     axis = op.attrs["axis"] % len(index)
-    on, off = (literal(op.attrs[k], out.dtype).text for k in ("on_value", "off_value"))
+    on, off = (literal(op.attrs[k], out.dtype) for k in ("on_value", "off_value"))
     hot = el.of(op.inputs[0], index[:axis] + index[axis + 1:])
-    return CExpr(f"(((int64_t){{0}}) == {{1}} ? {on} : {off})", (hot, Index(index[axis])), out.dtype.c_type)
+    return Select(Compare("==", Cast(hot, "int64_t"), Index(index[axis])), on, off, out.dtype.c_type)
 
 
 def _pad(el, op, index: tuple) -> Expr:
@@ -188,8 +214,8 @@ def _pad(el, op, index: tuple) -> Expr:
         direct.append(Poly.of(0))
         j = Index(shifted)
         if isinstance(value, Array):
-            indirect.append((CExpr(f"rt_pad_source({{0}}, {dims[d]}, {mode})", (j,), "int64_t"), value.strides[d]))
-        inside.append(CExpr(f"((uint64_t){{0}} < (uint64_t)({dims[d]}))", (j,), "int"))
+            indirect.append((pad_source(j, dims[d], mode), value.strides[d]))
+        inside.append(Compare("<", Cast(j, "uint64_t"), Cast(dims[d], "uint64_t")))
     if isinstance(value, Scalar):
         load = value.expr              # one element: every position inside (or mirrored inside) reads it
     else:
@@ -198,8 +224,12 @@ def _pad(el, op, index: tuple) -> Expr:
     if mode or not inside:
         return load
     constant = el.of(op.inputs[2], ())
-    cond = " && ".join("{" + str(k + 2) + "}" for k in range(len(inside)))
-    return CExpr(f"(({cond}) ? {{0}} : {{1}})", (load, constant, *inside), x.dtype.c_type)
+    return Select(And(tuple(inside)), load, constant, x.dtype.c_type)
+
+
+def pad_source(j: Expr, n: Poly, mode: int) -> Expr:
+    """The position of an input of ``n`` elements that position ``j`` of a padded axis reads (``rt_pad_source``)."""
+    return Helper("rt_pad_source", (j, n, Lit(mode, "int")), "int64_t")
 
 
 def _pad_grad(el, op, index: tuple) -> Expr:
@@ -293,46 +323,15 @@ def loads(exprs) -> list[Load]:
 
 
 def _body_polys(body: list) -> list[Poly]:
-    found = []
-    for s in walk_stmts(body):
-        exprs = []
-        if isinstance(s, Store):
-            found.append(s.index)
-            exprs.append(s.value)
-        elif isinstance(s, (Assign, Declare)) and isinstance(s.init if isinstance(s, Declare) else s.value, Expr):
-            exprs.append(s.init if isinstance(s, Declare) else s.value)
-        elif isinstance(s, (Assign, Declare)):
-            v = s.init if isinstance(s, Declare) else s.value
-            if isinstance(v, Poly):
-                found.append(v)
-        elif isinstance(s, If) and isinstance(s.cond, Expr):
-            exprs.append(s.cond)
-        elif isinstance(s, For):
-            found += [s.start, s.stop]
-        for e in exprs:
-            for node in walk_expr(e):
-                found.extend(node.polys())
-    return found
+    return [p for s in walk_stmts(body) for e in s.exprs() for node in walk_expr(e) for p in node.polys()]
 
 
 def substitute(body: list, mapping: dict) -> list:
     """``body`` with index symbols replaced (``{name: Poly}``), in place of the statements' polys."""
-    def poly(p):
-        return p.substitute(mapping)
-
     def expr(e):
-        return map_expr(e, poly) if isinstance(e, Expr) else (poly(e) if isinstance(e, Poly) else e)
+        return map_expr(e, lambda p: p.substitute(mapping))
     for s in walk_stmts(body):
-        if isinstance(s, Store):
-            s.index, s.value = poly(s.index), expr(s.value)
-        elif isinstance(s, Declare):
-            s.init = expr(s.init)
-        elif isinstance(s, Assign):
-            s.value = expr(s.value)
-        elif isinstance(s, If):
-            s.cond = expr(s.cond)
-        elif isinstance(s, For):
-            s.start, s.stop = poly(s.start), poly(s.stop)
+        s.map_exprs(expr)
     return body
 
 
@@ -372,12 +371,13 @@ def merged_loops(lw, dims: list, names: list, body: list, kinds: list | None = N
     return loops, substitute(body, mapping)
 
 
-def parallel_condition(total: Poly) -> str | None:
+def parallel_condition(total: Poly) -> Expr | None:
     """When a loop nest over ``total`` elements should run on several threads (None: never)."""
     value = total.const
+    threads = Compare(">", NUM_THREADS, Lit(1, "int"))
     if value is not None:
-        return "ctx->num_threads > 1" if value >= PARALLEL_MIN_ELEMENTS else None
-    return f"({total}) >= RT_PARALLEL_MIN && ctx->num_threads > 1"
+        return threads if value >= PARALLEL_MIN_ELEMENTS else None
+    return And((Compare(">=", total, Named("parallel_min")), threads))
 
 
 def wrap_loops(loops: list, body: list, parallel=None, simd: bool = True, reductions=None,
@@ -419,8 +419,8 @@ def pad_inner(lw, loops: list, body: list, live: Var | None = None) -> tuple[lis
             isinstance(s, (Declare, Assign, Store)) for s in body):
         return loops, _unlive(body, live), []
     length = lw.fresh("n")
-    prelude = [Declare(length, "int64_t", f"rt_opaque_i64({n})")]
-    cond = f"{var} < {length}"
+    prelude = [Declare(length, "int64_t", Helper("rt_opaque_i64", (Poly.of(n),), "int64_t"))]
+    cond = Compare("<", Poly.sym(var), Poly.sym(length))
     out = [Declare(live.name, "int", cond)] if live is not None else []
 
     def guarded(value):
@@ -436,7 +436,7 @@ def pad_inner(lw, loops: list, body: list, live: Var | None = None) -> tuple[lis
             key = str(e)
             if key not in seen:
                 seen[key] = Var(lw.fresh("ld"), e.ctype)
-                out.append(Declare(seen[key].name, e.ctype, CExpr(f"({cond} ? {{0}} : 0)", (e,), e.ctype)))
+                out.append(Declare(seen[key].name, e.ctype, Select(cond, e, Lit(0, "int"), e.ctype)))
             return seen[key]
         return map_expr(value, on_node=guard)
     for s in body:
@@ -461,8 +461,8 @@ def _unlive(body: list, live: Var | None) -> list:
         return body
 
     def node(e):
-        if isinstance(e, CExpr) and e.args and isinstance(e.args[0], Var) and e.args[0].name == live.name:
-            return map_expr(e.args[1], on_node=node)
+        if isinstance(e, Select) and isinstance(e.cond, Var) and e.cond.name == live.name:
+            return map_expr(e.then, on_node=node)
         return None
     for s in body:
         if isinstance(s, Declare) and isinstance(s.init, Expr):
@@ -495,8 +495,8 @@ def versions(lw, build) -> list:
     for s in walk_stmts(other):
         if isinstance(s, For):
             s.parallel = None          # the rare path: one copy of the loops, on one thread
-    prelude = [Declare(name, "int64_t", f"({dim}) != 1") for dim, name in general.flags.items()]
-    cond = " && ".join(f"({a}) == ({b})" for a, b in fast.assumptions)
+    prelude = [Declare(name, "int64_t", Compare("!=", dim, Poly.of(1))) for dim, name in general.flags.items()]
+    cond = And(tuple(Compare("==", a, b) for a, b in fast.assumptions))
     return [If(cond, stmts, prelude + other)]
 
 
@@ -531,10 +531,12 @@ def acc_ctype(op, dtype) -> str:
     return dtype.c_type
 
 
-_LOWEST = {"int8": "INT8_MIN", "int16": "INT16_MIN", "int32": "INT32_MIN", "int64": "INT64_MIN", "uint8": "0",
-           "float32": "-INFINITY", "float64": "-INFINITY"}
-_HIGHEST = {"int8": "INT8_MAX", "int16": "INT16_MAX", "int32": "INT32_MAX", "int64": "INT64_MAX", "uint8": "255",
-            "float32": "INFINITY", "float64": "INFINITY"}
+def _extreme(dtype, highest: bool):
+    """The dtype's lowest / highest value (-inf / inf for floats)."""
+    if dtype.is_floating:
+        return math.inf if highest else -math.inf
+    info = np.iinfo(dtype.np)
+    return int(info.max if highest else info.min)
 
 
 @dataclass
@@ -554,16 +556,16 @@ class Accumulator:
     def nan_flag(self) -> bool:
         return self.red.omp in ("max", "min") and self.dtype.is_floating
 
-    def init(self) -> str:
+    def init(self) -> Lit:
         red = self.red
         if red.identity is not None:
-            return red.identity
-        return (_LOWEST if red.omp == "max" else _HIGHEST)[self.dtype.name]
+            return Lit(int(red.identity), self.ctype)
+        return Lit(_extreme(self.dtype, red.omp == "min"), self.ctype)
 
     def declare(self) -> list:
         out = [Declare(self.name, self.ctype, self.init())]
         if self.nan_flag:
-            out.append(Declare(self.name + "_nan", "int", "0"))
+            out.append(Declare(self.name + "_nan", "int", Lit(0, "int")))
         return out
 
     def clauses(self) -> list:
@@ -577,44 +579,47 @@ class Accumulator:
         identity where that flag is 0 (``pad_inner``'s extra iterations)."""
         acc = Var(self.name, self.ctype)
         if live is not None:
-            value = CExpr("({0} ? {1} : {2})", (live, value, Lit(self.init(), self.ctype)), self.ctype)
+            value = Select(live, value, self.init(), self.ctype)
         if self.red.omp in ("max", "min"):
-            v = lw.fresh("v")
-            cmp = ">" if self.red.omp == "max" else "<"
-            out = [Declare(v, self.ctype, value),
-                   Assign(self.name, CExpr(f"({{0}} {cmp} {{1}} ? {{0}} : {{1}})", (Var(v, self.ctype), acc),
-                                           self.ctype))]
+            v = Var(lw.fresh("v"), self.ctype)
+            out = [Declare(v.name, self.ctype, value), Assign(self.name, self._pick(v))]
             if self.nan_flag:
-                out.append(Assign(self.name + "_nan", f"{self.name}_nan | ({v} != {v})"))
+                flag = Var(self.name + "_nan", "int")
+                out.append(Assign(flag.name, Arith("|", flag, Compare("!=", v, v), "int")))
             return out
-        cast = CExpr(f"(({self.ctype}){{0}})", (value,), self.ctype)
-        return [Assign(self.name, CExpr(self.red.combine, (acc, cast), self.ctype))]
+        return [Assign(self.name, Combine(self.red, acc, Cast(value, self.ctype), self.ctype))]
+
+    def _pick(self, v: Expr) -> Expr:
+        """``v`` when it beats the accumulator (max/min), else the accumulator."""
+        acc = Var(self.name, self.ctype)
+        return Select(Compare(">" if self.red.omp == "max" else "<", v, acc), v, acc, self.ctype)
 
     def combine_with(self, other: str) -> list:
         """Fold another accumulator of the same kind (a chunk's partial result) into this one."""
         if self.red.omp in ("max", "min"):
-            cmp = ">" if self.red.omp == "max" else "<"
-            out = [Assign(self.name, f"({other} {cmp} {self.name} ? {other} : {self.name})")]
+            out = [Assign(self.name, self._pick(Var(other, self.ctype)))]
             if self.nan_flag:
-                out.append(Assign(self.name + "_nan", f"{self.name}_nan | {other}_nan"))
+                flag = Var(self.name + "_nan", "int")
+                out.append(Assign(flag.name, Arith("|", flag, Var(other + "_nan", "int"), "int")))
             return out
-        return [Assign(self.name, CExpr(self.red.combine, (Var(self.name, self.ctype), Var(other, self.ctype)),
-                                        self.ctype))]
+        return [Assign(self.name, Combine(self.red, Var(self.name, self.ctype), Var(other, self.ctype), self.ctype))]
 
     def final(self, acc: Expr | None = None) -> Expr:
         """The reduction's value, in the output dtype (from ``acc``, default the register with its NaN flag)."""
         ctype = self.dtype.c_type
         if acc is None and self.nan_flag:
-            acc = Var(self.name, self.ctype)
-            return CExpr(f"({self.name}_nan ? ({ctype})NAN : {{0}})", (acc,), ctype)
+            return Select(Var(self.name + "_nan", "int"), Lit(math.nan, ctype), Var(self.name, self.ctype), ctype)
         if acc is None:
             acc = Var(self.name, self.ctype)
         if self.red.mean:
             if self.dtype.is_floating:
-                return CExpr(f"(({ctype})({{0}} / (double)({self.count})))", (acc,), ctype)
-            n = f"((int64_t)({self.count}))"
-            return CExpr(f"(({ctype})({n} ? ({{0}} >= 0 ? {{0}} / {n} : -((-{{0}}) / {n})) : 0))", (acc,), ctype)
-        return CExpr(f"(({ctype}){{0}})", (acc,), ctype)
+                return Cast(Arith("/", acc, Cast(self.count, "double"), "double"), ctype)
+            n = Cast(self.count, "int64_t")
+            zero = Lit(0, "int")
+            mean = Select(Compare(">=", acc, zero), Arith("/", acc, n, "int64_t"),
+                          Neg(Arith("/", Neg(acc, "int64_t"), n, "int64_t"), "int64_t"), "int64_t")
+            return Cast(Select(n, mean, zero, "int64_t"), ctype)
+        return Cast(acc, ctype)
 
 
 def float_partial(lw, acc: Accumulator, op) -> Accumulator | None:
@@ -634,7 +639,8 @@ def chunked_sum(lw, loop, body: list, part: Accumulator, acc: Accumulator) -> li
     summed in ``part`` (vectorised) and added to ``acc``."""
     var, extent, _ = loop
     full = Poly.sym(lw.fresh("chunks")) if extent.const is None else Poly.of(extent.const // SUM_CHUNK)
-    out = [] if extent.const is not None else [Declare(str(full), "int64_t", f"({extent}) / {SUM_CHUNK}")]
+    out = [] if extent.const is not None else [Declare(str(full), "int64_t",
+                                                       Arith("/", extent, Poly.of(SUM_CHUNK), "int64_t"))]
 
     def chunk(start: Poly, stop: Poly, stmts: list, first: bool = False) -> list:
         reset = [] if first else [Assign(part.name, part.init())]     # ``part`` was declared with its start value
@@ -734,32 +740,8 @@ def unroll(lw, loops: list, body: list) -> list:
         copy = substitute(deepcopy(body), {var: Poly.of(v) for (var, _, _), v in zip(loops, values)})
         names = {s.name: lw.fresh(s.name.rstrip("0123456789") or "u") for s in walk_stmts(copy)
                  if isinstance(s, Declare)}
-        out += _renamed(copy, names)
+        out += rename(copy, names)
     return out
-
-
-def _renamed(stmts: list, names: dict) -> list:
-    if not names:
-        return stmts
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-
-    def text(value):
-        return pattern.sub(lambda m: names[m.group(1)], value)
-
-    def node(e):
-        return Var(names[e.name], e.ctype) if isinstance(e, Var) and e.name in names else None
-    for s in walk_stmts(stmts):
-        if isinstance(s, Declare):
-            s.name = names.get(s.name, s.name)
-            s.init = map_expr(s.init, on_node=node) if isinstance(s.init, Expr) else \
-                text(s.init) if isinstance(s.init, str) else s.init
-        elif isinstance(s, Assign):
-            s.name = names.get(s.name, s.name)
-            s.value = map_expr(s.value, on_node=node) if isinstance(s.value, Expr) else \
-                text(s.value) if isinstance(s.value, str) else s.value
-        elif isinstance(s, Store):
-            s.value = map_expr(s.value, on_node=node)
-    return stmts
 
 
 def _full_reduction(lw, acc, tail, inner) -> list:
@@ -777,16 +759,16 @@ def _full_reduction(lw, acc, tail, inner) -> list:
     chunk_loops = [(var, extent, "r")] + list(tail[1:])
     inner = wrap_loops(chunk_loops, list(inner), reductions=part.clauses())
     inner[0].start, inner[0].stop = Poly.sym(lo), Poly.sym(hi)     # this chunk of the outermost loop
-    _rename(inner, acc.name, part.name)
+    rename(inner, {acc.name: part.name, acc.name + "_nan": part.name + "_nan"})
     decl = [Declare(partial, acc.ctype, size=CHUNKS)]
     if acc.nan_flag:
         decl.append(Declare(partial + "_nan", "int", size=CHUNKS))
-    chunk_body = [Declare(lo, "int64_t", f"({extent}) * {c} / {chunks}"),
-                  Declare(hi, "int64_t", f"({extent}) * ({c} + 1) / {chunks}")] + part.declare() + inner
+    chunk_body = chunk_bounds(lo, hi, extent, Poly.sym(c), Poly.sym(chunks)) + part.declare() + inner
     chunk_body.append(Store(partial, Poly.sym(c), Var(part.name, acc.ctype)))
     if acc.nan_flag:
         chunk_body.append(Store(partial + "_nan", Poly.sym(c), Var(part.name + "_nan", "int")))
-    n = f"(({total}) >= RT_PARALLEL_MIN ? {CHUNKS} : 1)" if total.const is None else str(CHUNKS)
+    n = Poly.of(CHUNKS) if total.const is not None else \
+        Select(Compare(">=", total, Named("parallel_min")), Poly.of(CHUNKS), Poly.of(1), "int64_t")
     out = decl + [Declare(chunks, "int64_t", n),
                   For(c, Poly.of(0), Poly.sym(chunks), chunk_body, parallel=cond)]
     out += acc.declare()
@@ -799,22 +781,10 @@ def _full_reduction(lw, acc, tail, inner) -> list:
     return out
 
 
-def _rename(stmts: list, old: str, new: str) -> None:
-    """Rename a scalar local in accumulator statements (the chunk's partial accumulator)."""
-    def fix(e):
-        if isinstance(e, Var) and e.name in (old, old + "_nan"):
-            return Var(new + e.name[len(old):], e.ctype)
-        return None
-    for s in walk_stmts(stmts):
-        if isinstance(s, Assign):
-            if s.name in (old, old + "_nan"):
-                s.name = new + s.name[len(old):]
-            if isinstance(s.value, Expr):
-                s.value = map_expr(s.value, on_node=fix)
-            elif isinstance(s.value, str):
-                s.value = s.value.replace(old, new)
-        elif isinstance(s, For):
-            s.reductions = [(o, new + v[len(old):] if v in (old, old + "_nan") else v) for o, v in s.reductions]
+def chunk_bounds(lo: str, hi: str, extent: Poly, c: Poly, chunks: Poly) -> list:
+    """``lo`` and ``hi`` of chunk ``c`` of ``chunks`` over ``extent`` iterations."""
+    return [Declare(lo, "int64_t", Arith("/", Arith("*", extent, c, "int64_t"), chunks, "int64_t")),
+            Declare(hi, "int64_t", Arith("/", Arith("*", extent, c + 1, "int64_t"), chunks, "int64_t"))]
 
 
 def _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims) -> list:
@@ -831,16 +801,17 @@ def _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims) -> 
         buf, alloc = lw.temporary(acc.ctype, out_count)
         out.append(alloc)
     j = lw.fresh("j")
-    out.append(For(j, Poly.of(0), out_count, [Store(buf, Poly.sym(j), Lit(acc.init(), acc.ctype))], simd=True))
+    out.append(For(j, Poly.of(0), out_count, [Store(buf, Poly.sym(j), acc.init())], simd=True))
     if tail:
         inner = Accumulator(acc.op, lw.fresh("acc"), acc.ctype, acc.dtype, acc.count)
         step = inner.declare() + wrap_loops(tail, inner.update(lw, value), reductions=inner.clauses())
         value = Var(inner.name, acc.ctype)
         if inner.nan_flag:
-            step.append(Assign(inner.name, f"{inner.name}_nan ? NAN : {inner.name}"))
+            step.append(Assign(inner.name, Select(Var(inner.name + "_nan", "int"), Lit(math.nan, acc.ctype),
+                                                  Var(inner.name, acc.ctype), acc.ctype)))
     else:
         step = []
-        value = CExpr(f"(({acc.ctype}){{0}})", (value,), acc.ctype)
+        value = Cast(value, acc.ctype)
     step.append(Store(buf, out_at, _column_combine(acc, Load(buf, out_at, acc.ctype), value)))
     total = product([e for _, e, _ in head + tail])
     cond = parallel_condition(total)
@@ -856,8 +827,8 @@ def _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims) -> 
 def _column_combine(acc, cur: Expr, value: Expr) -> Expr:
     """``cur`` with ``value`` folded in, as a column reduction folds (max/min propagate NaN)."""
     if acc.red.omp in ("max", "min"):
-        return CExpr(f"rt_{acc.red.omp}_{acc.dtype.name}({{0}}, {{1}})", (cur, value), acc.ctype)
-    return CExpr(acc.red.combine, (cur, value), acc.ctype)
+        return Helper(f"rt_{acc.red.omp}_{acc.dtype.name}", (cur, value), acc.ctype)
+    return Combine(acc.red, cur, value, acc.ctype)
 
 
 def _local_columns(lw, acc, head, tail, value, out_at, target) -> list | None:
@@ -882,11 +853,11 @@ def _local_columns(lw, acc, head, tail, value, out_at, target) -> list | None:
     var, width, _ = inner[0]
     at = Poly.sym(var)
     sums = lw.fresh("cols")
-    value = CExpr(f"(({acc.ctype}){{0}})", (value,), acc.ctype)
+    value = Cast(value, acc.ctype)
     fold = wrap_loops(rows + inner, [Store(sums, at, _column_combine(acc, Load(sums, at, acc.ctype), value))],
                       simd=True)
     init = [Declare(sums, acc.ctype, size=width.const),
-            For(var, Poly.of(0), width, [Store(sums, at, Lit(acc.init(), acc.ctype))], simd=True)]
+            For(var, Poly.of(0), width, [Store(sums, at, acc.init())], simd=True)]
     store = [For(var, Poly.of(0), width, [Store(target.ptr, out_at, acc.final(Load(sums, at, acc.ctype)))],
                  simd=True)]
     outer_count = product(e for _, e, _ in outer)
@@ -899,8 +870,7 @@ def _local_columns(lw, acc, head, tail, value, out_at, target) -> list | None:
     c, lo, hi = lw.fresh("c"), lw.fresh("lo"), lw.fresh("hi")
     fold[0].start, fold[0].stop = Poly.sym(lo), Poly.sym(hi)
     at_chunk = Poly.sym(c) * width + at
-    chunk = [Declare(lo, "int64_t", f"({extent}) * {c} / {CHUNKS}"),
-             Declare(hi, "int64_t", f"({extent}) * ({c} + 1) / {CHUNKS}")] + init + fold
+    chunk = chunk_bounds(lo, hi, extent, Poly.sym(c), Poly.of(CHUNKS)) + init + fold
     chunk.append(For(var, Poly.of(0), width, [Store(partial, at_chunk, Load(sums, at, acc.ctype))], simd=True))
     combined = [Declare(sums, acc.ctype, size=width.const),
                 For(var, Poly.of(0), width, [Store(sums, at, Load(partial, at, acc.ctype))], simd=True)]
@@ -920,8 +890,7 @@ def _chunked_columns(lw, head, step, cond) -> list:
     while innermost.var != var:
         innermost = innermost.body[0]
     innermost.start, innermost.stop = Poly.sym(lo), Poly.sym(hi)
-    body = [Declare(lo, "int64_t", f"({extent}) * {c} / {CHUNKS}"),
-            Declare(hi, "int64_t", f"({extent}) * ({c} + 1) / {CHUNKS}")] + loops
+    body = chunk_bounds(lo, hi, extent, Poly.sym(c), Poly.of(CHUNKS)) + loops
     return [For(c, Poly.of(0), Poly.of(CHUNKS), body, parallel=cond)]
 
 

@@ -14,19 +14,31 @@ from __future__ import annotations
 
 from runtime.ops.random_ops import mix
 from transpiler.lowering.ir import (
+    CTX,
+    NUM_THREADS,
+    And,
     Assign,
     Call,
-    CExpr,
+    Cast,
     Check,
+    Compare,
     Declare,
+    DimsArray,
+    Expr,
+    Fail,
     For,
+    Helper,
     If,
+    Lit,
+    Not,
+    Or,
+    OutArg,
     Poly,
+    Ptr,
     Store,
     Text,
     Var,
     product,
-    render_expr,
 )
 from transpiler.lowering.kernels import Elements, parallel_condition, wrap_loops
 from transpiler.lowering.nn import dense_ptr, output_ptr
@@ -34,21 +46,21 @@ from transpiler.lowering.shapes import check_count
 from transpiler.lowering.values import Array, Scalar
 
 
-def _value(lw, t, *index) -> str:
-    """C text of an element of ``t`` (stored, or computed where it is read)."""
-    return render_expr(Elements(lw).of(t, index))
+def _value(lw, t, *index) -> Expr:
+    """An element of ``t`` (stored, or computed where it is read)."""
+    return Elements(lw).of(t, index)
 
 
-def _int(lw, t, *index) -> str:
-    return f"((int64_t){_value(lw, t, *index)})"
+def _int(lw, t, *index) -> Expr:
+    return Cast(_value(lw, t, *index), "int64_t")
 
 
-def _bind(lw, op, dim: Poly, value: str, what: str) -> None:
+def _bind(lw, op, dim: Poly, value: Expr, what: str) -> None:
     """Give the output dim ``dim`` its run-time ``value``: assign a fresh symbol, check a known size."""
     if dim.const is None:
         lw.emit(Assign(str(dim), value))
     else:
-        lw.emit(Check(f"({value}) != {dim}", lw.message(op, f"{what} is %lld, not {dim}"), [value]))
+        lw.emit(Check(Compare("!=", value, dim), lw.message(op, f"{what} is %lld, not {dim}"), (value,)))
 
 
 def _bind_shape(lw, op, shape_t, out) -> None:
@@ -58,8 +70,8 @@ def _bind_shape(lw, op, shape_t, out) -> None:
         return          # the graph's static dims are its values
     for d, dim in enumerate(dims):
         v = _int(lw, shape_t, d)
-        lw.emit(Check(f"{v} < 0", lw.message(op, f"dimensions must be non-negative, got %lld at dimension {d}"),
-                      [v]))
+        lw.emit(Check(Compare("<", v, Lit(0, "int")),
+                      lw.message(op, f"dimensions must be non-negative, got %lld at dimension {d}"), (v,)))
         _bind(lw, op, dim, v, f"dimension {d}")
     check_count(lw, op, dims)
 
@@ -74,21 +86,22 @@ _FILL = {"RandomUniform": "uniform", "StatelessRandomUniformV2": "uniform", "Ran
          "StatelessRandomNormalV2": "normal", "TruncatedNormal": "truncated", "StatelessTruncatedNormalV2": "truncated"}
 
 
-def _key_and_call(lw, op) -> tuple[str, str]:
-    """C expressions of the key and the call count of this run of a random op."""
+def _key_and_call(lw, op) -> tuple[Expr, Expr]:
+    """The key and the call count of this run of a random op."""
     if op.type in _STATELESS:
         seed, counter = op.inputs[1], op.inputs[2]
-        key = f"rt_random_key({_int(lw, seed, 0)}, {_int(lw, seed, 1)})"
-        return key, f"((uint64_t){_int(lw, counter)})"
+        key = Helper("rt_random_key", (_int(lw, seed, 0), _int(lw, seed, 1)), "uint64_t")
+        return key, Cast(_int(lw, counter), "uint64_t")
     seed, seed2 = op.attrs["seed"], op.attrs["seed2"]
-    if seed is None:
-        key = f"rt_random_fresh_key(&{lw.local('static uint64_t', 'rng_key', '0')})"
-    else:
-        key = f"{mix(seed, seed2)}ull"
-    calls = lw.local("static uint64_t", "rng_calls", "0")
+    calls = lw.local("uint64_t", "rng_calls", Lit(0, "uint64_t"), static=True)
     call = lw.local("uint64_t", "rng_call")
-    lw.emit(Assign(call, f"rt_random_next_call(&{calls})"))
-    return key, call
+    lw.emit(Call("rt_random_next_call", [OutArg(calls, "uint64_t", inout=True)], result=call))
+    if seed is None:
+        state = lw.local("uint64_t", "rng_key", Lit(0, "uint64_t"), static=True)
+        key = lw.local("uint64_t", "rng_k")
+        lw.emit(Call("rt_random_fresh_key", [OutArg(state, "uint64_t", inout=True)], result=key))
+        return Var(key, "uint64_t"), Var(call, "uint64_t")
+    return Lit(mix(seed, seed2), "uint64_t"), Var(call, "uint64_t")
 
 
 def emit_random(lw, op) -> bool:
@@ -103,13 +116,13 @@ def emit_random(lw, op) -> bool:
         lo, hi = op.inputs[-2:]
         bounds = [_value(lw, lo), _value(lw, hi)]
         if out.dtype.is_integer:
-            bounds = [f"((int64_t){b})" for b in bounds]
-            lw.emit(Check(f"!({bounds[0]} < {bounds[1]})", lw.message(op, "need minval < maxval, got %lld and %lld"),
-                          bounds))
+            bounds = [Cast(b, "int64_t") for b in bounds]
+            lw.emit(Check(Not(Compare("<", bounds[0], bounds[1])),
+                          lw.message(op, "need minval < maxval, got %lld and %lld"), tuple(bounds)))
     key, call = _key_and_call(lw, op)
     ptr, after = output_ptr(lw, out)
     n = product(lw.dims[id(out)])
-    lw.emit(Call(f"rt_random_{kind}_{name}", [ptr, str(n), key, call, *bounds, "ctx->num_threads"]))
+    lw.emit(Call(f"rt_random_{kind}_{name}", [Ptr(ptr), n, key, call, *bounds, NUM_THREADS]))
     lw.emit(*after)
     return True
 
@@ -121,17 +134,19 @@ def emit_categorical(lw, op) -> bool:
         return False
     rows, classes = lw.dims[id(logits)]
     samples = _int(lw, num)
-    lw.emit(Check(f"{samples} < 0", lw.message(op, "num_samples must be non-negative, got %lld"), [samples]))
+    zero = Lit(0, "int")
+    lw.emit(Check(Compare("<", samples, zero), lw.message(op, "num_samples must be non-negative, got %lld"),
+                  (samples,)))
     out_rows, out_samples = lw.dims[id(out)]
-    _bind(lw, op, out_rows, str(rows), "the batch size")
+    _bind(lw, op, out_rows, rows, "the batch size")
     _bind(lw, op, out_samples, samples, "num_samples")
-    lw.emit(Check(f"({classes}) == 0 && ({rows}) > 0 && {samples} > 0",
+    lw.emit(Check(And((Compare("==", classes, Poly.of(0)), Compare(">", rows, Poly.of(0)), Compare(">", samples, zero))),
                   lw.message(op, "logits must have at least one class")))
     x = dense_ptr(lw, logits)
     key, call = _key_and_call(lw, op)
     ptr, after = output_ptr(lw, out)
     lw.emit(Call(f"rt_random_categorical_{logits.dtype.name}_{out.dtype.name}",
-                 [x, str(rows), str(classes), str(out_samples), ptr, key, call, "ctx->num_threads"]))
+                 [Ptr(x), rows, classes, out_samples, Ptr(ptr), key, call, NUM_THREADS]))
     lw.emit(*after)
     return True
 
@@ -142,14 +157,14 @@ def emit_shuffle(lw, op) -> bool:
         return False
     dims = lw.dims[id(x)]
     for d, (dim, value) in enumerate(zip(lw.dims[id(out)], dims)):
-        _bind(lw, op, dim, str(value), f"dimension {d}")
+        _bind(lw, op, dim, value, f"dimension {d}")
     rows = dims[0] if dims else Poly.of(1)
     row_bytes = product(dims[1:]) * x.dtype.size
     src = dense_ptr(lw, x)
     key, call = _key_and_call(lw, op)
     ptr, after = output_ptr(lw, out)
-    lw.emit(Call("rt_random_shuffle", ["ctx", f"(const char *){src}", f"(char *){ptr}", str(rows), str(row_bytes), key,
-                                       call, Text(op.where())], checked=True))
+    lw.emit(Call("rt_random_shuffle", [CTX, Ptr(src, cast="const char *"), Ptr(ptr, cast="char *"), rows, row_bytes,
+                                       key, call, Text(op.where())], checked=True))
     lw.emit(*after)
     return True
 
@@ -162,7 +177,7 @@ _SORTABLE = ("int8", "int16", "int32", "int64", "uint8", "float32", "float64")
 
 def _same_dims(lw, op, out, dims) -> None:
     for d, (dim, value) in enumerate(zip(lw.dims[id(out)], dims)):
-        _bind(lw, op, dim, str(value), f"dimension {d}")
+        _bind(lw, op, dim, value, f"dimension {d}")
 
 
 def emit_sort(lw, op) -> bool:
@@ -178,8 +193,8 @@ def emit_sort(lw, op) -> bool:
     value_ptr, after_values = output_ptr(lw, values)
     index_ptr, after_indices = output_ptr(lw, indices)
     lw.emit(Call(f"rt_sort_{x.dtype.name}", [
-        "ctx", src, value_ptr, index_ptr, str(product(dims[:axis])), str(dims[axis]), str(product(dims[axis + 1:])),
-        str(int(op.attrs["descending"])), Text(op.where())], checked=True))
+        CTX, Ptr(src), Ptr(value_ptr), Ptr(index_ptr), product(dims[:axis]), dims[axis], product(dims[axis + 1:]),
+        Lit(int(op.attrs["descending"]), "int"), Text(op.where())], checked=True))
     lw.emit(*after_values, *after_indices)
     return True
 
@@ -197,8 +212,8 @@ def emit_top_k(lw, op) -> bool:
     src = dense_ptr(lw, x)
     value_ptr, after_values = output_ptr(lw, values)
     index_ptr, after_indices = output_ptr(lw, indices)
-    lw.emit(Call(f"rt_top_k_{x.dtype.name}", ["ctx", src, value_ptr, index_ptr, str(product(dims[:-1])),
-                                               str(dims[-1]), kv, Text(op.where())], checked=True))
+    lw.emit(Call(f"rt_top_k_{x.dtype.name}", [CTX, Ptr(src), Ptr(value_ptr), Ptr(index_ptr), product(dims[:-1]),
+                                               dims[-1], kv, Text(op.where())], checked=True))
     lw.emit(*after_values, *after_indices)
     return True
 
@@ -207,8 +222,8 @@ def emit_top_k(lw, op) -> bool:
 # Linear algebra (rt_linalg.h).
 
 def _square(lw, op, dims) -> None:
-    lw.emit(Check(f"({dims[-1]}) != ({dims[-2]})", lw.message(op, "the input must be a square matrix, got %lld x %lld"),
-                  [str(dims[-2]), str(dims[-1])]))
+    lw.emit(Check(Compare("!=", dims[-1], dims[-2]),
+                  lw.message(op, "the input must be a square matrix, got %lld x %lld"), (dims[-2], dims[-1])))
 
 
 def emit_linalg(lw, op) -> bool:
@@ -220,30 +235,30 @@ def emit_linalg(lw, op) -> bool:
     batch, n = product(dims[:-2]), dims[-1]
     src = dense_ptr(lw, a)
     where = Text(op.where())
-    adjoint = str(int(bool(op.attrs.get("adjoint"))))
+    adjoint = Lit(int(bool(op.attrs.get("adjoint"))), "int")
     if op.type == "MatrixDeterminant":
         _same_dims(lw, op, out, dims[:-2])
         ptr, after = output_ptr(lw, out)
-        call = Call(f"rt_matrix_determinant_{a.dtype.name}", ["ctx", src, ptr, str(batch), str(n), where],
+        call = Call(f"rt_matrix_determinant_{a.dtype.name}", [CTX, Ptr(src), Ptr(ptr), batch, n, where],
                     checked=True)
     elif op.type == "MatrixInverse":
         _same_dims(lw, op, out, dims)
         ptr, after = output_ptr(lw, out)
-        call = Call(f"rt_matrix_inverse_{a.dtype.name}", ["ctx", src, ptr, str(batch), str(n), adjoint, where],
+        call = Call(f"rt_matrix_inverse_{a.dtype.name}", [CTX, Ptr(src), Ptr(ptr), batch, n, adjoint, where],
                     checked=True)
     else:
         b = op.inputs[1]
         bd = lw.dims[id(b)]
         if len(bd) != len(dims):
             return False
-        bad = " || ".join(f"({x}) != ({y})" for x, y in zip(bd[:-1], dims[:-1]) if x != y)
+        bad = [Compare("!=", x, y) for x, y in zip(bd[:-1], dims[:-1]) if x != y]
         if bad:
-            lw.emit(Check(bad, lw.message(op, "the right-hand sides do not match the matrix's shape")))
+            lw.emit(Check(Or(tuple(bad)), lw.message(op, "the right-hand sides do not match the matrix's shape")))
         _same_dims(lw, op, out, bd)
         rhs = dense_ptr(lw, b)
         ptr, after = output_ptr(lw, out)
-        call = Call(f"rt_matrix_solve_{a.dtype.name}", ["ctx", Text("MatrixSolve"), src, rhs, ptr, str(batch), str(n),
-                                                        str(bd[-1]), adjoint, where], checked=True)
+        call = Call(f"rt_matrix_solve_{a.dtype.name}", [CTX, Text("MatrixSolve"), Ptr(src), Ptr(rhs), Ptr(ptr), batch,
+                                                        n, bd[-1], adjoint, where], checked=True)
     lw.emit(call, *after)
     return True
 
@@ -251,8 +266,8 @@ def emit_linalg(lw, op) -> bool:
 # ---------------------------------------------------------------------------
 # Index tuples and masks (rt_index.h).
 
-def _dims_literal(dims) -> str:
-    return "(const int64_t[]){" + ", ".join(str(d) for d in dims) + "}" if dims else "(const int64_t[]){0}"
+def _dims_literal(dims) -> DimsArray:
+    return DimsArray(tuple(dims))
 
 
 def emit_gather_nd(lw, op) -> bool:
@@ -267,10 +282,10 @@ def emit_gather_nd(lw, op) -> bool:
     _same_dims(lw, op, out, tuple(idd[:-1]) + tuple(pd[m:]))
     src, idx = dense_ptr(lw, params), dense_ptr(lw, indices)
     ptr, after = output_ptr(lw, out)
-    lw.emit(Call("rt_gather_nd", ["ctx", f"(const char *){src}", _dims_literal(pd), str(len(pd)), str(m), idx,
-                                  str(int(indices.dtype.name == "int64")), str(product(idd[:-1])),
-                                  str(product(pd[m:]) * params.dtype.size), f"(char *){ptr}", Text(op.where())],
-                 checked=True))
+    lw.emit(Call("rt_gather_nd", [CTX, Ptr(src, cast="const char *"), _dims_literal(pd), Lit(len(pd), "int"),
+                                  Lit(m, "int"), Ptr(idx), Lit(int(indices.dtype.name == "int64"), "int"),
+                                  product(idd[:-1]), product(pd[m:]) * params.dtype.size, Ptr(ptr, cast="char *"),
+                                  Text(op.where())], checked=True))
     lw.emit(*after)
     return True
 
@@ -287,16 +302,16 @@ def emit_scatter_nd(lw, op) -> bool:
     _bind_shape(lw, op, shape, out)
     want = tuple(idd[:-1]) + tuple(od[m:])
     if len(want) != len(ud):
-        lw.emit(Check("1", lw.message(op, "the updates do not match the indices and the shape")))
+        lw.emit(Fail(lw.message(op, "the updates do not match the indices and the shape")))
     else:
-        bad = " || ".join(f"({x}) != ({y})" for x, y in zip(ud, want) if x != y)
+        bad = [Compare("!=", x, y) for x, y in zip(ud, want) if x != y]
         if bad:
-            lw.emit(Check(bad, lw.message(op, "the updates do not match the indices and the shape")))
+            lw.emit(Check(Or(tuple(bad)), lw.message(op, "the updates do not match the indices and the shape")))
     idx, src = dense_ptr(lw, indices), dense_ptr(lw, updates)
     ptr, after = output_ptr(lw, out)
     lw.emit(Call(f"rt_scatter_nd_{updates.dtype.name}", [
-        "ctx", idx, str(int(indices.dtype.name == "int64")), str(product(idd[:-1])), str(m), src,
-        str(product(od[m:])), ptr, _dims_literal(od), str(len(od)), Text(op.where())], checked=True))
+        CTX, Ptr(idx), Lit(int(indices.dtype.name == "int64"), "int"), product(idd[:-1]), Lit(m, "int"), Ptr(src),
+        product(od[m:]), Ptr(ptr), _dims_literal(od), Lit(len(od), "int"), Text(op.where())], checked=True))
     lw.emit(*after)
     return True
 
@@ -308,9 +323,11 @@ def emit_where(lw, op) -> bool:
     dims = lw.dims[id(mask)]
     src = dense_ptr(lw, mask)
     count = lw.dims[id(out)][0]
-    _bind(lw, op, count, f"rt_where_count({src}, {product(dims)})", "the count")
+    found = lw.local("int64_t", "count")
+    lw.emit(Call("rt_where_count", [Ptr(src), product(dims)], result=found))
+    _bind(lw, op, count, Var(found, "int64_t"), "the count")
     ptr, after = output_ptr(lw, out)
-    lw.emit(Call("rt_where_fill", [src, _dims_literal(dims), str(len(dims)), str(product(dims)), ptr]))
+    lw.emit(Call("rt_where_fill", [Ptr(src), _dims_literal(dims), Lit(len(dims), "int"), product(dims), Ptr(ptr)]))
     lw.emit(*after)
     return True
 
@@ -326,8 +343,8 @@ def emit_ensure_shape(lw, op) -> bool:
     expected = op.attrs["shape"]
     for d, want in enumerate(expected.dims or ()):
         if want is not None and dims[d].const is None:
-            lw.emit(Check(f"({dims[d]}) != {want}", lw.message(op, f"dimension {d} is %lld, not {want}"),
-                          [str(dims[d])]))
+            lw.emit(Check(Compare("!=", dims[d], Poly.of(want)), lw.message(op, f"dimension {d} is %lld, not {want}"),
+                          (dims[d],)))
     _same_dims(lw, op, out, dims)
     out_dims = lw.dims[id(out)]
     if isinstance(value, Scalar):
@@ -353,7 +370,7 @@ def emit_arg_reduce(lw, op) -> bool:
     kept = [d for d in range(len(dims)) if d != axis]
     _same_dims(lw, op, out, [dims[d] for d in kept])
     n = dims[axis]
-    lw.emit(Check(f"({n}) == 0", lw.message(op, "argmax/argmin over an empty dimension")))
+    lw.emit(Check(Compare("==", n, Poly.of(0)), lw.message(op, "argmax/argmin over an empty dimension")))
     target = lw.storage(out)
     lw.values[id(out)] = target
     names = [lw.fresh("i") for _ in kept]
@@ -364,18 +381,18 @@ def emit_arg_reduce(lw, op) -> bool:
     def x_at(position: Poly):
         return element.of(x, tuple(at.get(d, position) for d in range(len(dims))))
     ctype = x.dtype.c_type
-    best, index, value = lw.fresh("best"), lw.fresh("pos"), lw.fresh("v")
-    better = f"{value} > {best}" if op.type == "ArgMax" else f"{value} < {best}"
+    best, index, value = Var(lw.fresh("best"), ctype), Var(lw.fresh("pos"), "int64_t"), Var(lw.fresh("v"), ctype)
+    better = Compare(">" if op.type == "ArgMax" else "<", value, best)
     if x.dtype.is_floating:
-        better = f"{better} || ({value} != {value} && {best} == {best})"
-    scan = For(k, Poly.of(1), n, [Declare(value, ctype, x_at(Poly.sym(k))),
-                                  If(better, [Assign(best, Var(value, ctype)), Assign(index, Poly.sym(k))])])
-    result = CExpr(f"(({out.dtype.c_type}){{0}})", (Var(index, "int64_t"),), out.dtype.c_type)
+        better = Or((better, And((Compare("!=", value, value), Compare("==", best, best)))))
+    scan = For(k, Poly.of(1), n, [Declare(value.name, ctype, x_at(Poly.sym(k))),
+                                  If(better, [Assign(best.name, value), Assign(index.name, Poly.sym(k))])])
+    result = Cast(index, out.dtype.c_type)
     if isinstance(target, Scalar):
         store = Assign(target.expr.name, result)
     else:
         store = Store(target.ptr, target.load(tuple(Poly.sym(name) for name in names)).index, result)
-    body = [Declare(best, ctype, x_at(Poly.of(0))), Declare(index, "int64_t", "0"), scan, store]
+    body = [Declare(best.name, ctype, x_at(Poly.of(0))), Declare(index.name, "int64_t", Poly.of(0)), scan, store]
     loops = [(name, dims[d], "k") for name, d in zip(names, kept)]
     lw.emit(*wrap_loops(loops, body, parallel_condition(product(dims)), simd=False))
     return True

@@ -12,7 +12,27 @@ from __future__ import annotations
 
 from runtime import dtypes
 from runtime.graph import Graph
-from transpiler.lowering.ir import Assign, Call, Check, If, Lit, Poly, Store, Text, render_expr
+from transpiler.lowering.ir import (
+    CTX,
+    NULL,
+    And,
+    Assign,
+    Call,
+    Cast,
+    Check,
+    Compare,
+    DimsArray,
+    Field,
+    If,
+    Lit,
+    Load,
+    OutArg,
+    Poly,
+    Select,
+    Store,
+    Text,
+    Var,
+)
 from transpiler.lowering.kernels import Elements, elementwise
 from transpiler.lowering.values import Array, Obj, Scalar
 
@@ -123,27 +143,43 @@ def _native_element(op) -> bool:
     return True   # TensorListAdd: gradients, of floating lists (rt_list_add fails on others)
 
 
-def _dims(dims) -> str:
-    return "(const int64_t[]){" + ", ".join(str(d) for d in dims) + "}" if dims else "NULL"
+def _dims(dims) -> DimsArray:
+    return DimsArray(tuple(Poly.of(d) for d in dims))
 
 
 def _where(op):
     return Text(op.type), Text(op.where())
 
 
-def _scalar(lw, t) -> str:
-    return f"((int64_t){render_expr(Elements(lw).of(t, (0,) * len(lw.dims[id(t)])))})"
+def _scalar(lw, t):
+    return Cast(Elements(lw).of(t, (0,) * len(lw.dims[id(t)])), "int64_t")
 
 
 def _list(lw, op, name: str) -> None:
-    lw.values[id(op.outputs[0])] = Obj(name, dtypes.variant, "rt_list *")
+    lw.values[id(op.outputs[0])] = Obj(Var(name, "rt_list *"), dtypes.variant, "rt_list *")
+
+
+def _ref(lw, t) -> Var:
+    """The ``rt_list *`` local holding TensorArray ``t``."""
+    return lw.values[id(t)].ref
+
+
+def _field(lst: Var, name: str, ctype: str, index: int | None = None) -> Field:
+    return Field(lst, name, ctype, index)
+
+
+def _data(lw, lst: Var, dtype) -> str:
+    """A pointer local set to the list's buffer (as ``dtype``'s elements)."""
+    ptr = lw.pointer(dtype.c_type, "ld")
+    lw.emit(Assign(ptr, Cast(_field(lst, "data", "void *"), f"{dtype.c_type} *")))
+    return ptr
 
 
 def emit_reserve(lw, op) -> bool:
-    name = lw.local("rt_list *", "list", "NULL")
+    name = lw.pointer("rt_list", "list")
     size = _scalar(lw, op.inputs[0])
     code = op.attrs["element_dtype"].code
-    lw.emit(Call("rt_list_new", ["ctx", size, str(int(op.attrs["dynamic_size"])), str(code), *_where(op)],
+    lw.emit(Call("rt_list_new", [CTX, size, Lit(int(op.attrs["dynamic_size"]), "int"), Lit(code, "int"), *_where(op)],
                  checked=True, result=name))
     _list(lw, op, name)
     return True
@@ -152,117 +188,124 @@ def emit_reserve(lw, op) -> bool:
 def emit_from_tensor(lw, op) -> bool:
     x = op.inputs[0]
     dims = lw.dims[id(x)]
-    name = lw.local("rt_list *", "list", "NULL")
-    lw.emit(Call("rt_list_new", ["ctx", str(dims[0]), str(int(op.attrs["dynamic_size"])), str(x.dtype.code),
+    name = lw.pointer("rt_list", "list")
+    lst = Var(name, "rt_list *")
+    lw.emit(Call("rt_list_new", [CTX, dims[0], Lit(int(op.attrs["dynamic_size"]), "int"), Lit(x.dtype.code, "int"),
                                  *_where(op)], checked=True, result=name))
-    lw.emit(Call("rt_list_shape", ["ctx", name, str(len(dims) - 1), _dims(dims[1:]), *_where(op)], checked=True))
-    lw.emit(Call("rt_list_grow", ["ctx", name, str(dims[0])], checked=True))
-    data = Array.dense(f"(({x.dtype.c_type} *){name}->data)", x.dtype, dims, "arena")
+    lw.emit(Call("rt_list_shape", [CTX, lst, Lit(len(dims) - 1, "int"), _dims(dims[1:]), *_where(op)], checked=True))
+    lw.emit(Call("rt_list_grow", [CTX, lst, dims[0]], checked=True))
+    data = Array.dense(_data(lw, lst, x.dtype), x.dtype, dims, "list")
     lw.emit(*elementwise(lw, [data], dims, lambda el, index: [el.of(x, index)]))
-    lw.emit(Call("memset", [f"{name}->written", "1", f"(size_t)({dims[0]})"]))
+    lw.emit(Call("memset", [_field(lst, "written", "char *"), Lit(1, "int"), Cast(dims[0], "size_t")]))
     _list(lw, op, name)
     return True
 
 
 def emit_set_item(lw, op) -> bool:
     tl, index, item = op.inputs
-    name = lw.values[id(tl)].name
+    lst = _ref(lw, tl)
     dims = lw.dims[id(item)]
-    slot = lw.local(f"{item.dtype.c_type} *", "item", "NULL")
-    lw.emit(Call("rt_list_set", ["ctx", name, _scalar(lw, index), str(len(dims)), _dims(dims), *_where(op)],
-                 checked=True, result=f"{slot}"))
-    target = Array.dense(slot, item.dtype, dims, "arena")
+    slot = lw.pointer(item.dtype.c_type, "item")
+    lw.emit(Call("rt_list_set", [CTX, lst, _scalar(lw, index), Lit(len(dims), "int"), _dims(dims), *_where(op)],
+                 checked=True, result=slot))
+    target = Array.dense(slot, item.dtype, dims, "list")
     value = lw.values.get(id(item))
     if isinstance(value, Scalar):
         lw.emit(Store(slot, Poly.of(0), value.expr))
     else:
         lw.emit(*elementwise(lw, [target], dims, lambda el, index: [el.of(item, index)]))
-    _list(lw, op, name)
+    _list(lw, op, lst.name)
     return True
 
 
-def _element_shape(lw, op, name: str, dims) -> None:
+def _element_shape(lw, op, lst: Var, dims) -> None:
     """Make the list's element shape known from the attrs when nothing fixed it, and bind ``dims``."""
     shape = op.attrs["element_shape"]
+    ndim = _field(lst, "ndim", "int")
     if shape.dims is not None and None not in shape.dims:
-        lw.emit(If(f"{name}->ndim < 0", [Call("rt_list_shape", ["ctx", name, str(len(shape.dims)), _dims(shape.dims),
-                                                                *_where(op)], checked=True)]))
+        lw.emit(If(Compare("<", ndim, Lit(0, "int")), [Call("rt_list_shape", [
+            CTX, lst, Lit(len(shape.dims), "int"), _dims(shape.dims), *_where(op)], checked=True)]))
     rank = len(dims)
-    lw.emit(Check(f"{name}->ndim != {rank}", lw.message(
+    lw.emit(Check(Compare("!=", ndim, Lit(rank, "int")), lw.message(
         op, f"the elements have rank %lld, not {rank} (or no element was written and the element shape is "
-            f"unknown)"), [f"{name}->ndim"]))
+            f"unknown)"), (ndim,)))
     for d, n in enumerate(dims):
+        size = _field(lst, "shape", "int64_t", d)
         if n.const is None:
-            lw.emit(Assign(str(n), f"{name}->shape[{d}]"))
+            lw.emit(Assign(str(n), size))
         else:
-            lw.emit(Check(f"{name}->shape[{d}] != {n}", lw.message(op, f"element dimension {d} is %lld, not {n}"),
-                          [f"{name}->shape[{d}]"]))
+            lw.emit(Check(Compare("!=", size, n), lw.message(op, f"element dimension {d} is %lld, not {n}"), (size,)))
 
 
 def emit_get_item(lw, op) -> bool:
     tl, index = op.inputs
     out = op.outputs[0]
-    name = lw.values[id(tl)].name
+    lst = _ref(lw, tl)
     dims = lw.dims[id(out)]
-    _element_shape(lw, op, name, dims)
-    src = lw.local("const void *", "src", "NULL")
-    lw.emit(Call("rt_list_get", ["ctx", name, _scalar(lw, index), f"&{src}", *_where(op)], checked=True))
+    _element_shape(lw, op, lst, dims)
+    src = lw.local("const void *", "src", NULL)
+    lw.emit(Call("rt_list_get", [CTX, lst, _scalar(lw, index), OutArg(src, "const void *"), *_where(op)],
+                 checked=True))
     target = lw.storage(out)
     lw.values[id(out)] = target
     ctype = out.dtype.c_type
-    source = Array.dense(f"(({ctype} *){src})", out.dtype, dims, "arena")
-    zero = Lit("0", ctype)
+    item = lw.pointer(ctype, "ld")
+    lw.emit(Assign(item, Cast(Var(src, "const void *"), f"{ctype} *")))
+    source = Array.dense(item, out.dtype, dims, "list")
+    zero = Lit(0, ctype)
+    found = Var(src, "const void *")
     if isinstance(target, Scalar):
-        lw.emit(Assign(target.expr.name, f"{src} ? *(const {ctype} *){src} : ({ctype})0"))
+        lw.emit(Assign(target.expr.name, Select(found, Load(item, Poly.of(0), ctype), zero, ctype)))
         return True
     copy = elementwise(lw, [target], dims, lambda el, index: [source.load(index)])
     clear = elementwise(lw, [target], dims, lambda el, index: [zero])
-    lw.emit(If(src, copy, clear))
+    lw.emit(If(found, copy, clear))
     return True
 
 
 def emit_stack(lw, op) -> bool:
     tl = op.inputs[0]
     out = op.outputs[0]
-    name = lw.values[id(tl)].name
+    lst = _ref(lw, tl)
     dims = lw.dims[id(out)]
     shape = op.attrs["element_shape"]
+    length = _field(lst, "length", "int64_t")
     if shape.dims is not None and None in shape.dims:
         # an empty list of unknown elements stacks to zeros of shape (0, dims with None as 0), as in eager
         zeros = [d or 0 for d in shape.dims]
-        lw.emit(If(f"{name}->ndim < 0 && {name}->length == 0", [Call(
-            "rt_list_shape", ["ctx", name, str(len(zeros)), _dims(zeros), *_where(op)], checked=True)]))
-    _element_shape(lw, op, name, dims[1:])
+        lw.emit(If(And((Compare("<", _field(lst, "ndim", "int"), Lit(0, "int")), Compare("==", length, Poly.of(0)))),
+                   [Call("rt_list_shape", [CTX, lst, Lit(len(zeros), "int"), _dims(zeros), *_where(op)],
+                         checked=True)]))
+    _element_shape(lw, op, lst, dims[1:])
     if dims[0].const is None:
-        lw.emit(Assign(str(dims[0]), f"{name}->length"))
+        lw.emit(Assign(str(dims[0]), length))
     else:
-        lw.emit(Check(f"{name}->length != {dims[0]}", lw.message(op, f"the TensorArray has %lld elements, not "
-                                                                      f"{dims[0]}"), [f"{name}->length"]))
-    lw.emit(Call("rt_list_fill", ["ctx", name, *_where(op)], checked=True))
-    lw.values[id(out)] = Array.dense(f"(({out.dtype.c_type} *){name}->data)", out.dtype, dims, "arena")
+        lw.emit(Check(Compare("!=", length, dims[0]), lw.message(op, f"the TensorArray has %lld elements, not "
+                                                                     f"{dims[0]}"), (length,)))
+    lw.emit(Call("rt_list_fill", [CTX, lst, *_where(op)], checked=True))
+    lw.values[id(out)] = Array.dense(_data(lw, lst, out.dtype), out.dtype, dims, "list")
     return True
 
 
 def emit_length(lw, op) -> bool:
-    name = lw.values[id(op.inputs[0])].name
+    lst = _ref(lw, op.inputs[0])
     target = lw.storage(op.outputs[0])
     lw.values[id(op.outputs[0])] = target
-    lw.emit(Assign(target.expr.name, f"(int32_t){name}->length"))
+    lw.emit(Assign(target.expr.name, Cast(_field(lst, "length", "int64_t"), "int32_t")))
     return True
 
 
 def emit_zeros_like(lw, op) -> bool:
-    name = lw.local("rt_list *", "list", "NULL")
-    lw.emit(Call("rt_list_zeros_like", ["ctx", lw.values[id(op.inputs[0])].name, *_where(op)], checked=True,
-                 result=name))
+    name = lw.pointer("rt_list", "list")
+    lw.emit(Call("rt_list_zeros_like", [CTX, _ref(lw, op.inputs[0]), *_where(op)], checked=True, result=name))
     _list(lw, op, name)
     return True
 
 
 def emit_add(lw, op) -> bool:
-    a, b = (lw.values[id(t)].name for t in op.inputs)
-    lw.emit(Call("rt_list_add", ["ctx", a, b, *_where(op)], checked=True))
-    _list(lw, op, a)
+    a, b = (_ref(lw, t) for t in op.inputs)
+    lw.emit(Call("rt_list_add", [CTX, a, b, *_where(op)], checked=True))
+    _list(lw, op, a.name)
     return True
 
 

@@ -6,7 +6,22 @@ im2col panel from its arena. Inputs are passed as contiguous buffers (a strided 
 """
 from __future__ import annotations
 
-from transpiler.lowering.ir import Assign, Call, Check, Poly, Var, product, render_expr
+from transpiler.lowering.ir import (
+    CTX,
+    NUM_THREADS,
+    Assign,
+    Call,
+    Cast,
+    Check,
+    Compare,
+    Lit,
+    Load,
+    Or,
+    Poly,
+    Ptr,
+    Store,
+    product,
+)
 from transpiler.lowering.kernels import Elements, elementwise, wrap_loops
 from transpiler.lowering.values import Array, Scalar
 
@@ -15,14 +30,15 @@ _CONV_KIND = {"Conv2D": 0, "Conv2DBackpropInput": 1, "Conv2DBackpropFilter": 2}
 
 
 def dense_ptr(lw, t) -> str:
-    """A pointer to ``t``'s elements, contiguous and row-major (copied into a scratch buffer when they are not)."""
+    """A buffer holding ``t``'s elements, contiguous and row-major (copied into a scratch buffer when they are not;
+    a one-element value into a one-element array: no local's address is taken)."""
     value = lw.values.get(id(t))
     if isinstance(value, Array) and value.contiguous:
         return value.ptr
     if isinstance(value, Scalar):
-        spill = lw.local(t.dtype.c_type, "spill")
-        lw.emit(Assign(spill, value.expr))
-        return f"&{spill}"
+        spill = lw.local(t.dtype.c_type, "spill", size=1)
+        lw.emit(Store(spill, Poly.of(0), value.expr))
+        return spill
     dims = lw.dims[id(t)]
     ptr, alloc = lw.temporary(t.dtype.c_type, product(dims))
     lw.emit(alloc)
@@ -32,13 +48,13 @@ def dense_ptr(lw, t) -> str:
 
 
 def output_ptr(lw, t) -> tuple[str, list]:
-    """(pointer a kernel writes ``t`` to, statements to run after it): ``t``'s storage, or the address of a
-    C local for a one-element result (kept in a register afterwards)."""
+    """(buffer a kernel writes ``t`` to, statements to run after it): ``t``'s storage, or a one-element array for
+    a one-element result (kept in a register afterwards)."""
     target = lw.storage(t)
     lw.values[id(t)] = target
     if isinstance(target, Scalar):
-        local = lw.local(t.dtype.c_type, "one")
-        return f"&{local}", [Assign(target.expr.name, Var(local, t.dtype.c_type))]
+        one = lw.local(t.dtype.c_type, "one", size=1)
+        return one, [Assign(target.expr.name, Load(one, Poly.of(0), t.dtype.c_type))]
     return target.ptr, []
 
 
@@ -54,8 +70,8 @@ def emit_conv(lw, op) -> bool:
         a, _, b = op.inputs
     a_ptr, b_ptr = dense_ptr(lw, a), dense_ptr(lw, b)
     ptr, after = output_ptr(lw, out)
-    lw.emit(Call(f"rt_conv2d_run_{out.dtype.name}", ["ctx", str(_CONV_KIND[op.type]), a_ptr, b_ptr, ptr,
-                                                      f"&{lw.windows[id(op)]}"], checked=True))
+    lw.emit(Call(f"rt_conv2d_run_{out.dtype.name}", [CTX, Lit(_CONV_KIND[op.type], "int"), Ptr(a_ptr), Ptr(b_ptr),
+                                                      Ptr(ptr), Ptr(lw.windows[id(op)])], checked=True))
     lw.emit(*after)
     return True
 
@@ -67,9 +83,9 @@ def emit_pool(lw, op) -> bool:
     if any(t.dtype is not out.dtype for t in op.inputs):
         return False
     names = {"MaxPool": "rt_max_pool", "MaxPoolGrad": "rt_max_pool_grad", "MaxPoolGradGrad": "rt_max_pool_grad_grad"}
-    ins = [dense_ptr(lw, t) for t in op.inputs]
+    ins = [Ptr(dense_ptr(lw, t)) for t in op.inputs]
     ptr, after = output_ptr(lw, out)
-    lw.emit(Call(f"{names[op.type]}_{out.dtype.name}", ins + [ptr, f"&{lw.windows[id(op)]}", "ctx->num_threads"]))
+    lw.emit(Call(f"{names[op.type]}_{out.dtype.name}", ins + [Ptr(ptr), Ptr(lw.windows[id(op)]), NUM_THREADS]))
     lw.emit(*after)
     return True
 
@@ -84,11 +100,11 @@ def emit_check_labels(lw, op) -> bool:
     dims = lw.dims[id(labels)]
     names = [lw.fresh("k") for _ in dims]
     index = tuple(Poly.sym(n) for n in names)
-    n = f"((int64_t)({lw.dims[id(logits)][-1]}))"
-    value = f"((int64_t){render_expr(Elements(lw).of(labels, index))})"
+    n = lw.dims[id(logits)][-1]
+    value = Cast(Elements(lw).of(labels, index), "int64_t")
     text = "received a label value of %lld which is outside the valid range of [0, %lld)"
     message = f"{op.attrs['op']}: {text}\n  [[{op.where().replace('%', '%%')}]]"
-    body = [Check(f"{value} < 0 || {value} >= {n}", message, [value, n])]
+    body = [Check(Or((Compare("<", value, Lit(0, "int")), Compare(">=", value, n))), message, (value, n))]
     lw.emit(*wrap_loops([(k, d, None) for k, d in zip(names, dims)], body, simd=False))
     lw.values[id(out)] = lw.values[id(labels)]
     lw.copy_into_storage(out)

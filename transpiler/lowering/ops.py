@@ -13,7 +13,35 @@ from dataclasses import dataclass
 from runtime import dtypes
 from runtime.ops.registry import all_opdefs, get_opdef
 from transpiler.lowering import control, library_calls, lists, nn, scatter, tiles
-from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Gemm, Poly, Raw, Var, product
+from transpiler.lowering.ir import (
+    ALWAYS,
+    CTX,
+    Apply,
+    Assign,
+    Call,
+    Callback,
+    Cast,
+    Check,
+    Compare,
+    Declare,
+    Describe,
+    DimsArray,
+    Fail,
+    Field,
+    For,
+    Gemm,
+    Lit,
+    Load,
+    Named,
+    Or,
+    Poly,
+    Ptr,
+    SetTensor,
+    Slot,
+    Store,
+    Var,
+    product,
+)
 from transpiler.lowering.kernels import INDEXED, Elements, elementwise, loads
 from transpiler.lowering.plan import QUERIES, unit_ops
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
@@ -45,12 +73,11 @@ PARALLEL_GEMM = 1 << 22      # RT_GEMM_PARALLEL_MIN of rt_kernels.h: products wo
 @dataclass
 class _Operand:
     """A GEMM operand: ``ptr`` + batch offsets, stored transposed or not, rows ``ld`` elements apart."""
-    ptr: str
+    ptr: Ptr
     transposed: bool
     ld: Poly
     batch_strides: tuple
     natural: bool            # dense matrices (ld is the row length): rt_gemm_batch can take them
-    memory: str              # the buffer it reads
 
 
 def _layout(value: Array, rows: Poly, cols: Poly):
@@ -83,15 +110,15 @@ def _operand(lw, t, transpose: bool, batch: tuple) -> _Operand:
             batch_strides.append(Poly.of(0) if d == 1 and b != 1 else s)
         else:      # broadcast when the run-time size is 1
             flag = lw.local("int64_t", "nb")
-            lw.emit(Assign(flag, f"({d}) != 1"))
+            lw.emit(Assign(flag, Compare("!=", d, Poly.of(1))))
             batch_strides.append(s * Poly.sym(flag))
-    ptr = value.ptr if value.offset == 0 else f"({value.ptr} + ({value.offset}))"
+    ptr = Ptr(value.ptr, value.offset)
     natural = ld == (dims[-2] if stored_transposed else dims[-1])
-    return _Operand(ptr, transpose != stored_transposed, ld, tuple(batch_strides), natural, value.ptr)
+    return _Operand(ptr, transpose != stored_transposed, ld, tuple(batch_strides), natural)
 
 
-def _dims_array(values) -> str:
-    return "(const int64_t[]){" + ", ".join(str(v) for v in values) + "}"
+def _dims_array(values) -> DimsArray:
+    return DimsArray(tuple(values))
 
 
 def emit_matmul(lw, op) -> bool:
@@ -108,40 +135,40 @@ def emit_matmul(lw, op) -> bool:
     right = _operand(lw, b, bool(op.attrs.get("transpose_b")), batch)
     target = lw.storage(out)
     lw.values[id(out)] = target
-    if isinstance(target, Scalar):
-        c = lw.local(out.dtype.c_type, "mm")
-        c_ptr = f"&{c}"
+    if isinstance(target, Scalar):       # a one-element product: into a one-element array, then the register
+        c_ptr = lw.local(out.dtype.c_type, "mm", size=1)
     else:
         c_ptr = target.ptr
     suffix = a.dtype.name
-    flags = [str(int(left.transposed)), str(int(right.transposed))]
+    flags = [Lit(int(left.transposed), "int"), Lit(int(right.transposed), "int")]
     work = m * k * n
     if work.const is not None and work.const <= SMALL_MATMUL and left.ld.const is not None \
             and right.ld.const is not None:
         total = product(batch) * work        # a batch of many small products spreads over threads
-        parallel = f"({total}) >= RT_GEMM_PARALLEL_MIN" if total.const is None else total.const >= PARALLEL_GEMM
-        lw.emit(*_each_matrix(lw, batch, dims, left, right, c_ptr, lambda a_ptr, b_ptr, c_at: Call(
-            f"rt_matmul_small_{suffix}", [a_ptr, str(left.ld), b_ptr, str(right.ld), c_at, str(n), str(m), str(k),
-                                          str(n), *flags]), parallel=parallel or None))
+        parallel = Compare(">=", total, Named("gemm_parallel_min")) if total.const is None else \
+            (ALWAYS if total.const >= PARALLEL_GEMM else None)
+        lw.emit(*_each_matrix(lw, batch, dims, left, right, Ptr(c_ptr), lambda a_ptr, b_ptr, c_at: Call(
+            f"rt_matmul_small_{suffix}", [a_ptr, left.ld, b_ptr, right.ld, c_at, n, m, k, n, *flags]),
+            parallel=parallel))
     elif batch and left.natural and right.natural:
         lw.emit(Call(f"rt_gemm_batch_{suffix}", [
-            "ctx", left.ptr, right.ptr, c_ptr, str(len(batch)), _dims_array(batch), _dims_array(left.batch_strides),
-            _dims_array(right.batch_strides), str(m), str(k), str(n), *flags], checked=True))
+            CTX, left.ptr, right.ptr, Ptr(c_ptr), Lit(len(batch), "int"), _dims_array(batch),
+            _dims_array(left.batch_strides), _dims_array(right.batch_strides), m, k, n, *flags], checked=True))
     else:
         gemm = None
         if not batch and a.dtype.is_floating and not isinstance(target, Scalar):
             gemm = Gemm(suffix, left.ptr, left.ld, right.ptr, right.ld, c_ptr, n, m, k, n, int(left.transposed),
-                        int(right.transposed), (left.memory, right.memory))
-        lw.emit(*_each_matrix(lw, batch, dims, left, right, c_ptr, lambda a_ptr, b_ptr, c_at: Call(
-            f"rt_gemm_ld_{suffix}", ["ctx", a_ptr, str(left.ld), b_ptr, str(right.ld), c_at, str(n), str(m), str(k),
-                                     str(n), *flags], checked=True, gemm=gemm)))
+                        int(right.transposed))
+        lw.emit(*_each_matrix(lw, batch, dims, left, right, Ptr(c_ptr), lambda a_ptr, b_ptr, c_at: Call(
+            f"rt_gemm_ld_{suffix}", [CTX, a_ptr, left.ld, b_ptr, right.ld, c_at, n, m, k, n, *flags], checked=True,
+            gemm=gemm)))
     if isinstance(target, Scalar):
-        lw.emit(Assign(target.expr.name, Var(c, out.dtype.c_type)))
+        lw.emit(Assign(target.expr.name, Load(c_ptr, Poly.of(0), out.dtype.c_type)))
     return True
 
 
-def _each_matrix(lw, batch: tuple, dims: tuple, left: _Operand, right: _Operand, c_ptr: str, call,
-                 parallel: bool | str | None = None) -> list:
+def _each_matrix(lw, batch: tuple, dims: tuple, left: _Operand, right: _Operand, c_ptr: Ptr, call,
+                 parallel=None) -> list:
     """``call(a, b, c)`` on the pointers to each matrix of the product: loops over ``batch`` when there is one
     (the outermost ``parallel`` as ``For`` has it)."""
     if not batch:
@@ -150,11 +177,15 @@ def _each_matrix(lw, batch: tuple, dims: tuple, left: _Operand, right: _Operand,
     a_off = sum((Poly.sym(i) * s for i, s in zip(index, left.batch_strides)), Poly.of(0))
     b_off = sum((Poly.sym(i) * s for i, s in zip(index, right.batch_strides)), Poly.of(0))
     c_off = sum((Poly.sym(i) * s for i, s in zip(index, contiguous_strides(dims)[:-2])), Poly.of(0))
-    body = [call(f"{left.ptr} + ({a_off})", f"{right.ptr} + ({b_off})", f"{c_ptr} + ({c_off})")]
+    body = [call(_at(left.ptr, a_off), _at(right.ptr, b_off), _at(c_ptr, c_off))]
     for i, extent in reversed(list(zip(index, batch))):
         body = [For(i, Poly.of(0), extent, body)]
     body[0].parallel = parallel
     return body
+
+
+def _at(ptr: Ptr, offset: Poly) -> Ptr:
+    return Ptr(ptr.name, ptr.offset + offset, ptr.cast)
 
 
 # ---------------------------------------------------------------------------
@@ -205,7 +236,7 @@ def _variable(lw, op, tensor):
     same pointer); ``tensor`` gets the storage's dims."""
     handle = op.attrs["variable"]
     k = _var_index(lw, handle)
-    name = f"in[{len(lw.graph.inputs)} + {k}]"
+    name = Slot("in", len(lw.graph.inputs) + k)
     value = lw.variable_storage.get(id(handle))
     if value is None or isinstance(value, Obj):
         value = lw.variable_storage[id(handle)] = lw.input_value(tensor, name)
@@ -273,11 +304,11 @@ def emit_assign(lw, op) -> bool:
     scalar = product(vd).const == 1
     if not scalar:
         if len(vd) != len(dims):
-            lw.emit(Check("1", lw.message(op, "the value's shape does not match the variable's")))
+            lw.emit(Fail(lw.message(op, "the value's shape does not match the variable's")))
         else:
-            bad = " || ".join(f"({a}) != ({b})" for a, b in zip(vd, dims) if a != b)
+            bad = [Compare("!=", a, b) for a, b in zip(vd, dims) if a != b]
             if bad:
-                lw.emit(Check(bad, lw.message(op, "the value's shape does not match the variable's")))
+                lw.emit(Check(Or(tuple(bad)), lw.message(op, "the value's shape does not match the variable's")))
     if _reads_elsewhere(lw, value, storage, len(vd), scalar):
         lw.store_tensor(value)       # v.assign(transpose(v)): computed in full before v changes
     combine = _ASSIGN[op.type]
@@ -316,30 +347,29 @@ def callback(lw, op) -> None:
     lw.report.callback_ops.append(op)
     n_in, n_out = len(op.inputs), len(op.outputs)
     ins, outs = lw.fresh("cb_in"), lw.fresh("cb_out")
-    lw.emit(Raw(f"rt_tensor {ins}[{max(n_in, 1)}], {outs}[{max(n_out, 1)}];"))
+    lw.emit(Declare(ins, "rt_tensor", size=max(n_in, 1)), Declare(outs, "rt_tensor", size=max(n_out, 1)))
     for i, t in enumerate(op.inputs):
-        describe(lw, t, f"{ins}[{i}]")
-    lw.emit(Call("ctx->callback", ["ctx", str(lw.op_index[id(op)]), ins, str(n_in), outs, str(n_out)],
-                 checked=True))
+        describe(lw, t, Slot(ins, i))
+    lw.emit(Callback(lw.op_index[id(op)], ins, n_in, outs, n_out))
     for i, t in enumerate(op.outputs):
-        result = f"{outs}[{i}]"
+        result = Slot(outs, i)
         if t.dtype.c_type is None or t.shape.rank is None:
             name = lw.local("rt_tensor", "obj")
             lw.emit(Assign(name, result))
-            lw.values[id(t)] = Obj(name, t.dtype)
+            lw.values[id(t)] = Obj(Var(name, "rt_tensor"), t.dtype)
             continue
         dims = lw.dims.get(id(t))
         rank = len(dims)
-        bad = [f"{result}.ndim != {rank}"]
+        bad = [Compare("!=", Field(result, "ndim", "int"), Lit(rank, "int"))]
         for d, n in enumerate(dims):
             if n.const is not None:
-                bad.append(f"{result}.shape[{d}] != {n}")
-        lw.emit(Check(" || ".join(bad), lw.message(op, "the Python kernel returned a tensor of another shape")))
+                bad.append(Compare("!=", Field(result, "shape", "int64_t", d), n))
+        lw.emit(Check(Or(tuple(bad)), lw.message(op, "the Python kernel returned a tensor of another shape")))
         for d, n in enumerate(dims):
             if n.const is None:
-                lw.emit(Assign(str(n), f"{result}.shape[{d}]"))
-        ptr = lw.local(f"{t.dtype.c_type} *", "p", "NULL")
-        lw.emit(Assign(ptr, f"({t.dtype.c_type} *){result}.data"))
+                lw.emit(Assign(str(n), Field(result, "shape", "int64_t", d)))
+        ptr = lw.pointer(t.dtype.c_type, "p")
+        lw.emit(Assign(ptr, Cast(Field(result, "data", "void *"), f"{t.dtype.c_type} *")))
         if lw.drops is not None:
             lw.drops.append(ptr)
         array = Array.dense(ptr, t.dtype, dims, "callback")
@@ -349,17 +379,18 @@ def callback(lw, op) -> None:
             lw.copy_into_storage(t)
 
 
-def describe(lw, t, target: str) -> None:
-    """Fill the ``rt_tensor`` ``target`` with tensor ``t`` (stored contiguously first if needed)."""
+def describe(lw, t, target: Slot) -> None:
+    """Fill the ``rt_tensor`` ``target`` with tensor ``t`` (stored contiguously first if needed; a one-element
+    value in a one-element array: no local's address is taken)."""
     value = lw.values.get(id(t))
     if isinstance(value, Obj):
-        lw.emit(Assign(target, value.name))
+        lw.emit(SetTensor(target, value.ref))
         return
     dims = lw.dims[id(t)]
     if isinstance(value, Scalar):
-        spill = lw.local(t.dtype.c_type, "spill")
-        lw.emit(Assign(spill, value.expr))
-        lw.emit(Describe(target, f"&{spill}", list(dims), t.dtype.code))
+        spill = lw.local(t.dtype.c_type, "spill", size=1)
+        lw.emit(Store(spill, Poly.of(0), value.expr))
+        lw.emit(Describe(target, spill, list(dims), t.dtype.code))
         return
     if value is None or not value.contiguous:
         ptr, alloc = lw.temporary(t.dtype.c_type, product(dims))

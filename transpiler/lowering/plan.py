@@ -27,8 +27,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from transpiler.lowering.ir import Poly, expensive, product
 from transpiler.lowering import lists
+from transpiler.lowering.ir import Poly, expensive, product
 from transpiler.lowering.kernels import indexed
 
 QUERIES = ("Shape", "Size", "Rank")

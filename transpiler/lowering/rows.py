@@ -16,11 +16,36 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 
 from transpiler.lowering.ir import (
-    Apply, Assign, CExpr, Declare, Expr, If, Load, Poly, Store, Var, expensive, map_expr, product,
+    And,
+    Apply,
+    Arith,
+    Assign,
+    Cast,
+    Compare,
+    Declare,
+    Helper,
+    If,
+    Lit,
+    Load,
+    Poly,
+    Store,
+    Var,
+    expensive,
+    map_expr,
+    product,
 )
 from transpiler.lowering.kernels import (
-    SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, chunked_sum, float_partial, merged_loops, pad_inner,
-    parallel_condition, versions, wrap_loops,
+    SCRATCH_MAX,
+    Accumulator,
+    NotInRow,
+    acc_ctype,
+    chunked_sum,
+    float_partial,
+    merged_loops,
+    pad_inner,
+    parallel_condition,
+    versions,
+    wrap_loops,
 )
 from transpiler.lowering.plan import Region
 from transpiler.lowering.values import Array, Scalar
@@ -222,12 +247,12 @@ def _build(lw, region: Region) -> list:
     return prelude + versions(lw, build) + _values(lw, stored, targets)
 
 
-_NORMAL = {"float": ("fabsf", "0x1p-126f", "0x1p126f"), "double": ("fabs", "0x1p-1022", "0x1p1022")}
+_NORMAL = {"float": ("fabsf", 2.0 ** -126, 2.0 ** 126), "double": ("fabs", 2.0 ** -1022, 2.0 ** 1022)}
 
 
-def _reciprocals(lw, state: RowState, body: list) -> tuple[list, str | None]:
+def _reciprocals(lw, state: RowState, body: list) -> tuple[list, object]:
     """``body`` with each division by a row value (``e / sum``, ``(x - mean) / std``) a multiplication by its
-    reciprocal, computed once per row, and the C condition under which that version runs (None: no such
+    reciprocal, computed once per row, and the condition under which that version runs (None: no such
     division).
 
     ``a * (1 / d)`` differs from ``a / d`` by at most an ulp or so while ``1 / d`` is a normal number; rows
@@ -244,21 +269,22 @@ def _reciprocals(lw, state: RowState, body: list) -> tuple[list, str | None]:
             d = e.args[1]
             if d.name not in inverses:
                 inverses[d.name] = Var(lw.fresh("inv"), d.ctype)
-                state.row_stmts.append(Declare(inverses[d.name].name, d.ctype, f"({d.ctype})1 / {d.name}"))
-            return CExpr("({0} * {1})", (map_expr(e.args[0], on_node=swap), inverses[d.name]), e.ctype)
+                one = Cast(Lit(1, "int"), d.ctype)
+                state.row_stmts.append(Declare(inverses[d.name].name, d.ctype, Arith("/", one, d, d.ctype)))
+            return Arith("*", map_expr(e.args[0], on_node=swap), inverses[d.name], e.ctype)
         return None
     for stmt in body:
-        if isinstance(stmt, Store):
-            stmt.value = map_expr(stmt.value, on_node=swap)
-        elif isinstance(stmt, Declare) and isinstance(stmt.init, Expr):
-            stmt.init = map_expr(stmt.init, on_node=swap)
+        if isinstance(stmt, (Store, Declare)):
+            stmt.map_exprs(lambda e: e if isinstance(e, Poly) else map_expr(e, on_node=swap))
     if not inverses:
         return body, None
     conds = []
     for name in inverses:
-        fabs, low, high = _NORMAL[row_vars[name].ctype]
-        conds.append(f"{fabs}({name}) >= {low} && {fabs}({name}) <= {high}")
-    return body, " && ".join(conds)
+        d = row_vars[name]
+        fabs, low, high = _NORMAL[d.ctype]
+        size = Helper(fabs, (d,), d.ctype)
+        conds += [Compare(">=", size, Lit(low, d.ctype)), Compare("<=", size, Lit(high, d.ctype))]
+    return body, And(tuple(conds))
 
 
 def _values(lw, stored, targets) -> list:

@@ -15,22 +15,44 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from runtime.ops.registry import get_opdef
-from transpiler.lowering.ir import CExpr, Check, Declare, Index, Lit, Load, Poly, Store, product
-from transpiler.lowering.kernels import PAD_MODES, elementwise, reduce, slice_index, versions, wrap_loops
+from transpiler.lowering.ir import (
+    Arith,
+    Assign,
+    Cast,
+    Check,
+    Compare,
+    Declare,
+    Index,
+    Lit,
+    Load,
+    Or,
+    Poly,
+    Store,
+    product,
+)
+from transpiler.lowering.kernels import PAD_MODES, elementwise, pad_source, reduce, slice_index, versions, wrap_loops
 from transpiler.lowering.values import Array, Scalar, contiguous_strides
 
 
-def _target(lw, t) -> Array:
-    """``t``'s storage as an Array (a one-element result is the C local's address)."""
+def _target(lw, t) -> tuple[Array, list]:
+    """(``t``'s storage as an Array, statements to run after it is written): a one-element result is written
+    into a one-element array, then kept in its C local."""
     target = lw.storage(t)
     lw.values[id(t)] = target
     if isinstance(target, Scalar):
-        return Array.dense(f"(&{target.expr.name})", t.dtype, lw.dims[id(t)], "local")
-    return target
+        one = lw.local(t.dtype.c_type, "one", size=1)
+        return Array.dense(one, t.dtype, lw.dims[id(t)], "stack"), [
+            Assign(target.expr.name, Load(one, Poly.of(0), t.dtype.c_type))]
+    return target, []
 
 
 def _zeros(lw, target: Array) -> None:
-    lw.emit(*elementwise(lw, [target], target.dims, lambda el, index: [Lit("0", target.ctype)]))
+    lw.emit(*elementwise(lw, [target], target.dims, lambda el, index: [Lit(0, target.ctype)]))
+
+
+def _add(target: Array, at: Poly, value) -> Store:
+    """``target[at] += value``."""
+    return Store(target.ptr, at, Arith("+", Load(target.ptr, at, target.ctype), value, target.ctype))
 
 
 def _loops(lw, dims) -> tuple[list, tuple]:
@@ -42,14 +64,14 @@ def emit_strided_slice_grad(lw, op) -> bool:
     out, grad = op.outputs[0], op.inputs[1]
     if out.dtype.c_type is None or id(op) not in lw.slices or id(grad) not in lw.dims:
         return False
-    target = _target(lw, out)
+    target, after = _target(lw, out)
     _zeros(lw, target)
     gd = lw.dims[id(grad)]
     names = [lw.fresh("v") for _ in gd]
     offset = target.load(slice_index(lw.slices[id(op)], tuple(Poly.sym(n) for n in names))).index
     view = Array(target.ptr, out.dtype, gd, tuple(offset.coefficient(n) for n in names), offset.without(names),
                  target.storage)
-    lw.emit(*elementwise(lw, [view], gd, lambda el, index: [el.of(grad, index)]))
+    lw.emit(*elementwise(lw, [view], gd, lambda el, index: [el.of(grad, index)]), *after)
     return True
 
 
@@ -58,7 +80,7 @@ def emit_segment_sum(lw, op) -> bool:
     out = op.outputs[0]
     if out.dtype.c_type is None or any(id(t) not in lw.dims for t in (out, data, ids)):
         return False          # a rank only the run time tells: the numpy kernel
-    target = _target(lw, out)
+    target, after = _target(lw, out)
     _zeros(lw, target)
     dims = lw.dims[id(out)]
     segments, rest = dims[0], dims[1:]
@@ -69,16 +91,15 @@ def emit_segment_sum(lw, op) -> bool:
     def build(el):
         row_loops, row_index = _loops(lw, rows)
         col_loops, col_index = _loops(lw, rest)
-        seg = lw.fresh("seg")
-        at = Poly.sym(seg) * row_size + target.load((0,) + col_index).index
-        add = CExpr("({0} + {1})", (Load(target.ptr, at, out.dtype.c_type), el.of(data, row_index + col_index)),
-                    out.dtype.c_type)
+        seg = Poly.sym(lw.fresh("seg"))
+        at = seg * row_size + target.load((0,) + col_index).index
         position = Array.dense("?", ids.dtype, rows, "arena").load(row_index).index
-        body = [Declare(seg, "int64_t", CExpr("((int64_t){0})", (el.of(ids, row_index),), "int64_t")),
-                Check(f"{seg} < 0 || {seg} >= ({segments})", message, [seg, str(position), str(segments)])]
-        body += wrap_loops(col_loops, [Store(target.ptr, at, add)])
+        body = [Declare(str(seg), "int64_t", Cast(el.of(ids, row_index), "int64_t")),
+                Check(Or((Compare("<", seg, Poly.of(0)), Compare(">=", seg, segments))), message,
+                      (seg, position, segments))]
+        body += wrap_loops(col_loops, [_add(target, at, el.of(data, row_index + col_index))])
         return wrap_loops(row_loops, body, simd=False)
-    lw.emit(*versions(lw, build))
+    lw.emit(*versions(lw, build), *after)
     return True
 
 
@@ -112,10 +133,10 @@ def emit_sum_to_shape(lw, op) -> bool:
                                 opdef=get_opdef("Sum"), name=op.name)
         lw.emit(*reduce(lw, total, where))
         return True
-    target = _target(lw, out)
+    target, after = _target(lw, out)
     _zeros(lw, target)
     flags = {d: lw.fresh("nb") for d in unknown}
-    lw.emit(*[Declare(name, "int64_t", f"({full[d]}) != 1") for d, name in flags.items()])
+    lw.emit(*[Declare(name, "int64_t", Compare("!=", full[d], Poly.of(1))) for d, name in flags.items()])
     strides = (Poly.of(0),) * lead + contiguous_strides(dims)
 
     def build(el):
@@ -125,9 +146,8 @@ def emit_sum_to_shape(lw, op) -> bool:
             if d in axes or full[d] == 1:
                 continue
             at = at + i * s * (Poly.sym(flags[d]) if d in flags else 1)
-        add = CExpr("({0} + {1})", (Load(target.ptr, at, out.dtype.c_type), el.of(grad, index)), out.dtype.c_type)
-        return wrap_loops(loops, [Store(target.ptr, at, add)], simd=False)
-    lw.emit(*versions(lw, build))
+        return wrap_loops(loops, [_add(target, at, el.of(grad, index))], simd=False)
+    lw.emit(*versions(lw, build), *after)
     return True
 
 
@@ -136,28 +156,25 @@ def emit_mirror_pad_grad(lw, op) -> bool:
     out = op.outputs[0]
     if out.dtype.c_type is None or id(op) not in lw.pads:
         return False
-    target = _target(lw, out)
+    target, after = _target(lw, out)
     _zeros(lw, target)
     dims, gd = lw.dims[id(out)], lw.dims[id(grad)]
     mode = PAD_MODES[op.attrs["mode"]]
 
     def build(el):
         loops, index = _loops(lw, gd)
-        direct = Poly.of(0)
-        terms = []
-        for i, n, s, (before, after) in zip(index, dims, target.strides, lw.pads[id(op)]):
-            if before == 0 and after == 0:
-                direct = direct + i * s
-            else:
-                terms.append(CExpr(f"rt_pad_source({{0}}, {n}, {mode}) * ({s})", (Index(i - before),), "int64_t"))
+        offset = Index(Poly.of(0))
+        for i, n, s, (before, end) in zip(index, dims, target.strides, lw.pads[id(op)]):
+            if before == 0 and end == 0:
+                offset = Index(offset.value + i * s)
+        for i, n, s, (before, end) in zip(index, dims, target.strides, lw.pads[id(op)]):
+            if before != 0 or end != 0:
+                offset = Arith("+", offset, Arith("*", pad_source(Index(i - before), n, mode), s, "int64_t"), "int64_t")
         off = lw.fresh("off")
-        template = " + ".join("{" + str(k) + "}" for k in range(len(terms) + 1))
         at = Poly.sym(off)
-        add = CExpr("({0} + {1})", (Load(target.ptr, at, out.dtype.c_type), el.of(grad, index)), out.dtype.c_type)
-        body = [Declare(off, "int64_t", CExpr(template, (Index(direct), *terms), "int64_t")),
-                Store(target.ptr, at, add)]
+        body = [Declare(off, "int64_t", offset), _add(target, at, el.of(grad, index))]
         return wrap_loops(loops, body, simd=False)
-    lw.emit(*versions(lw, build))
+    lw.emit(*versions(lw, build), *after)
     return True
 
 

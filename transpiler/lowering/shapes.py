@@ -13,7 +13,31 @@ from __future__ import annotations
 import numpy as np
 
 from runtime.ops import nn_ops
-from transpiler.lowering.ir import Assign, Check, Declare, Fail, For, Load, Poly, product, render_expr
+from transpiler.lowering.ir import (
+    And,
+    Arith,
+    Assign,
+    Call,
+    Cast,
+    Check,
+    Compare,
+    Declare,
+    DimsArray,
+    Fail,
+    Field,
+    For,
+    Helper,
+    Lit,
+    Load,
+    Neg,
+    Or,
+    OutArg,
+    Poly,
+    Ptr,
+    Select,
+    Var,
+    product,
+)
 from transpiler.lowering.kernels import Elements, reduce_axes
 from transpiler.lowering.values import Array, Scalar
 
@@ -43,8 +67,20 @@ def _code(lw, op, fn) -> None:
 
 
 def _value(lw, tensor, *index):
-    """C text of an element of ``tensor`` (an int64 value), read where the shape code runs."""
-    return f"((int64_t){render_expr(Elements(lw).of(tensor, index))})"
+    """An element of ``tensor`` as an int64 value, read where the shape code runs."""
+    return Cast(Elements(lw).of(tensor, index), "int64_t")
+
+
+ZERO = Lit(0, "int")
+
+
+def _ne(a, b) -> Compare:
+    return Compare("!=", a, b)
+
+
+def _one(p) -> Compare:
+    """``p != 1``."""
+    return Compare("!=", p, Poly.of(1))
 
 
 def _fresh_dims(lw, op, tensor):
@@ -63,8 +99,8 @@ def check_count(lw, op, dims) -> None:
     symbolic = [d for d in dims if d.const is None]
     if not symbolic:
         return
-    args = ", ".join(str(d) for d in dims)
-    lw.emit(Check(f"rt_count_overflows({len(dims)}, (const int64_t[]){{{args}}}, {_itemsize(op)})",
+    lw.emit(Check(Helper("rt_count_overflows", (Lit(len(dims), "int"), DimsArray(tuple(dims)),
+                                                 Lit(_itemsize(op), "int")), "int"),
                   lw.message(op, "the result would have more elements than memory can hold (or a negative "
                                  "dimension)")))
 
@@ -95,9 +131,7 @@ def _elementwise(lw, op):
             size = static[0]
             for p in symbolic:
                 pending.append((d, p, size))
-        elif len(symbolic) == 1:
-            size = symbolic[0]
-        elif len(symbolic) > 1 and lw.assume_equal(symbolic):
+        elif len(symbolic) == 1 or len(symbolic) > 1 and lw.assume_equal(symbolic):
             size = symbolic[0]
         elif symbolic:
             size = lw.new_dim()
@@ -113,26 +147,25 @@ def _elementwise(lw, op):
 def _broadcast_checks(lw, op, pending) -> None:
     for d, p, size in pending:
         if isinstance(p, list):
-            name = next(iter(size.symbols()))
-            text = "1"
+            value = Poly.of(1)
             for q in reversed(p):
-                text = f"(({q}) != 1 ? ({q}) : {text})"
-            lw.emit(Assign(name, text))
+                value = Select(_one(q), q, value, "int64_t")
+            lw.emit(Assign(str(size), value))
             for q in p:
-                lw.emit(Check(f"({q}) != {name} && ({q}) != 1",
+                lw.emit(Check(And((_ne(q, size), _one(q))),
                               lw.message(op, f"incompatible shapes for broadcasting: dimension {d} is %lld in "
-                                             f"one operand and %lld in another"), [str(q), name]))
+                                             f"one operand and %lld in another"), (q, size)))
         else:
-            lw.emit(Check(f"({p}) != ({size}) && ({p}) != 1",
+            lw.emit(Check(And((_ne(p, size), _one(p))),
                           lw.message(op, f"incompatible shapes for broadcasting: dimension {d} is %lld in one "
-                                         f"operand and {size} in another"), [str(p)]))
+                                         f"operand and {size} in another"), (p,)))
 
 
 def guard_divisor(lw, op) -> None:
     """Integer FloorDiv/FloorMod by zero and Pow to negative powers are errors (as in eager)."""
     if op.type not in ("FloorDiv", "FloorMod", "Pow") or not op.inputs[0].dtype.is_integer:
         return
-    bad = "< 0" if op.type == "Pow" else "== 0"
+    bad = "<" if op.type == "Pow" else "=="
     message = ("Integers to negative integer powers are not allowed" if op.type == "Pow"
                else "Integer division by zero")
     divisor = op.inputs[1]
@@ -143,16 +176,16 @@ def guard_divisor(lw, op) -> None:
             lw.emit(Fail(lw.message(op, message)))
         return
     if isinstance(value, Scalar):
-        lw.emit(Check(f"({render_expr(value.expr)}) {bad}", lw.message(op, message)))
+        lw.emit(Check(Compare(bad, value.expr, ZERO), lw.message(op, message)))
         return
     k = lw.fresh("k")
     index = Poly.sym(k)
     count = product(lw.dims[id(divisor)])
     if isinstance(value, Array) and value.contiguous:
-        element = render_expr(Load(value.ptr, index, value.ctype))
+        element = Load(value.ptr, index, value.ctype)
     else:
         raise ValueError(f"{op.name}: the divisor must be stored before the check")
-    lw.emit(For(k, Poly.of(0), count, [Check(f"{element} {bad}", lw.message(op, message))]))
+    lw.emit(For(k, Poly.of(0), count, [Check(Compare(bad, element, ZERO), lw.message(op, message))]))
 
 
 # ---------------------------------------------------------------------------
@@ -195,7 +228,7 @@ def _squeeze(lw, op):
     if symbolic:
         def code():
             for a in symbolic:
-                lw.emit(Check(f"({dims[a]}) != 1", lw.message(op, f"dimension {a} is %lld, not 1"), [str(dims[a])]))
+                lw.emit(Check(_one(dims[a]), lw.message(op, f"dimension {a} is %lld, not 1"), (dims[a],)))
         _code(lw, op, code)
     return [tuple(d for i, d in enumerate(dims) if i not in axes)]
 
@@ -205,8 +238,8 @@ def _unpack(lw, op):
     axis = op.attrs["axis"] % len(dims)
     size = dims.pop(axis)
     if size.const is None:
-        _code(lw, op, lambda: lw.emit(Check(f"({size}) != {op.attrs['num']}", lw.message(
-            op, f"dimension {axis} is %lld, not {op.attrs['num']}"), [str(size)])))
+        _code(lw, op, lambda: lw.emit(Check(_ne(size, Poly.of(op.attrs["num"])), lw.message(
+            op, f"dimension {axis} is %lld, not {op.attrs['num']}"), (size,))))
     return [tuple(dims)] * len(op.outputs)
 
 
@@ -231,40 +264,46 @@ def _reshape(lw, op):
             dims = [unknown if v == -1 else Poly.of(v) for v in wanted]
 
             def code():
-                lw.emit(Check(f"{known} == 0 || ({count}) % {known} != 0", lw.message(
-                    op, f"cannot reshape a tensor of %lld elements into {wanted}"), [str(count)]))
-                lw.emit(Assign(str(unknown), f"({count}) / {known}"))
+                k = Poly.of(known)
+                lw.emit(Check(Or((Compare("==", k, Poly.of(0)), _ne(Arith("%", count, k, "int64_t"), Poly.of(0)))),
+                              lw.message(op, f"cannot reshape a tensor of %lld elements into {wanted}"), (count,)))
+                lw.emit(Assign(str(unknown), Arith("/", count, k, "int64_t")))
             _code(lw, op, code)
             return [tuple(dims)]
         if count.const is None:
-            _code(lw, op, lambda: lw.emit(Check(f"({count}) != {known}", lw.message(
-                op, f"cannot reshape a tensor of %lld elements into {wanted}"), [str(count)])))
+            _code(lw, op, lambda: lw.emit(Check(_ne(count, Poly.of(known)), lw.message(
+                op, f"cannot reshape a tensor of %lld elements into {wanted}"), (count,))))
         return [tuple(wanted)]
     rank = out.shape.rank
     dims = [Poly.of(d) if d is not None else lw.new_dim() for d in out.shape.dims]
 
     def code():
         values = [_value(lw, target, d) for d in range(rank)]
-        known = lw.fresh("known")
-        unknown = lw.fresh("unknown")
-        lw.emit(Declare(known, "int64_t", "1"))
-        lw.emit(Declare(unknown, "int", "-1"))
+        known = Var(lw.fresh("known"), "int64_t")
+        unknown = Var(lw.fresh("unknown"), "int")
+        minus = Lit(-1, "int")
+        lw.emit(Declare(known.name, "int64_t", Poly.of(1)))
+        lw.emit(Declare(unknown.name, "int", minus))
         for d in range(rank):
             v = values[d]
-            lw.emit(Check(f"{v} < -1 || ({v} == -1 && {unknown} >= 0)", lw.message(
-                op, f"bad target shape: dimension {d} is %lld"), [v]))
-            lw.emit(Assign(unknown, f"{v} == -1 ? {d} : {unknown}"))
-            lw.emit(Assign(known, f"{v} == -1 ? {known} : {known} * {v}"))
-        lw.emit(Check(f"{unknown} >= 0 && ({known} == 0 || ({count}) % {known} != 0)", lw.message(
-            op, "cannot reshape a tensor of %lld elements into a shape of %lld elements and one -1"),
-            [str(count), known]))
-        lw.emit(Check(f"{unknown} < 0 && ({count}) != {known}", lw.message(
-            op, "cannot reshape a tensor of %lld elements into a shape of %lld elements"), [str(count), known]))
+            lw.emit(Check(Or((Compare("<", v, Poly.of(-1)), And((Compare("==", v, Poly.of(-1)),
+                                                                  Compare(">=", unknown, ZERO))))),
+                          lw.message(op, f"bad target shape: dimension {d} is %lld"), (v,)))
+            lw.emit(Assign(unknown.name, Select(Compare("==", v, Poly.of(-1)), Lit(d, "int"), unknown, "int")))
+            lw.emit(Assign(known.name, Select(Compare("==", v, Poly.of(-1)), known, Arith("*", known, v, "int64_t"),
+                                              "int64_t")))
+        divides = Or((Compare("==", known, ZERO), _ne(Arith("%", count, known, "int64_t"), ZERO)))
+        lw.emit(Check(And((Compare(">=", unknown, ZERO), divides)), lw.message(
+            op, "cannot reshape a tensor of %lld elements into a shape of %lld elements and one -1"), (count, known)))
+        lw.emit(Check(And((Compare("<", unknown, ZERO), _ne(count, known))), lw.message(
+            op, "cannot reshape a tensor of %lld elements into a shape of %lld elements"), (count, known)))
         for d in range(rank):
+            inferred = Compare("==", unknown, Lit(d, "int"))
+            quotient = Arith("/", count, known, "int64_t")
             if dims[d].const is None:
-                lw.emit(Assign(str(dims[d]), f"{unknown} == {d} ? ({count}) / {known} : {values[d]}"))
+                lw.emit(Assign(str(dims[d]), Select(inferred, quotient, values[d], "int64_t")))
             else:
-                lw.emit(Check(f"{unknown} == {d} ? ({count}) / {known} != {dims[d]} : {values[d]} != {dims[d]}",
+                lw.emit(Check(Select(inferred, _ne(quotient, dims[d]), _ne(values[d], dims[d]), "int"),
                               lw.message(op, f"dimension {d} is not {dims[d]}")))
     _code(lw, op, code)
     return [tuple(dims)]
@@ -318,11 +357,11 @@ def _slice_index(lw, op, k, n: Poly, d: int, dynamic, code) -> tuple:
     sym = lw.new_dim()
 
     def emit():
-        value = _value(lw, dynamic[k[1]]) if isinstance(k, tuple) else str(k)
+        value = _value(lw, dynamic[k[1]]) if isinstance(k, tuple) else Poly.of(k)
         lw.emit(Assign(str(sym), value))
-        lw.emit(Assign(str(sym), f"{sym} < 0 ? {sym} + ({n}) : {sym}"))
-        lw.emit(Check(f"{sym} < 0 || {sym} >= ({n})", lw.message(
-            op, f"index %lld is out of bounds for dimension {d} of size %lld"), [value, str(n)]))
+        lw.emit(Assign(str(sym), Select(Compare("<", sym, Poly.of(0)), sym + n, sym, "int64_t")))
+        lw.emit(Check(Or((Compare("<", sym, Poly.of(0)), Compare(">=", sym, n))), lw.message(
+            op, f"index %lld is out of bounds for dimension {d} of size %lld"), (value, n)))
     code.append(emit)
     return (sym,)
 
@@ -342,20 +381,20 @@ def _slice_range(lw, op, item, n: Poly, d: int, dynamic, code) -> tuple:
             return default
         if isinstance(v, tuple):
             return _value(lw, dynamic[v[1]])
-        return str(v)
+        return Poly.of(v)
 
     def emit():
-        st = value(step, "1")
+        st = value(step, Poly.of(1))
         if step_poly.const is None:
             lw.emit(Assign(str(step_poly), st))
-        lw.emit(Check(f"({step_poly}) == 0", lw.message(op, "slice step cannot be zero")))
-        lo, hi = lw.fresh("lo"), lw.fresh("hi")
-        lw.emit(Declare(lo, "int64_t", f"({step_poly}) > 0 ? {value(start, '0')} : {value(start, f'({n}) - 1')}"))
-        lw.emit(Declare(hi, "int64_t", f"({step_poly}) > 0 ? {value(stop, f'({n})')} : "
-                                       f"{value(stop, f'-({n}) - 1')}"))
-        lw.emit(Assign(lo, f"{lo} < 0 ? {lo} + ({n}) : {lo}"))
-        lw.emit(Assign(hi, f"{hi} < 0 ? {hi} + ({n}) : {hi}"))
-        lw.emit(Assign(str(count), f"rt_slice_count({lo}, {hi}, {step_poly}, {n}, &{begin})"))
+        lw.emit(Check(Compare("==", step_poly, Poly.of(0)), lw.message(op, "slice step cannot be zero")))
+        lo, hi = Poly.sym(lw.fresh("lo")), Poly.sym(lw.fresh("hi"))
+        forward = Compare(">", step_poly, Poly.of(0))
+        lw.emit(Declare(str(lo), "int64_t", Select(forward, value(start, Poly.of(0)), value(start, n - 1), "int64_t")))
+        lw.emit(Declare(str(hi), "int64_t", Select(forward, value(stop, n), value(stop, -n - 1), "int64_t")))
+        for bound in (lo, hi):
+            lw.emit(Assign(str(bound), Select(Compare("<", bound, Poly.of(0)), bound + n, bound, "int64_t")))
+        lw.emit(Call("rt_slice_count", [lo, hi, step_poly, n, OutArg(str(begin), "int64_t")], result=str(count)))
     code.append(emit)
     return begin, step_poly, count
 
@@ -376,13 +415,13 @@ def _gather_check(lw, op, axis: int) -> None:
     value = lw.values.get(id(indices))
     message = lw.message(op, "indices[%lld] = %lld is not in [0, %lld)")
     if isinstance(value, Scalar):
-        v = f"((int64_t){render_expr(value.expr)})"
-        lw.emit(Check(f"{v} < 0 || {v} >= ({n})", message, ["0", v, str(n)]))
+        v = Cast(value.expr, "int64_t")
+        lw.emit(Check(Or((Compare("<", v, ZERO), Compare(">=", v, n))), message, (Poly.of(0), v, n)))
         return
-    k = lw.fresh("k")
-    v = f"((int64_t){render_expr(Load(value.ptr, Poly.sym(k), value.ctype))})"
-    lw.emit(For(k, Poly.of(0), product(lw.dims[id(indices)]),
-                [Check(f"{v} < 0 || {v} >= ({n})", message, [k, v, str(n)])]))
+    k = Poly.sym(lw.fresh("k"))
+    v = Cast(Load(value.ptr, k, value.ctype), "int64_t")
+    lw.emit(For(str(k), Poly.of(0), product(lw.dims[id(indices)]),
+                [Check(Or((Compare("<", v, ZERO), Compare(">=", v, n))), message, (k, v, n))]))
 
 
 # ---------------------------------------------------------------------------
@@ -402,11 +441,12 @@ def _fill(lw, op):
     def code():
         for d in range(len(dims)):
             v = _value(lw, dims_t, d)
-            lw.emit(Check(f"{v} < 0", lw.message(op, f"dimensions must be non-negative, dimension {d} is %lld"), [v]))
+            lw.emit(Check(Compare("<", v, ZERO), lw.message(op, f"dimensions must be non-negative, dimension {d} is "
+                                                                "%lld"), (v,)))
             if dims[d].const is None:
                 lw.emit(Assign(str(dims[d]), v))
             else:
-                lw.emit(Check(f"{v} != {dims[d]}", lw.message(op, f"dimension {d} is %lld, not {dims[d]}"), [v]))
+                lw.emit(Check(_ne(v, dims[d]), lw.message(op, f"dimension {d} is %lld, not {dims[d]}"), (v,)))
         check_count(lw, op, dims)
     _code(lw, op, code)
     return [tuple(dims)]
@@ -420,19 +460,29 @@ def _range(lw, op):
         count = lw.new_dim()
 
     def code():
-        start, limit, delta = (render_expr(Elements(lw).of(t, ())) for t in op.inputs)
-        lw.emit(Check(f"({delta}) == 0", lw.message(op, "delta must not be zero")))
+        start, limit, delta = (Elements(lw).of(t, ()) for t in op.inputs)
+        lw.emit(Check(Compare("==", delta, ZERO), lw.message(op, "delta must not be zero")))
         if out.dtype.is_integer:
-            n = (f"(({delta}) > 0 ? (({limit}) > ({start}) ? (((int64_t)({limit}) - ({start}) + ({delta}) - 1) / "
-                 f"({delta})) : 0) : (({limit}) < ({start}) ? (((int64_t)({start}) - ({limit}) - ({delta}) - 1) / "
-                 f"-({delta})) : 0))")
+            one = Lit(1, "int")
+
+            def steps(lo, hi, step):          # ((int64_t)hi - lo + step - 1) / step, for hi > lo
+                return Arith("/", Arith("-", Arith("+", Arith("-", Cast(hi, "int64_t"), lo, "int64_t"), step,
+                                                   "int64_t"), one, "int64_t"), step, "int64_t")
+            up = Select(Compare(">", limit, start), steps(start, limit, delta), ZERO, "int64_t")
+            down = Select(Compare("<", limit, start),
+                          Arith("/", Arith("-", Arith("-", Arith("-", Cast(start, "int64_t"), limit, "int64_t"), delta,
+                                                      "int64_t"), one, "int64_t"), Neg(delta, delta.ctype), "int64_t"),
+                          ZERO, "int64_t")
+            n = Select(Compare(">", delta, ZERO), up, down, "int64_t")
         else:
-            n = f"(int64_t)fmax(0.0, ceil(((double)({limit}) - (double)({start})) / (double)({delta})))"
+            span = Arith("/", Arith("-", Cast(limit, "double"), Cast(start, "double"), "double"), Cast(delta, "double"),
+                         "double")
+            n = Cast(Helper("fmax", (Lit(0.0, "double"), Helper("ceil", (span,), "double")), "double"), "int64_t")
         if count.const is None:
             lw.emit(Assign(str(count), n))
             check_count(lw, op, [count])
         else:
-            lw.emit(Check(f"{n} != {count}", lw.message(op, f"the range does not have {count} elements")))
+            lw.emit(Check(_ne(n, count), lw.message(op, f"the range does not have {count} elements")))
     _code(lw, op, code)
     return [(count,)]
 
@@ -456,8 +506,8 @@ def _concat(lw, op):
     if pairs:
         def code():
             for d, a, b in pairs:
-                lw.emit(Check(f"({a}) != ({b})", lw.message(op, f"input shapes differ at dimension {d}: %lld vs %lld"),
-                              [str(a), str(b)]))
+                lw.emit(Check(_ne(a, b), lw.message(op, f"input shapes differ at dimension {d}: %lld vs %lld"),
+                              (a, b)))
         _code(lw, op, code)
     return [tuple(dims)]
 
@@ -494,12 +544,11 @@ def _matmul(lw, op):
 
     def code():
         if inner_checked:
-            lw.emit(Check(f"({k1}) != ({k2})", lw.message(
-                op, "inner dimensions differ: %lld vs %lld"), [str(k1), str(k2)]))
+            lw.emit(Check(_ne(k1, k2), lw.message(op, "inner dimensions differ: %lld vs %lld"), (k1, k2)))
         for x, y, size in checks:
-            lw.emit(Assign(str(size), f"({x}) != 1 ? ({x}) : ({y})"))
-            lw.emit(Check(f"({x}) != ({y}) && ({x}) != 1 && ({y}) != 1", lw.message(
-                op, "batch dimensions differ: %lld vs %lld"), [str(x), str(y)]))
+            lw.emit(Assign(str(size), Select(_one(x), x, y, "int64_t")))
+            lw.emit(Check(And((_ne(x, y), _one(x), _one(y))), lw.message(
+                op, "batch dimensions differ: %lld vs %lld"), (x, y)))
     _code(lw, op, code)
     return [tuple(batch) + (ad[-2], bd[-1])]
 
@@ -520,7 +569,7 @@ def shape_input_dims(lw, op, t, code: list) -> tuple | None:
     def emit():
         for d, dim in enumerate(dims):
             v = _value(lw, t, d)
-            lw.emit(Check(f"{v} < 0", lw.message(op, f"dimension {d} of the shape is %lld"), [v]))
+            lw.emit(Check(Compare("<", v, ZERO), lw.message(op, f"dimension {d} of the shape is %lld"), (v,)))
             lw.emit(Assign(str(dim), v))
     code.append(emit)
     return dims
@@ -534,8 +583,7 @@ def _same_dims(lw, op, pairs, what: str, code: list) -> None:
 
     def emit():
         for a, b in pairs:
-            lw.emit(Check(f"({a}) != ({b})", lw.message(op, f"{what}: a dimension is %lld where %lld was expected"),
-                          [str(a), str(b)]))
+            lw.emit(Check(_ne(a, b), lw.message(op, f"{what}: a dimension is %lld where %lld was expected"), (a, b)))
     code.append(emit)
 
 
@@ -557,18 +605,20 @@ def _window(lw, op, dims, kh: Poly, kw: Poly, f: Poly, code: list) -> tuple[Poly
         else:
             out.append(lw.new_dim())
     oh, ow = out
-    name = lw.local("rt_window", "win")
+    name = lw.local("rt_window", "win", size=1)      # an array: the kernels read it through a pointer
     lw.windows[id(op)] = name
     same = int(padding == "SAME")
 
     message = f"a %lldx%lld window does not fit in an input of %lldx%lld with padding {padding}"
 
     def emit():
-        lw.emit(Check(f"rt_window_init(&{name}, {n}, {h}, {w}, {c}, {kh}, {kw}, {f}, {sh}, {sw}, {same}) != 0",
-                      lw.message(op, message), [str(kh), str(kw), str(h), str(w)]))
+        rc = lw.local("int", "rc")
+        lw.emit(Call("rt_window_init", [Ptr(name), n, h, w, c, kh, kw, f, Lit(sh, "int"), Lit(sw, "int"),
+                                        Lit(same, "int")], result=rc))
+        lw.emit(Check(_ne(Var(rc, "int"), ZERO), lw.message(op, message), (kh, kw, h, w)))
         for dim, field in ((oh, "oh"), (ow, "ow")):
             if dim.const is None:
-                lw.emit(Assign(str(dim), f"{name}.{field}"))
+                lw.emit(Assign(str(dim), Field(Var(name, "rt_window *"), field, "int64_t")))
     code.append(emit)
     return oh, ow
 
@@ -647,7 +697,7 @@ def _broadcast_to_checks(lw, op, sources, targets, message: str):
 
     def emit():
         for d, a, b in pending:
-            lw.emit(Check(f"({a}) != 1 && ({a}) != ({b})", lw.message(op, message.format(d=d)), [str(a), str(b)]))
+            lw.emit(Check(And((_one(a), _ne(a, b))), lw.message(op, message.format(d=d)), (a, b)))
     return emit
 
 
@@ -670,13 +720,13 @@ def _paddings(lw, op, paddings, rank: int, code: list) -> list | None:
     def emit():
         if paddings.shape.dims[0] is None:
             rows = lw.dims[id(paddings)][0]
-            lw.emit(Check(f"({rows}) != {rank}", lw.message(op, f"paddings has %lld rows for a tensor of rank {rank}"),
-                          [str(rows)]))
+            lw.emit(Check(_ne(rows, Poly.of(rank)), lw.message(op, f"paddings has %lld rows for a tensor of rank "
+                                                                   f"{rank}"), (rows,)))
         for d, pair in enumerate(pads):
             for k, sym in enumerate(pair):
                 v = _value(lw, paddings, d, k)
-                lw.emit(Check(f"{v} < 0", lw.message(op, f"paddings must be non-negative, got %lld for dimension {d}"),
-                              [v]))
+                lw.emit(Check(Compare("<", v, ZERO), lw.message(op, f"paddings must be non-negative, got %lld for "
+                                                                    f"dimension {d}"), (v,)))
                 lw.emit(Assign(str(sym), v))
     code.append(emit)
     return pads
@@ -700,9 +750,8 @@ def _pad(lw, op):
 
         def emit():
             for d, p, n in checks:
-                lw.emit(Check(f"({p}) > ({n}) - {limit}", lw.message(
-                    op, f"a padding of %lld is too large for dimension {d} of size %lld in {mode} mode"),
-                    [str(p), str(n)]))
+                lw.emit(Check(Compare(">", p, n - limit), lw.message(
+                    op, f"a padding of %lld is too large for dimension {d} of size %lld in {mode} mode"), (p, n)))
         code.append(emit)
     out = tuple(n + b + a for n, (b, a) in zip(dims, pads))
     _code(lw, op, lambda: [fn() for fn in code])
@@ -724,7 +773,8 @@ def _pad_grad(lw, op):
 
     def emit():
         for d, n in symbolic:
-            lw.emit(Check(f"({n}) < 0", lw.message(op, f"the paddings are larger than dimension {d} of the gradient")))
+            lw.emit(Check(Compare("<", n, Poly.of(0)),
+                          lw.message(op, f"the paddings are larger than dimension {d} of the gradient")))
     code.append(emit)
     _code(lw, op, lambda: [fn() for fn in code])
     return [out]
@@ -761,7 +811,7 @@ def _segment_sum(lw, op):
 
         def emit():
             v = _value(lw, num)
-            lw.emit(Check(f"{v} < 0", lw.message(op, "num_segments must be non-negative, got %lld"), [v]))
+            lw.emit(Check(Compare("<", v, ZERO), lw.message(op, "num_segments must be non-negative, got %lld"), (v,)))
             lw.emit(Assign(str(segments), v))
         code.append(emit)
     if len(idd) > len(dd):
@@ -806,7 +856,7 @@ def _check_labels(lw, op):
         def emit():
             for d, a, b in pairs:
                 text = f"{op.attrs['op']}: labels do not match logits: dimension {d} is %lld in the labels and %lld in "
-                lw.emit(Check(f"({a}) != ({b})", f"{text}the logits{where}", [str(a), str(b)]))
+                lw.emit(Check(_ne(a, b), f"{text}the logits{where}", (a, b)))
         code.append(emit)
     _code(lw, op, lambda: [fn() for fn in code])
     return [tuple(gd[:-1])]

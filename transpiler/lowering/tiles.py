@@ -15,7 +15,25 @@ from __future__ import annotations
 
 from runtime.executor import needed_ops
 from transpiler.lowering import control
-from transpiler.lowering.ir import Alloc, Assign, Call, Check, Comment, Fail, For, Poly, product, walk_stmts
+from transpiler.lowering.ir import (
+    NUM_THREADS,
+    Alloc,
+    And,
+    Arith,
+    Assign,
+    Call,
+    Callback,
+    Check,
+    Comment,
+    Compare,
+    Fail,
+    For,
+    Lit,
+    Named,
+    Poly,
+    product,
+    walk_stmts,
+)
 from transpiler.lowering.kernels import elementwise
 from transpiler.lowering.values import Array, Scalar, contiguous_strides
 
@@ -42,15 +60,16 @@ def emit_tiled_while(lw, op) -> bool:
     count = product(dims)
     lw.emit(Comment(f"{op.name} = While, tile by tile ({tile} elements)"))
     results = {k: lw.storage(op.outputs[k]) for k in lanes}
-    tiles = lw.local("int64_t", "ntiles", "0")
-    lw.emit(Assign(tiles, f"({count}) / {tile}"))
+    tiles = lw.local("int64_t", "ntiles", Poly.of(0))
+    lw.emit(Assign(tiles, Arith("/", count, Poly.of(tile), "int64_t")))
     c = lw.fresh("c")
     rest_start = Poly.sym(tiles) * tile
     full = _tile(lw, op, entry, captures, lanes, lane_captures, results, Poly.sym(c) * tile, Poly.of(tile),
                  private=True)
     # a statement that can fail (a run-time check: an integer division by zero) cannot leave a parallel loop
+    threshold = Arith("/", Named("parallel_min"), Poly.of(PARALLEL_DIVISOR), "int64_t")
     parallel = None if _may_fail(full) else \
-        f"({count}) >= RT_PARALLEL_MIN / {PARALLEL_DIVISOR} && ctx->num_threads > 1"
+        And((Compare(">=", count, threshold), Compare(">", NUM_THREADS, Lit(1, "int"))))
     lw.emit(For(c, Poly.of(0), Poly.sym(tiles), full, parallel=parallel))
     rest = _tile(lw, op, entry, captures, lanes, lane_captures, results, rest_start, count - rest_start,
                  private=False)
@@ -109,7 +128,7 @@ def _tile(lw, op, entry, captures, lanes, lane_captures, results, start: Poly, s
 
 
 def _may_fail(block: list) -> bool:
-    return any(isinstance(s, (Alloc, Check, Fail)) or (isinstance(s, Call) and s.checked)
+    return any(isinstance(s, (Alloc, Check, Fail, Callback)) or (isinstance(s, Call) and s.checked)
                for s in walk_stmts(block))
 
 
