@@ -41,7 +41,7 @@ from transpiler.lowering.ir import (
     product,
 )
 from transpiler.lowering.kernels import Elements, elementwise, loads, reduce, scalar_assign, view_array
-from transpiler.lowering.passes import run_passes
+from transpiler.lowering.passes import checked, run_passes, verifying
 from transpiler.lowering.plan import Plan, Region, plan_graph, unit_ops
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
 
@@ -91,6 +91,8 @@ def lower_function(graph: Graph, name: str, fuse: bool = True, plan_memory: bool
         if [id(h) for h in general.variables] != [id(h) for h in lw.variables]:
             raise AssertionError(f"{name}: the guarded versions use different variables")
         ir.fallback = _finish(general)
+        if verifying():
+            checked(ir, "guarding")
     return LoweredFunction(ir, lw.variables, lw.report)
 
 
