@@ -25,8 +25,6 @@ result is the same bits as the product followed by the loop.
 """
 from __future__ import annotations
 
-import itertools
-
 from runtime.config import PARALLEL_MIN_ELEMENTS
 from transpiler.lowering.ir import (
     NUM_THREADS,
@@ -42,6 +40,7 @@ from transpiler.lowering.ir import (
     Function,
     Lit,
     Load,
+    Namer,
     OutArg,
     Poly,
     Ptr,
@@ -57,11 +56,10 @@ from transpiler.lowering.ops import PARALLEL_GEMM
 
 def fuse_epilogues(fn: Function) -> bool:
     """Fuse the loop nests that read a GEMM's result into its parts, in ``fn``'s body and every nested block."""
-    names = itertools.count(1)
-    return _fuse_block(fn.body, fn.locals, memory_owners(fn), names)
+    return _fuse_block(fn.body, fn.locals, memory_owners(fn), fn.names)
 
 
-def _fuse_block(stmts: list, locals_: list, owner: dict, names) -> bool:
+def _fuse_block(stmts: list, locals_: list, owner: dict, names: Namer) -> bool:
     changed = False
     for s in stmts:
         for block in s.blocks():
@@ -73,7 +71,7 @@ def _fuse_block(stmts: list, locals_: list, owner: dict, names) -> bool:
             found = _consumer(stmts, k, owner)
             if found is not None:
                 end, moved, nest, passed = found
-                stmts[k:end + 1] = moved + _fused(s, nest, locals_, next(names)) + passed
+                stmts[k:end + 1] = moved + _fused(s, nest, locals_, names.fresh("g")) + passed
                 k += len(moved)
                 changed = True
         k += 1
@@ -232,20 +230,23 @@ def _reads_block(gemm, nest, owner: dict) -> bool:
     return True
 
 
-def _fused(call: Call, nest, locals_: list, k: int) -> list:
-    """The GEMM's parts, each followed by the nest over its block (see the module docstring)."""
+def _fused(call: Call, nest, locals_: list, g: str) -> list:
+    """The GEMM's parts, each followed by the nest over its block (see the module docstring); ``g``: the fresh
+    name the names of its locals derive from."""
     gemm = call.gemm
     loops, body = nest
-    g = f"g{k}"
-    parts, tn, failed, part = Var(f"{g}_parts", "int"), f"{g}_tn", Var(f"{g}_failed", "int"), f"{g}_part"
-    i, j = f"{g}_i", f"{g}_j"
+
+    def name(suffix: str) -> str:
+        return Namer.derived(g, suffix)
+    parts, tn, failed, part = Var(name("parts"), "int"), name("tn"), Var(name("failed"), "int"), name("part")
+    i, j = name("i"), name("j")
     mapping = {var: value.substitute({"i": Poly.sym(i), "j": Poly.sym(j)})
                for var, value in _element_index(gemm, loops).items()}
     body = [rename_indices(s, mapping) for s in body]
     one, zero = Lit(1, "int"), Lit(0, "int")
     locals_ += [Declare(tn, "int", one), Declare(parts.name, "int", one), Declare(failed.name, "int", zero)]
-    bounds = [f"{g}_{b}" for b in ("i0", "i1", "j0", "j1")]
-    rc = f"{g}_rc"
+    bounds = [name(b) for b in ("ilo", "ihi", "jlo", "jhi")]
+    rc = name("rc")
     inner = For(j, Poly.sym(bounds[2]), Poly.sym(bounds[3]), body, simd=loops[-1].simd)
     part_body = [Declare(b, "int64_t", Poly.of(0)) for b in bounds] + [
         Declare(rc, "int"),

@@ -31,6 +31,7 @@ from transpiler.lowering.ir import (
     Describe,
     Field,
     Function,
+    Namer,
     Parts,
     Poly,
     SetTensor,
@@ -98,7 +99,7 @@ def lower_function(graph: Graph, name: str, fuse: bool = True, plan_memory: bool
 
 def _finish(lw: Lowerer) -> Function:
     """The function's IR after the passes over finished loop nests (``passes.PASSES``; none without fusion)."""
-    fn = Function(lw.name, lw.locals, lw.body, lw.signature(), len(lw.graph.inputs))
+    fn = Function(lw.name, lw.locals, lw.body, lw.signature(), len(lw.graph.inputs), names=lw.names)
     return run_passes(fn, None if lw.fuse else [])
 
 
@@ -124,7 +125,7 @@ class Lowerer:
         self.locals: list = []
         self.body: list = []
         self.out: list = self.body
-        self.counter = 0
+        self.names = Namer()
         self.dims: dict[int, tuple] = {}
         self.values: dict[int, object] = {}
         self.shape_code: dict[int, list] = {}
@@ -149,8 +150,7 @@ class Lowerer:
 
     # -- names and statements ---------------------------------------------------------------
     def fresh(self, base: str = "t") -> str:
-        self.counter += 1
-        return f"{base}{self.counter}"
+        return self.names.fresh(base)
 
     def local(self, ctype: str, base: str, init=None, size=None, static: bool = False) -> str:
         """A function-level C local (an array of ``size`` elements when given)."""

@@ -1018,6 +1018,31 @@ class Parts(Stmt):
         return tuple(self.parts)
 
 
+class Namer:
+    """The one source of a function's local names (the lowering's and its passes'): ``base`` and a counter
+    (``p3``, ``acc12``). ``derived`` names one that belongs to another (``acc12_nan``): a fresh name ends in a
+    digit and a derived one in a letter, so none is given twice. No name starts with ``rt_``, the prefix of
+    the kernel library and of the renderer's own names (``rt_swap``, ``rt_out0``)."""
+
+    RESERVED = "rt_"
+
+    def __init__(self):
+        self.counter = 0
+
+    def fresh(self, base: str = "t") -> str:
+        if base.startswith(self.RESERVED) or not IDENTIFIER.match(base):
+            raise ValueError(f"not a base for a local's name: {base!r}")
+        self.counter += 1
+        return f"{base}{self.counter}"
+
+    @staticmethod
+    def derived(name: str, suffix: str) -> str:
+        """``name`` + ``_suffix`` (letters)."""
+        if not re.fullmatch(r"[a-z]+", suffix) or not name[-1:].isdigit():
+            raise ValueError(f"not a derived name: {name!r} + {suffix!r}")
+        return f"{name}_{suffix}"
+
+
 @dataclass
 class Function:
     """One built function: ``static int name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)``.
@@ -1033,6 +1058,7 @@ class Function:
     num_inputs: int = 0
     guard: list[tuple[Field, Field]] = field(default_factory=list)
     fallback: Function | None = None
+    names: Namer = field(default_factory=Namer, repr=False, compare=False)
 
     def __str__(self) -> str:
         return format_function(self)
@@ -1196,7 +1222,7 @@ def rename(stmts: list, names: dict) -> list:
 
 def node_types() -> list[type]:
     """Every node class of the IR (for the test that no field can hold C text)."""
-    found = [Poly, Text, OutArg, InArg, Gemm, Function]
+    found = [Poly, Text, OutArg, InArg, Gemm, Function, Namer]
     for base in (Expr, Stmt):
         stack = [base]
         while stack:

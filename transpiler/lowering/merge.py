@@ -25,6 +25,7 @@ from transpiler.lowering.ir import (
     Function,
     Lit,
     Load,
+    Namer,
     Poly,
     Stmt,
     Store,
@@ -38,7 +39,7 @@ from transpiler.lowering.ir import (
 
 def merge_loops(fn: Function) -> bool:
     """Merge adjacent mergeable loop nests in ``fn``'s body and every block nested in it, in place."""
-    return _merge_block(fn.body, memory_owners(fn))
+    return _merge_block(fn.body, memory_owners(fn), fn.names)
 
 
 def memory_owners(fn: Function) -> dict:
@@ -60,11 +61,11 @@ def memory_owners(fn: Function) -> dict:
     return owner
 
 
-def _merge_block(stmts: list, owner: dict) -> bool:
+def _merge_block(stmts: list, owner: dict, names: Namer) -> bool:
     changed = False
     for s in stmts:
         for block in s.blocks():
-            changed |= _merge_block(block, owner)
+            changed |= _merge_block(block, owner, names)
     out: list = []
     pending: list = []          # comments (and allocations) between the last loop and the next statement
     merged: list = []
@@ -89,7 +90,7 @@ def _merge_block(stmts: list, owner: dict) -> bool:
     stmts[:] = out
     for loop in merged:
         innermost = perfect_nest(loop)[0][-1]
-        innermost.body = _forward(innermost.body, owner)
+        innermost.body = _forward(innermost.body, owner, names)
     return changed or bool(merged)
 
 
@@ -141,7 +142,7 @@ def _merge(first: For, second: For, owner: dict) -> bool:
     return True
 
 
-def _forward(body: list, owner: dict) -> list:
+def _forward(body: list, owner: dict, names: Namer) -> list:
     """The merged body with each element read once, before anything is stored.
 
     An element stored earlier in the iteration is read from the register it was computed in, and the
@@ -152,7 +153,6 @@ def _forward(body: list, owner: dict) -> list:
     """
     stored: dict = {}            # (memory, index) -> the Var holding the element
     out: list = []
-    names = _Names()
 
     def reuse(node):
         if isinstance(node, Load) and not node.indirect:
@@ -162,7 +162,7 @@ def _forward(body: list, owner: dict) -> list:
         if isinstance(s, Store):
             value = map_expr(s.value, on_node=reuse)
             if not isinstance(value, (Var, Lit)):
-                name = names.new(s.ptr)
+                name = names.fresh(f"{s.ptr}_m")
                 out.append(Declare(name, value.ctype, value))
                 value = Var(name, value.ctype)
             out.append(Store(s.ptr, s.index, value))
@@ -172,7 +172,7 @@ def _forward(body: list, owner: dict) -> list:
     return _loads_first(out, owner, names)
 
 
-def _loads_first(body: list, owner: dict, names: _Names) -> list:
+def _loads_first(body: list, owner: dict, names: Namer) -> list:
     """Load every element at the top of the body, except from buffers also stored at another index."""
     stores: dict = {}
     for s in body:
@@ -188,25 +188,11 @@ def _loads_first(body: list, owner: dict, names: _Names) -> list:
             return None
         key = (node.ptr, node.index)
         if key not in loaded:
-            loaded[key] = Var(names.new(node.ptr), node.ctype)
+            loaded[key] = Var(names.fresh(f"{node.ptr}_m"), node.ctype)
             loads.append(Declare(loaded[key].name, node.ctype, node))
         return loaded[key]
     out = [map_stmt(s, on_node=hoist) for s in body]
     return loads + out
-
-
-class _Names:
-    """Names for the locals of one merged body: ``<buffer>_m<k>`` (generated names end in a digit, so
-    these cannot clash with them; a merged body is its own C scope)."""
-
-    def __init__(self):
-        self.count = 0
-
-    def new(self, ptr: str) -> str:
-        self.count += 1
-        return f"{ptr}_m{self.count}"
-
-
 
 
 def rename_indices(s: Stmt, rename: dict) -> Stmt:
