@@ -34,6 +34,7 @@ from transpiler.lowering.ir import (
     Var,
 )
 from transpiler.lowering.kernels import Elements, elementwise
+from transpiler.lowering.storage import storage
 from transpiler.lowering.values import Array, Obj, Scalar
 
 LIST_OPS = ("TensorListReserve", "TensorListSetItem", "TensorListGetItem", "TensorListStack", "TensorListFromTensor",
@@ -151,162 +152,172 @@ def _where(op):
     return Text(op.type), Text(op.where())
 
 
-def _scalar(lw, t):
-    return Cast(Elements(lw).of(t, (0,) * len(lw.dims[id(t)])), "int64_t")
+def _scalar(cx, t):
+    return Cast(Elements(cx).of(t, (0,) * len(cx.dims[id(t)])), "int64_t")
 
 
-def _list(lw, op, name: str) -> None:
-    lw.values[id(op.outputs[0])] = Obj(Var(name, "rt_list *"), dtypes.variant, "rt_list *")
+def _list(cx, op, name: str) -> None:
+    cx.values[id(op.outputs[0])] = Obj(Var(name, "rt_list *"), dtypes.variant, "rt_list *")
 
 
-def _ref(lw, t) -> Var:
+def _ref(cx, t) -> Var:
     """The ``rt_list *`` local holding TensorArray ``t``."""
-    return lw.values[id(t)].ref
+    return cx.values[id(t)].ref
 
 
 def _field(lst: Var, name: str, ctype: str, index: int | None = None) -> Field:
     return Field(lst, name, ctype, index)
 
 
-def _data(lw, lst: Var, dtype) -> str:
+def _data(cx, lst: Var, dtype, stmts: list) -> str:
     """A pointer local set to the list's buffer (as ``dtype``'s elements)."""
-    ptr = lw.pointer(dtype.c_type, "ld")
-    lw.emit(Assign(ptr, Cast(_field(lst, "data", "void *"), f"{dtype.c_type} *")))
+    ptr = cx.pointer(dtype.c_type, "ld")
+    stmts += [Assign(ptr, Cast(_field(lst, "data", "void *"), f"{dtype.c_type} *"))]
     return ptr
 
 
-def emit_reserve(lw, op) -> bool:
-    name = lw.pointer("rt_list", "list")
-    size = _scalar(lw, op.inputs[0])
+def emit_reserve(cx, op) -> list | None:
+    stmts: list = []
+    name = cx.pointer("rt_list", "list")
+    size = _scalar(cx, op.inputs[0])
     code = op.attrs["element_dtype"].code
-    lw.emit(Call("rt_list_new", [CTX, size, Lit(int(op.attrs["dynamic_size"]), "int"), Lit(code, "int"), *_where(op)],
-                 checked=True, result=name))
-    _list(lw, op, name)
-    return True
+    stmts += [Call("rt_list_new", [CTX, size, Lit(int(op.attrs["dynamic_size"]), "int"), Lit(code, "int"), *_where(op)],
+                 checked=True, result=name)]
+    _list(cx, op, name)
+    return stmts
 
 
-def emit_from_tensor(lw, op) -> bool:
+def emit_from_tensor(cx, op) -> list | None:
+    stmts: list = []
     x = op.inputs[0]
-    dims = lw.dims[id(x)]
-    name = lw.pointer("rt_list", "list")
+    dims = cx.dims[id(x)]
+    name = cx.pointer("rt_list", "list")
     lst = Var(name, "rt_list *")
-    lw.emit(Call("rt_list_new", [CTX, dims[0], Lit(int(op.attrs["dynamic_size"]), "int"), Lit(x.dtype.code, "int"),
-                                 *_where(op)], checked=True, result=name))
-    lw.emit(Call("rt_list_shape", [CTX, lst, Lit(len(dims) - 1, "int"), _dims(dims[1:]), *_where(op)], checked=True))
-    lw.emit(Call("rt_list_grow", [CTX, lst, dims[0]], checked=True))
-    data = Array.dense(_data(lw, lst, x.dtype), x.dtype, dims, "list")
-    lw.emit(*elementwise(lw, [data], dims, lambda el, index: [el.of(x, index)]))
-    lw.emit(Call("memset", [_field(lst, "written", "char *"), Lit(1, "int"), Cast(dims[0], "size_t")]))
-    _list(lw, op, name)
-    return True
+    stmts += [Call("rt_list_new", [CTX, dims[0], Lit(int(op.attrs["dynamic_size"]), "int"), Lit(x.dtype.code, "int"),
+                                 *_where(op)], checked=True, result=name)]
+    stmts += [Call("rt_list_shape", [CTX, lst, Lit(len(dims) - 1, "int"), _dims(dims[1:]), *_where(op)], checked=True)]
+    stmts += [Call("rt_list_grow", [CTX, lst, dims[0]], checked=True)]
+    data = Array.dense(_data(cx, lst, x.dtype, stmts), x.dtype, dims, "list")
+    stmts += elementwise(cx, [data], dims, lambda el, index: [el.of(x, index)])
+    stmts += [Call("memset", [_field(lst, "written", "char *"), Lit(1, "int"), Cast(dims[0], "size_t")])]
+    _list(cx, op, name)
+    return stmts
 
 
-def emit_set_item(lw, op) -> bool:
+def emit_set_item(cx, op) -> list | None:
+    stmts: list = []
     tl, index, item = op.inputs
-    lst = _ref(lw, tl)
-    dims = lw.dims[id(item)]
-    slot = lw.pointer(item.dtype.c_type, "item")
-    lw.emit(Call("rt_list_set", [CTX, lst, _scalar(lw, index), Lit(len(dims), "int"), _dims(dims), *_where(op)],
-                 checked=True, result=slot))
+    lst = _ref(cx, tl)
+    dims = cx.dims[id(item)]
+    slot = cx.pointer(item.dtype.c_type, "item")
+    stmts += [Call("rt_list_set", [CTX, lst, _scalar(cx, index), Lit(len(dims), "int"), _dims(dims), *_where(op)],
+                 checked=True, result=slot)]
     target = Array.dense(slot, item.dtype, dims, "list")
-    value = lw.values.get(id(item))
+    value = cx.values.get(id(item))
     if isinstance(value, Scalar):
-        lw.emit(Store(slot, Poly.of(0), value.expr))
+        stmts += [Store(slot, Poly.of(0), value.expr)]
     else:
-        lw.emit(*elementwise(lw, [target], dims, lambda el, index: [el.of(item, index)]))
-    _list(lw, op, lst.name)
-    return True
+        stmts += elementwise(cx, [target], dims, lambda el, index: [el.of(item, index)])
+    _list(cx, op, lst.name)
+    return stmts
 
 
-def _element_shape(lw, op, lst: Var, dims) -> None:
+def _element_shape(cx, op, lst: Var, dims, stmts: list) -> None:
     """Make the list's element shape known from the attrs when nothing fixed it, and bind ``dims``."""
     shape = op.attrs["element_shape"]
     ndim = _field(lst, "ndim", "int")
     if shape.dims is not None and None not in shape.dims:
-        lw.emit(If(Compare("<", ndim, Lit(0, "int")), [Call("rt_list_shape", [
-            CTX, lst, Lit(len(shape.dims), "int"), _dims(shape.dims), *_where(op)], checked=True)]))
+        stmts += [If(Compare("<", ndim, Lit(0, "int")), [Call("rt_list_shape", [
+            CTX, lst, Lit(len(shape.dims), "int"), _dims(shape.dims), *_where(op)], checked=True)])]
     rank = len(dims)
-    lw.emit(Check(Compare("!=", ndim, Lit(rank, "int")), lw.message(
+    stmts += [Check(Compare("!=", ndim, Lit(rank, "int")), cx.message(
         op, f"the elements have rank %lld, not {rank} (or no element was written and the element shape is "
-            f"unknown)"), (ndim,)))
+            f"unknown)"), (ndim,))]
     for d, n in enumerate(dims):
         size = _field(lst, "shape", "int64_t", d)
         if n.const is None:
-            lw.emit(Assign(str(n), size))
+            stmts += [Assign(str(n), size)]
         else:
-            lw.emit(Check(Compare("!=", size, n), lw.message(op, f"element dimension {d} is %lld, not {n}"), (size,)))
+            stmts += [Check(Compare("!=", size, n), cx.message(op, f"element dimension {d} is %lld, not {n}"), (size,))]
 
 
-def emit_get_item(lw, op) -> bool:
+def emit_get_item(cx, op) -> list | None:
+    stmts: list = []
     tl, index = op.inputs
     out = op.outputs[0]
-    lst = _ref(lw, tl)
-    dims = lw.dims[id(out)]
-    _element_shape(lw, op, lst, dims)
-    src = lw.local("const void *", "src", NULL)
-    lw.emit(Call("rt_list_get", [CTX, lst, _scalar(lw, index), OutArg(src, "const void *"), *_where(op)],
-                 checked=True))
-    target = lw.storage(out)
-    lw.values[id(out)] = target
+    lst = _ref(cx, tl)
+    dims = cx.dims[id(out)]
+    _element_shape(cx, op, lst, dims, stmts)
+    src = cx.local("const void *", "src", NULL)
+    stmts += [Call("rt_list_get", [CTX, lst, _scalar(cx, index), OutArg(src, "const void *"), *_where(op)],
+                 checked=True)]
+    target, allocs = storage(cx, out)
+    stmts += allocs
+    cx.values[id(out)] = target
     ctype = out.dtype.c_type
-    item = lw.pointer(ctype, "ld")
-    lw.emit(Assign(item, Cast(Var(src, "const void *"), f"{ctype} *")))
+    item = cx.pointer(ctype, "ld")
+    stmts += [Assign(item, Cast(Var(src, "const void *"), f"{ctype} *"))]
     source = Array.dense(item, out.dtype, dims, "list")
     zero = Lit(0, ctype)
     found = Var(src, "const void *")
     if isinstance(target, Scalar):
-        lw.emit(Assign(target.expr.name, Select(found, Load(item, Poly.of(0), ctype), zero, ctype)))
-        return True
-    copy = elementwise(lw, [target], dims, lambda el, index: [source.load(index)])
-    clear = elementwise(lw, [target], dims, lambda el, index: [zero])
-    lw.emit(If(found, copy, clear))
-    return True
+        stmts += [Assign(target.expr.name, Select(found, Load(item, Poly.of(0), ctype), zero, ctype))]
+        return stmts
+    copy = elementwise(cx, [target], dims, lambda el, index: [source.load(index)])
+    clear = elementwise(cx, [target], dims, lambda el, index: [zero])
+    stmts += [If(found, copy, clear)]
+    return stmts
 
 
-def emit_stack(lw, op) -> bool:
+def emit_stack(cx, op) -> list | None:
+    stmts: list = []
     tl = op.inputs[0]
     out = op.outputs[0]
-    lst = _ref(lw, tl)
-    dims = lw.dims[id(out)]
+    lst = _ref(cx, tl)
+    dims = cx.dims[id(out)]
     shape = op.attrs["element_shape"]
     length = _field(lst, "length", "int64_t")
     if shape.dims is not None and None in shape.dims:
         # an empty list of unknown elements stacks to zeros of shape (0, dims with None as 0), as in eager
         zeros = [d or 0 for d in shape.dims]
-        lw.emit(If(And((Compare("<", _field(lst, "ndim", "int"), Lit(0, "int")), Compare("==", length, Poly.of(0)))),
+        stmts += [If(And((Compare("<", _field(lst, "ndim", "int"), Lit(0, "int")), Compare("==", length, Poly.of(0)))),
                    [Call("rt_list_shape", [CTX, lst, Lit(len(zeros), "int"), _dims(zeros), *_where(op)],
-                         checked=True)]))
-    _element_shape(lw, op, lst, dims[1:])
+                         checked=True)])]
+    _element_shape(cx, op, lst, dims[1:], stmts)
     if dims[0].const is None:
-        lw.emit(Assign(str(dims[0]), length))
+        stmts += [Assign(str(dims[0]), length)]
     else:
-        lw.emit(Check(Compare("!=", length, dims[0]), lw.message(op, f"the TensorArray has %lld elements, not "
-                                                                     f"{dims[0]}"), (length,)))
-    lw.emit(Call("rt_list_fill", [CTX, lst, *_where(op)], checked=True))
-    lw.values[id(out)] = Array.dense(_data(lw, lst, out.dtype), out.dtype, dims, "list")
-    return True
+        stmts += [Check(Compare("!=", length, dims[0]), cx.message(op, f"the TensorArray has %lld elements, not "
+                                                                     f"{dims[0]}"), (length,))]
+    stmts += [Call("rt_list_fill", [CTX, lst, *_where(op)], checked=True)]
+    cx.values[id(out)] = Array.dense(_data(cx, lst, out.dtype, stmts), out.dtype, dims, "list")
+    return stmts
 
 
-def emit_length(lw, op) -> bool:
-    lst = _ref(lw, op.inputs[0])
-    target = lw.storage(op.outputs[0])
-    lw.values[id(op.outputs[0])] = target
-    lw.emit(Assign(target.expr.name, Cast(_field(lst, "length", "int64_t"), "int32_t")))
-    return True
+def emit_length(cx, op) -> list | None:
+    stmts: list = []
+    lst = _ref(cx, op.inputs[0])
+    target, allocs = storage(cx, op.outputs[0])
+    stmts += allocs
+    cx.values[id(op.outputs[0])] = target
+    stmts += [Assign(target.expr.name, Cast(_field(lst, "length", "int64_t"), "int32_t"))]
+    return stmts
 
 
-def emit_zeros_like(lw, op) -> bool:
-    name = lw.pointer("rt_list", "list")
-    lw.emit(Call("rt_list_zeros_like", [CTX, _ref(lw, op.inputs[0]), *_where(op)], checked=True, result=name))
-    _list(lw, op, name)
-    return True
+def emit_zeros_like(cx, op) -> list | None:
+    stmts: list = []
+    name = cx.pointer("rt_list", "list")
+    stmts += [Call("rt_list_zeros_like", [CTX, _ref(cx, op.inputs[0]), *_where(op)], checked=True, result=name)]
+    _list(cx, op, name)
+    return stmts
 
 
-def emit_add(lw, op) -> bool:
-    a, b = (_ref(lw, t) for t in op.inputs)
-    lw.emit(Call("rt_list_add", [CTX, a, b, *_where(op)], checked=True))
-    _list(lw, op, a.name)
-    return True
+def emit_add(cx, op) -> list | None:
+    stmts: list = []
+    a, b = (_ref(cx, t) for t in op.inputs)
+    stmts += [Call("rt_list_add", [CTX, a, b, *_where(op)], checked=True)]
+    _list(cx, op, a.name)
+    return stmts
 
 
 EMITTERS = {

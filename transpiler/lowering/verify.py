@@ -137,6 +137,8 @@ class _Checker:
     # -- expressions ---------------------------------------------------------------------------
     def expr(self, e) -> None:
         for node in walk_expr(e):
+            if not isinstance(node, Expr):
+                self.fail(f"{node} is not an expression of the IR")
             if isinstance(node, (Arith, Compare)) and node.op not in type(node).OPS:
                 self.fail(f"{node.op!r} is not an operator of {type(node).__name__}")
             if isinstance(node, Named) and node.value not in RUNTIME_VALUES:

@@ -35,6 +35,7 @@ from transpiler.lowering.ir import (
     Var,
     walk_stmts,
 )
+from transpiler.lowering.shapes import Element
 from transpiler.lowering.verify import IRError, verify
 
 F = rt.float32
@@ -85,6 +86,11 @@ def test_index_symbols_are_names():
         Poly.sym("n + 1")
 
 
+@dataclasses.dataclass
+class _Named:
+    name: str
+
+
 def _lowered(fn, *specs) -> Function:
     graph = optimize(rt.function(fn).get_concrete_function(*specs).graph)
     return lower_function(graph, "rt_fn_test").ir
@@ -127,6 +133,7 @@ def test_a_lowered_function_verifies():
     (lambda fn: fn.body.append(Call("rt_f", [OutArg("n1", "int")])), "'n1' (int64_t) is set through a pointer to int"),
     (lambda fn: fn.body.append(Assign("n1", Named("getenv"))), "'getenv' is not a value of the run time"),
     (lambda fn: fn.body.append(For("n1", Poly.of(0), Poly.of(1), [])), "'n1' is declared twice"),
+    (lambda fn: fn.body.append(Assign("n1", Element(_Named("x"), (0,)))), "x[0] is not an expression of the IR"),
 ])
 def test_verify_names_what_is_broken(breakage, problem):
     fn = _scale()
