@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import NewType
 
 from runtime import dtypes
@@ -1231,7 +1231,3 @@ def node_types() -> list[type]:
             if cls not in found and cls not in (Expr, Stmt):
                 found.append(cls)
     return found
-
-
-def dataclass_fields(cls) -> list:
-    return list(fields(cls))

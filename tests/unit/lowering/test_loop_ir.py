@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import runtime as rt
 from runtime.executor import run_graph
@@ -13,6 +14,12 @@ from transpiler.lowering.kernels import loads
 from transpiler.lowering.ops import SMALL_MATMUL
 
 F = rt.float32
+
+
+@pytest.fixture(autouse=True)
+def _verify_ir(monkeypatch):
+    """The loop IR is verified after lowering and after every IR pass (``transpiler/lowering/verify.py``)."""
+    monkeypatch.setenv("RT_VERIFY_IR", "1")
 
 
 def _lower(fn, *specs):

@@ -6,11 +6,19 @@ from __future__ import annotations
 import re
 import textwrap
 
+import pytest
+
 import runtime as rt
 from runtime.optimizer import optimize
 from transpiler.lowering import lower_function
 
 F = rt.float32
+
+
+@pytest.fixture(autouse=True)
+def _verify_ir(monkeypatch):
+    """The loop IR is verified after lowering and after every IR pass (``transpiler/lowering/verify.py``)."""
+    monkeypatch.setenv("RT_VERIFY_IR", "1")
 
 
 def _listing(fn, *specs) -> str:
