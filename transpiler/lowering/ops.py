@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from runtime import dtypes
 from runtime.ops.registry import all_opdefs, get_opdef
-from transpiler.lowering import control, library_calls, lists, nn, scatter, tiles
+from transpiler.lowering import control, dataset, library_calls, lists, nn, scatter, tiles
 from transpiler.lowering.ir import (
     ALWAYS,
     CTX,
@@ -438,6 +438,7 @@ EMITTERS = {
     **nn.EMITTERS,
     **scatter.EMITTERS,
     **library_calls.EMITTERS,
+    **dataset.EMITTERS,
 }
 
 

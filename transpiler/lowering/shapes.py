@@ -890,6 +890,7 @@ _RULES = {
     "MaxPool": _pool,
     "MaxPoolGrad": _pool,
     "MaxPoolGradGrad": _pool,
+    "ShuffleIndices": lambda cx, op, code: [cx.dims.get(id(op.inputs[0])), ()],
     "Size": lambda cx, op, code: [()],
     "Rank": lambda cx, op, code: [()],
 }
