@@ -17,6 +17,10 @@ from fuzz_programs import import_built  # noqa: E402,F401 -- one copy, used by b
 
 PROJECT = Path(__file__).resolve().parents[2]
 
+# The loop IR is verified after lowering and after every IR pass, in the builds these tests start too
+# (transpiler/lowering/verify.py).
+os.environ.setdefault("RT_VERIFY_IR", "1")
+
 # The stand-in renderer, by file path, so the build's worker processes can load it (see render_standin).
 STANDIN = f"{Path(__file__).resolve()}:render_standin"
 

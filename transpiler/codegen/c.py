@@ -1,15 +1,44 @@
 """The C renderer: prints a lowered function (``transpiler.lowering``) as C over ``rt_kernels.h``.
 
-It decides nothing: loops, pragmas, storage and checks are all in the IR. A ``For`` marked
-parallel under a run-time condition is printed twice, as an OpenMP loop and as a plain one (a
-parallel region costs microseconds even when its ``if`` clause is false). Errors jump to the
-function's ``fail`` label, or, inside a part run concurrently, to that part's.
+It decides nothing: loops, pragmas, storage and checks are all in the IR, and every value is a typed node
+that it spells (``ir.render_expr``). A ``For`` marked parallel under a run-time condition is printed twice,
+as an OpenMP loop and as a plain one (a parallel region costs microseconds even when its ``if`` clause is
+false). Errors jump to the function's ``fail`` label, or, inside a part run concurrently, to that part's.
+
+No local's address is taken: a call's ``OutArg`` goes through a temporary declared in a block around the
+call and copied back after it, an ``InArg`` through a temporary holding the value, and a reserved buffer's
+capacity likewise (a local whose address is taken is shared with OpenMP regions by reference: GCC then
+reloads it after every store and leaves the loops reading it scalar; see ``rt_reserved`` in ``rt_kernels.h``).
 """
 from __future__ import annotations
 
 from transpiler.lowering.ir import (
-    Alloc, Assign, Break, Call, Check, Comment, Declare, Describe, Expr, Fail, For, Function, If, Loop, Parts,
-    Poly, Raw, Store, Swap, Text, render_expr, walk_stmts,
+    Alloc,
+    And,
+    Assign,
+    Break,
+    Call,
+    Callback,
+    Check,
+    Comment,
+    Compare,
+    Declare,
+    Describe,
+    Fail,
+    For,
+    Function,
+    If,
+    InArg,
+    Loop,
+    OutArg,
+    Parts,
+    SetTensor,
+    Store,
+    Swap,
+    Text,
+    render_expr,
+    spell,
+    walk_stmts,
 )
 
 
@@ -17,7 +46,7 @@ def render_function(fn: Function) -> str:
     """``static int name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` for a lowered function."""
     r = _Renderer()
     if fn.guard:
-        same = " && ".join(f"{a} == {b}" for a, b in fn.guard)
+        same = render_expr(And(tuple(Compare("==", a, b) for a, b in fn.guard)))
         r.line(1, f"if (!({same})) return {fn.fallback.name}(ctx, in, out);")
     for d in fn.locals:
         r.stmt(d, 1)
@@ -48,12 +77,6 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _value(v) -> str:
-    if isinstance(v, Expr):
-        return render_expr(v)
-    return str(v)
-
-
 class _Renderer:
     def __init__(self):
         self.lines: list[str] = []
@@ -68,8 +91,8 @@ class _Renderer:
         for s in stmts:
             self.stmt(s, depth)
 
-    def fail(self, message: str, args: list) -> str:
-        extra = "".join(f", (long long)({a})" for a in args)
+    def fail(self, message: str, args) -> str:
+        extra = "".join(f", (long long)({render_expr(a)})" for a in args)
         return f"{{ snprintf(ctx->msg, sizeof(ctx->msg), {c_string(message)}{extra}); goto {self.fail_label}; }}"
 
     def stmt(self, s, depth: int) -> None:
@@ -78,7 +101,9 @@ class _Renderer:
         elif isinstance(s, Declare):
             self.declare(s, depth)
         elif isinstance(s, Assign):
-            self.line(depth, f"{s.name} = {_value(s.value)};")
+            self.line(depth, f"{s.name} = {render_expr(s.value)};")
+        elif isinstance(s, SetTensor):
+            self.line(depth, f"{render_expr(s.slot)} = {render_expr(s.value)};")
         elif isinstance(s, Store):
             self.line(depth, f"{s.ptr}[{s.index}] = {render_expr(s.value)};")
         elif isinstance(s, Swap):
@@ -95,7 +120,7 @@ class _Renderer:
         elif isinstance(s, Break):
             self.line(depth, "break;")
         elif isinstance(s, If):
-            self.line(depth, f"if ({_value(s.cond)}) {{")
+            self.line(depth, f"if ({render_expr(s.cond)}) {{")
             self.block(s.then, depth + 1)
             if s.orelse:
                 self.line(depth, "} else {")
@@ -104,45 +129,79 @@ class _Renderer:
         elif isinstance(s, Fail):
             self.line(depth, self.fail(s.message, s.args))
         elif isinstance(s, Check):
-            self.line(depth, f"if ({s.bad}) " + self.fail(s.message, s.args))
+            self.line(depth, f"if ({render_expr(s.bad)}) " + self.fail(s.message, s.args))
         elif isinstance(s, Alloc):
             self.alloc(s, depth)
         elif isinstance(s, Call):
-            call = f"{s.name}({', '.join(c_string(a.value) if isinstance(a, Text) else str(a) for a in s.args)})"
-            if s.result is not None:
-                self.line(depth, f"{s.result} = {call};")
-                if s.checked:
-                    self.line(depth, f"if (!{s.result}) goto {self.fail_label};")
-            else:
-                self.line(depth, f"if ({call}) goto {self.fail_label};" if s.checked else f"{call};")
+            self.call(s, depth)
+        elif isinstance(s, Callback):
+            self.line(depth, f"if (ctx->callback(ctx, {s.op_index}, {s.ins}, {s.n_in}, {s.outs}, {s.n_out})) "
+                             f"goto {self.fail_label};")
         elif isinstance(s, Describe):
-            text = f"{s.target}.data = (void *)({s.ptr}); {s.target}.ndim = {len(s.dims)};"
-            text += "".join(f" {s.target}.shape[{d}] = {n};" for d, n in enumerate(s.dims))
-            text += f" {s.target}.dtype = {s.code}; {s.target}.owner = NULL;"
+            target = render_expr(s.target)
+            text = f"{target}.data = (void *)({s.ptr}); {target}.ndim = {len(s.dims)};"
+            text += "".join(f" {target}.shape[{d}] = {n};" for d, n in enumerate(s.dims))
+            text += f" {target}.dtype = {s.code}; {target}.owner = NULL;"
             self.line(depth, text)
-        elif isinstance(s, Raw):
-            self.line(depth, s.text)
         elif isinstance(s, Parts):
             self.run_parts(s, depth)
         else:
             raise TypeError(f"cannot render {s!r}")
 
     def declare(self, s: Declare, depth: int) -> None:
+        kind = ("static " if s.static else "") + ("const " if s.const else "")
         if s.size is not None:
-            init = f" = {s.init}" if s.init is not None else ""
-            self.line(depth, f"__attribute__((aligned(64))) {s.ctype} {s.name}[{s.size}]{init};")
+            if s.values is not None:
+                init = " = {" + (", ".join(spell(v.value, v.ctype) for v in s.values) or "0") + "}"
+            else:
+                init = ""
+            self.line(depth, f"__attribute__((aligned(64))) {kind}{s.ctype} {s.name}[{s.size}]{init};")
         elif s.init is None:
-            self.line(depth, f"{s.ctype} {s.name};")
+            self.line(depth, f"{kind}{s.ctype} {s.name};")
         else:
-            self.line(depth, f"{s.ctype} {s.name} = {_value(s.init)};")
+            self.line(depth, f"{kind}{s.ctype} {s.name} = {render_expr(s.init)};")
+
+    def call(self, s: Call, depth: int) -> None:
+        """The call, its ``OutArg``/``InArg`` temporaries in a block around it (see the module docstring)."""
+        temps, after, args = [], [], []
+        for a in s.args:
+            if isinstance(a, Text):
+                args.append(c_string(a.value))
+            elif isinstance(a, OutArg):
+                temp = f"rt_out{len(temps)}"
+                temps.append(f"{a.ctype} {temp}" + (f" = {a.name};" if a.inout else ";"))
+                after.append(f"{a.name} = {temp};")
+                args.append(f"&{temp}")
+            elif isinstance(a, InArg):
+                temp = f"rt_in{len(temps)}"
+                temps.append(f"{a.ctype} {temp} = {render_expr(a.value)};")
+                args.append(f"&{temp}")
+            else:
+                args.append(render_expr(a))
+        call = f"{s.name}({', '.join(args)})"
+        if s.result is not None:
+            lines = [f"{s.result} = {call};"]
+            if s.checked:
+                lines.append(f"if (!{s.result}) goto {self.fail_label};")
+        else:
+            lines = [f"if ({call}) goto {self.fail_label};" if s.checked else f"{call};"]
+        if not temps:
+            for text in lines:
+                self.line(depth, text)
+            return
+        self.line(depth, "{")
+        for text in temps + lines + after:
+            self.line(depth + 1, text)
+        self.line(depth, "}")
 
     def alloc(self, s: Alloc, depth: int) -> None:
         size = f"sizeof({s.ctype})"
         if s.kind == "stack":
             self.line(depth, f"{s.ptr} = {s.buffer};")
         elif s.kind == "reserve":
-            self.line(depth, f"if (!({s.ptr} = ({s.ctype} *)rt_reserved(ctx, {s.ptr}, &{s.capacity}, {s.count}, "
-                             f"{size}))) goto {self.fail_label};")
+            # the capacity goes in and out through a temporary (no local's address is taken)
+            self.line(depth, f"{{ int64_t rt_cap = {s.capacity}; if (!({s.ptr} = ({s.ctype} *)rt_reserved(ctx, {s.ptr}, "
+                             f"&rt_cap, {s.count}, {size}))) goto {self.fail_label}; {s.capacity} = rt_cap; }}")
         else:
             self.line(depth, f"if (!({s.ptr} = ({s.ctype} *)rt_alloc_array(ctx, {s.count}, {size}))) "
                              f"goto {self.fail_label};")
@@ -152,9 +211,8 @@ class _Renderer:
         return self.fail("interrupted", [])
 
     def loop(self, s: For, depth: int) -> None:
-        if s.parallel:
-            cond = s.parallel if isinstance(s.parallel, str) else "1"
-            self.line(depth, f"if ({cond}) {{")
+        if s.parallel is not None:
+            self.line(depth, f"if ({render_expr(s.parallel)}) {{")
             self.parallel += 1
             self.for_loop(s, depth + 1, parallel=True)
             self.parallel -= 1
@@ -173,8 +231,7 @@ class _Renderer:
             self.line(depth, f"#pragma omp parallel for{simd} schedule(static) num_threads(ctx->num_threads){clauses}")
         elif s.simd:
             self.line(depth, f"#pragma omp simd{clauses}")
-        start = s.start if isinstance(s.start, Poly) else Poly.of(s.start)
-        self.line(depth, f"for (int64_t {s.var} = {start}; {s.var} < {s.stop}; {s.var}++) {{")
+        self.line(depth, f"for (int64_t {s.var} = {s.start}; {s.var} < {s.stop}; {s.var}++) {{")
         self.block(s.body, depth + 1)
         self.line(depth, "}")
 

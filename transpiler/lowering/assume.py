@@ -24,7 +24,7 @@ MAX_ROUNDS = 16          # lowerings before giving up (then: no entry equalities
 
 @dataclass
 class Assumptions:
-    """Entry-dim classes (``key`` is the dim's C source, ``in[0].shape[1]``) and loop dims known to vary.
+    """Entry-dim classes (``key`` is ``(k, d)`` for dim ``d`` of ``in[k]``) and loop dims known to vary.
 
     ``unions``: whether entry equalities may be assumed at all (False for a guarded function's fallback).
     ``learning``: while discovering, new facts are recorded (and ``changed`` set) instead of being errors.
@@ -35,14 +35,14 @@ class Assumptions:
     varying: set = field(default_factory=set)
     changed: bool = False
 
-    def find(self, key: str) -> str:
+    def find(self, key: tuple) -> tuple:
         while self.parent.get(key, key) != key:
             key = self.parent[key]
         return key
 
     def union(self, keys) -> None:
         """Record that entry dims ``keys`` are assumed equal."""
-        roots = sorted({self.find(k) for k in keys}, key=_order)
+        roots = sorted({self.find(k) for k in keys})
         for other in roots[1:]:
             self.parent[other] = roots[0]
             self.changed = True
@@ -52,15 +52,9 @@ class Assumptions:
             self.varying.add(key)
             self.changed = True
 
-    def guard(self) -> list[tuple[str, str]]:
+    def guard(self) -> list[tuple[tuple, tuple]]:
         """(dim, representative) pairs the function's entry must find equal."""
-        return sorted(((k, self.find(k)) for k in self.parent if self.find(k) != k), key=lambda p: _order(p[0]))
-
-
-def _order(key: str):
-    # in[2].shape[10] after in[2].shape[9]: compare the numbers, not the text
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
-                 for part in key.replace("[", " ").replace("]", " ").split())
+        return sorted(((k, self.find(k)) for k in self.parent if self.find(k) != k), key=lambda p: p[0])
 
 
 def discover(lower, unions: bool = True) -> Assumptions:

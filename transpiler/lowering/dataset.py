@@ -4,33 +4,31 @@ iterator arguments call back into Python (``ops.callback``).
 """
 from __future__ import annotations
 
-from transpiler.lowering.ir import Call, render_expr
+from transpiler.lowering.ir import Call, Cast, Poly, Ptr, Store, Var
 from transpiler.lowering.kernels import Elements
 from transpiler.lowering.nn import dense_ptr, output_ptr
+from transpiler.lowering.storage import storage
 from transpiler.lowering.values import Scalar
 
 
-def _scalar(lw, t) -> str:
-    return f"((int64_t){render_expr(Elements(lw).of(t, (0,) * len(lw.dims[id(t)])))})"
-
-
-def emit_shuffle_indices(lw, op) -> bool:
+def emit_shuffle_indices(cx, op) -> list | None:
     indices, window, rng = op.inputs
     perm, state = op.outputs
-    if any(id(t) not in lw.dims for t in (indices, window, rng, perm)):
-        return False                # a rank only the run time tells: the numpy kernel
-    n = lw.dims[id(perm)][0]
-    src = dense_ptr(lw, indices)
-    ptr, after = output_ptr(lw, perm)
-    target = lw.storage(state)
-    lw.values[id(state)] = target
-    args = [src, ptr, str(n), _scalar(lw, window), _scalar(lw, rng)]
-    if isinstance(target, Scalar):
-        lw.emit(Call("rt_shuffle_indices", args, result=target.expr.name))
-    else:
-        lw.emit(Call("rt_shuffle_indices", args, result=f"{target.ptr}[0]"))
-    lw.emit(*after)
-    return True
+    if any(id(t) not in cx.dims for t in (indices, window, rng, perm)):
+        return None                 # a rank only the run time tells: the numpy kernel
+    stmts: list = []
+    elements = Elements(cx)
+    scalars = [Cast(elements.of(t, (0,) * len(cx.dims[id(t)])), "int64_t") for t in (window, rng)]
+    src = dense_ptr(cx, indices, stmts)
+    ptr, after = output_ptr(cx, perm, stmts)
+    target, allocs = storage(cx, state)
+    stmts += allocs
+    cx.values[id(state)] = target
+    result = target.expr.name if isinstance(target, Scalar) else cx.local("int64_t", "rng_state")
+    stmts += [Call("rt_shuffle_indices", [Ptr(src), Ptr(ptr), cx.dims[id(perm)][0], *scalars], result=result)]
+    if not isinstance(target, Scalar):
+        stmts += [Store(target.ptr, Poly.of(0), Var(result, "int64_t"))]
+    return stmts + after
 
 
 EMITTERS = {

@@ -25,26 +25,45 @@ result is the same bits as the product followed by the loop.
 """
 from __future__ import annotations
 
-import itertools
-import re
-
 from runtime.config import PARALLEL_MIN_ELEMENTS
-from transpiler.lowering.ir import (Alloc, Assign, Call, Check, Comment, Declare, Expr, For, Load, Poly, Raw,
-                                    Store, Var, walk_expr, walk_stmts)
-from transpiler.lowering.merge import accesses, injective, perfect_nest, rename_indices
+from transpiler.lowering.ir import (
+    NUM_THREADS,
+    Alloc,
+    Arith,
+    Assign,
+    Call,
+    Check,
+    Comment,
+    Compare,
+    Declare,
+    For,
+    Function,
+    Lit,
+    Load,
+    Namer,
+    OutArg,
+    Poly,
+    Ptr,
+    Store,
+    Var,
+    names_in,
+    walk_expr,
+    walk_stmts,
+)
+from transpiler.lowering.merge import accesses, injective, memory_owners, perfect_nest, rename_indices
 from transpiler.lowering.ops import PARALLEL_GEMM
 
 
-def fuse_epilogues(body: list, locals_: list, owner: dict) -> None:
-    """Fuse the loop nests that read a GEMM's result into its parts, in ``body`` and every nested block."""
-    names = itertools.count(1)
-    _fuse_block(body, locals_, owner, names)
+def fuse_epilogues(fn: Function) -> bool:
+    """Fuse the loop nests that read a GEMM's result into its parts, in ``fn``'s body and every nested block."""
+    return _fuse_block(fn.body, fn.locals, memory_owners(fn), fn.names)
 
 
-def _fuse_block(stmts: list, locals_: list, owner: dict, names) -> None:
+def _fuse_block(stmts: list, locals_: list, owner: dict, names: Namer) -> bool:
+    changed = False
     for s in stmts:
         for block in s.blocks():
-            _fuse_block(block, locals_, owner, names)
+            changed |= _fuse_block(block, locals_, owner, names)
     k = 0
     while k < len(stmts):
         s = stmts[k]
@@ -52,9 +71,11 @@ def _fuse_block(stmts: list, locals_: list, owner: dict, names) -> None:
             found = _consumer(stmts, k, owner)
             if found is not None:
                 end, moved, nest, passed = found
-                stmts[k:end + 1] = moved + _fused(s, nest, locals_, next(names)) + passed
+                stmts[k:end + 1] = moved + _fused(s, nest, locals_, names.fresh("g")) + passed
                 k += len(moved)
+                changed = True
         k += 1
+    return changed
 
 
 PASS_MAX = 400     # statements a consumer nest may move up past to reach its product
@@ -116,29 +137,26 @@ def _precedes(footprint, effects) -> bool:
                 or names_written & (their_names_read | their_names))
 
 
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-
-
 def _footprint(s, owner: dict):
-    """(memory read, memory written, names read, names written) of a statement, or None when unknown. Names in
-    C text (a check's condition, a flag's update) count as read, as names and as memory."""
+    """(memory read, memory written, names read, names written) of a statement, or None when unknown."""
     if isinstance(s, Comment):
         return set(), set(), set(), set()
     if isinstance(s, Call):
         if s.gemm is None:
             return None
         g = s.gemm
-        names = {g.a, g.b, g.c}
-        for p in (g.lda, g.ldb, g.ldc, g.m, g.k, g.n):
+        names = {g.a.name, g.b.name, g.c}
+        for p in (*g.sizes(), g.a.offset, g.b.offset):
             names |= p.symbols()
         return {owner.get(m, m) for m in g.memory}, {owner.get(g.c, g.c)}, names, set()
     if isinstance(s, Alloc):
         return set(), {owner.get(s.ptr, s.ptr)}, s.count.symbols(), {s.ptr}
     if isinstance(s, Check):
-        if any(not isinstance(a, str) for a in s.args):
-            return None
-        names = set(_IDENT.findall(s.bad)) | {n for a in s.args for n in _IDENT.findall(a)}
-        return {owner.get(n, n) for n in names}, set(), names, set()
+        # a check guards what reads the names it checks (a gather's index, a dim): it counts as setting them, so that
+        # no nest reading them moves up past it (the nest would read memory the check has not validated yet)
+        names = set().union(*(names_in(e) for e in s.exprs()))
+        reads = {owner.get(n.ptr, n.ptr) for e in s.exprs() for n in walk_expr(e) if isinstance(n, Load)}
+        return reads, set(), names, names
     if not isinstance(s, (For, Assign, Declare, Store)):
         return None
     reads, writes, names_read, names_written = set(), set(), set(), set()
@@ -147,25 +165,10 @@ def _footprint(s, owner: dict):
             return None
         if isinstance(t, For):
             names_written.add(t.var)
-            names_read |= t.start.symbols() | t.stop.symbols()
-            continue
         if isinstance(t, (Assign, Declare)):
             names_written.add(t.name)
-        value = t.init if isinstance(t, Declare) else getattr(t, "value", None)
-        if isinstance(value, str):
-            names = set(_IDENT.findall(value))
-            names_read |= names
-            reads |= {owner.get(n, n) for n in names}
-        elif isinstance(value, Poly):
-            names_read |= value.symbols()
-        elif isinstance(value, Expr):
-            for node in walk_expr(value):
-                if isinstance(node, Var):
-                    names_read.add(node.name)
-                for p in node.polys():
-                    names_read |= p.symbols()
-        if isinstance(t, Store):
-            names_read |= t.index.symbols()
+        for e in t.exprs():
+            names_read |= names_in(e)
     for memory, _, written in accesses(list(walk_stmts([s])), owner):
         if memory is None:
             return None
@@ -181,15 +184,13 @@ def _movable(s, gemm, c_memory: str, owner: dict) -> bool:
         name, value = s.ptr, s.count
     else:
         name, value = s.name, (s.value if isinstance(s, Assign) else s.init)
-    if value is not None and not isinstance(value, (Expr, Poly)):
+    if value is not None and any(isinstance(e, Load) and owner.get(e.ptr, e.ptr) == c_memory
+                                 for e in walk_expr(value)):
         return False
-    if isinstance(value, Expr) and any(isinstance(e, Load) and owner.get(e.ptr, e.ptr) == c_memory
-                                       for e in walk_expr(value)):
-        return False
-    used = set()
-    for p in (gemm.lda, gemm.ldb, gemm.ldc, gemm.m, gemm.k, gemm.n):
+    used = {gemm.a.name, gemm.b.name, gemm.c}
+    for p in (*gemm.sizes(), gemm.a.offset, gemm.b.offset):
         used |= p.symbols()
-    return name not in used and not any(name in text for text in (gemm.a, gemm.b, gemm.c))
+    return name not in used
 
 
 def _element_index(gemm, loops: list):
@@ -229,29 +230,39 @@ def _reads_block(gemm, nest, owner: dict) -> bool:
     return True
 
 
-def _fused(call: Call, nest, locals_: list, k: int) -> list:
-    """The GEMM's parts, each followed by the nest over its block (see the module docstring)."""
+def _fused(call: Call, nest, locals_: list, g: str) -> list:
+    """The GEMM's parts, each followed by the nest over its block (see the module docstring); ``g``: the fresh
+    name the names of its locals derive from."""
     gemm = call.gemm
     loops, body = nest
-    g = f"g{k}"
-    parts, tn, failed, part = f"{g}_parts", f"{g}_tn", f"{g}_failed", f"{g}_part"
-    i, j = f"{g}_i", f"{g}_j"
+
+    def name(suffix: str) -> str:
+        return Namer.derived(g, suffix)
+    parts, tn, failed, part = Var(name("parts"), "int"), name("tn"), Var(name("failed"), "int"), name("part")
+    i, j = name("i"), name("j")
     mapping = {var: value.substitute({"i": Poly.sym(i), "j": Poly.sym(j)})
                for var, value in _element_index(gemm, loops).items()}
     body = [rename_indices(s, mapping) for s in body]
-    locals_ += [Declare(tn, "int", "1"), Declare(parts, "int", "1"), Declare(failed, "int", "0")]
-    bounds = [f"{g}_{b}" for b in ("i0", "i1", "j0", "j1")]
+    one, zero = Lit(1, "int"), Lit(0, "int")
+    locals_ += [Declare(tn, "int", one), Declare(parts.name, "int", one), Declare(failed.name, "int", zero)]
+    bounds = [name(b) for b in ("ilo", "ihi", "jlo", "jhi")]
+    rc = name("rc")
     inner = For(j, Poly.sym(bounds[2]), Poly.sym(bounds[3]), body, simd=loops[-1].simd)
-    part_body = [Declare(b, "int64_t", "0") for b in bounds] + [
-        Raw(f"{failed} |= rt_gemm_part_{gemm.suffix}({gemm.a}, {gemm.lda}, {gemm.b}, {gemm.ldb}, {gemm.c}, "
-            f"{gemm.ldc}, {gemm.m}, {gemm.k}, {gemm.n}, {gemm.ta}, {gemm.tb}, {parts}, {tn}, {part}, "
-            + ", ".join(f"&{b}" for b in bounds) + ");"),
+    part_body = [Declare(b, "int64_t", Poly.of(0)) for b in bounds] + [
+        Declare(rc, "int"),
+        Call(f"rt_gemm_part_{gemm.suffix}", [
+            gemm.a, gemm.lda, gemm.b, gemm.ldb, Ptr(gemm.c), gemm.ldc, gemm.m, gemm.k, gemm.n, Lit(gemm.ta, "int"),
+            Lit(gemm.tb, "int"), parts, Var(tn, "int"), Poly.sym(part), *(OutArg(b, "int64_t") for b in bounds)],
+            result=rc),
+        Assign(failed.name, Arith("|", failed, Var(rc, "int"), "int")),
         For(i, Poly.sym(bounds[0]), Poly.sym(bounds[1]), [inner]),
     ]
     return [
         Comment(f"{call.name} with the loop below run on each part of the product (epilogue)"),
-        Assign(parts, f"rt_gemm_grid_{gemm.suffix}({gemm.m}, {gemm.k}, {gemm.n}, ctx->num_threads, &{tn})"),
-        Assign(failed, "0"),
-        For(part, Poly.of(0), Poly.sym(parts), part_body, parallel=f"{parts} > 1", reductions=[("|", failed)]),
+        Call(f"rt_gemm_grid_{gemm.suffix}", [gemm.m, gemm.k, gemm.n, NUM_THREADS, OutArg(tn, "int")],
+             result=parts.name),
+        Assign(failed.name, zero),
+        For(part, Poly.of(0), Poly.sym(parts.name), part_body, parallel=Compare(">", parts, one),
+            reductions=[("|", failed.name)]),
         Check(failed, "MatMul: out of memory for packing the operands"),
     ]

@@ -14,7 +14,7 @@ row-wise group: softmax, layer norm) build on them.
 from __future__ import annotations
 
 import itertools
-import re
+import math
 from copy import deepcopy
 from dataclasses import dataclass, field
 
@@ -22,9 +22,36 @@ import numpy as np
 
 from runtime.config import PARALLEL_MIN_ELEMENTS
 from transpiler.lowering.ir import (
-    Apply, Assign, CExpr, Declare, Expr, For, If, Index, Lit, Load, Poly, Store, Var, literal, map_expr, product,
-    render_expr, walk_expr, walk_stmts,
+    NUM_THREADS,
+    And,
+    Apply,
+    Arith,
+    Assign,
+    Cast,
+    Combine,
+    Compare,
+    Declare,
+    Expr,
+    For,
+    Helper,
+    If,
+    Index,
+    Lit,
+    Load,
+    Named,
+    Neg,
+    Poly,
+    Select,
+    Store,
+    Var,
+    literal,
+    map_expr,
+    product,
+    rename,
+    walk_expr,
+    walk_stmts,
 )
+from transpiler.lowering.storage import temporary
 from transpiler.lowering.values import Array, Obj, Scalar
 
 UNROLL_MAX = 8         # a reduction over at most this many static elements is unrolled (the row loop vectorises)
@@ -54,7 +81,7 @@ class Elements:
     otherwise they are assumed equal to the dims they broadcast with, and ``assumptions`` collects
     the pairs that the kernel's fast version checks before running.
     """
-    lw: object
+    cx: object
     general: bool = False
     region: object = None
     assumptions: list = field(default_factory=list)
@@ -66,7 +93,7 @@ class Elements:
             hit = self.region.read(self, t, index)
             if hit is not None:
                 return hit
-        value = self.lw.values.get(id(t))
+        value = self.cx.values.get(id(t))
         if isinstance(value, Scalar):
             return value.expr
         if isinstance(value, Array):
@@ -77,7 +104,7 @@ class Elements:
 
     def compute(self, op, position: int, index: tuple) -> Expr:
         """An element of output ``position`` of ``op`` from its inputs' elements (the op's rule)."""
-        lw = self.lw
+        cx = self.cx
         index = tuple(Poly.of(i) for i in index)
         opdef = op.opdef
         out = op.outputs[position]
@@ -85,21 +112,21 @@ class Elements:
             args = tuple(self.of(x, self.broadcast(x, out, index)) for x in op.inputs)
             return Apply(opdef, args, tuple(x.dtype for x in op.inputs), out.dtype)
         if opdef.generator:
-            args = tuple(self.of(x, (0,) * len(lw.dims[id(x)])) if "{" + str(k) + "}" in opdef.c_expr
-                         else Lit("0", "int") for k, x in enumerate(op.inputs))
+            args = tuple(self.of(x, (0,) * len(cx.dims[id(x)])) if "{" + str(k) + "}" in opdef.c_expr
+                         else Lit(0, "int") for k, x in enumerate(op.inputs))
             return Apply(opdef, args, tuple(x.dtype for x in op.inputs), out.dtype, index)
         if op.type == "Shape":
-            dims = lw.dims[id(op.inputs[0])]
+            dims = cx.dims[id(op.inputs[0])]
             if index[0].const is not None:
                 return Index(dims[index[0].const], out.dtype.c_type)
-            text = "0"
+            value = Poly.of(0)
             for d in reversed(range(len(dims))):
-                text = f"(({index[0]}) == {d} ? ({dims[d]}) : {text})"
-            return CExpr(f"(({out.dtype.c_type}){text})", (), out.dtype.c_type)
+                value = Select(Compare("==", index[0], Poly.of(d)), dims[d], value, "int64_t")
+            return Cast(value, out.dtype.c_type)
         if op.type == "Size":
-            return Index(product(lw.dims[id(op.inputs[0])]), out.dtype.c_type)
+            return Index(product(cx.dims[id(op.inputs[0])]), out.dtype.c_type)
         if op.type == "Rank":
-            return Lit(str(len(lw.dims[id(op.inputs[0])])), out.dtype.c_type)
+            return Lit(len(cx.dims[id(op.inputs[0])]), out.dtype.c_type)
         if opdef.view == "gather":
             return self._gather(op, index)
         if op.type == "Const":       # a constant of one repeated value (zeros_like folded): a literal
@@ -108,13 +135,13 @@ class Elements:
         if rule is not None:
             return rule(self, op, index)
         if opdef.view is not None:
-            source, mapped = view_index(lw, op, position, index)
+            source, mapped = view_index(cx, op, position, index)
             return self.of(source, mapped)
         raise ValueError(f"{op.type} has no element rule")
 
     def broadcast(self, x, out, index: tuple) -> tuple:
         """``x``'s index for element ``index`` of ``out`` (numpy broadcasting: right-aligned dims)."""
-        xd, od = self.lw.dims[id(x)], self.lw.dims[id(out)]
+        xd, od = self.cx.dims[id(x)], self.cx.dims[id(out)]
         shift = len(od) - len(xd)
         mapped = []
         for e, dim in enumerate(xd):
@@ -134,14 +161,14 @@ class Elements:
     def flag(self, dim: Poly) -> Poly:
         """A symbol that is 0 when ``dim`` is 1 at run time (a broadcast), else 1."""
         if dim not in self.flags:
-            self.flags[dim] = self.lw.fresh("nb")
+            self.flags[dim] = self.cx.fresh("nb")
         return Poly.sym(self.flags[dim])
 
     def _gather(self, op, index: tuple) -> Expr:
         params, indices = op.inputs
-        axis = op.attrs["axis"] % len(self.lw.dims[id(params)])
-        ri = len(self.lw.dims[id(indices)])
-        value = self.lw.values.get(id(params))
+        axis = op.attrs["axis"] % len(self.cx.dims[id(params)])
+        ri = len(self.cx.dims[id(indices)])
+        value = self.cx.values.get(id(params))
         if isinstance(value, Scalar):
             return value.expr         # one element: every index that passed the range check picks it
         if not isinstance(value, Array):
@@ -165,22 +192,22 @@ def _broadcast_to(el, op, index: tuple) -> Expr:
 def _one_hot(el, op, index: tuple) -> Expr:
     out = op.outputs[0]
     axis = op.attrs["axis"] % len(index)
-    on, off = (literal(op.attrs[k], out.dtype).text for k in ("on_value", "off_value"))
+    on, off = (literal(op.attrs[k], out.dtype) for k in ("on_value", "off_value"))
     hot = el.of(op.inputs[0], index[:axis] + index[axis + 1:])
-    return CExpr(f"(((int64_t){{0}}) == {{1}} ? {on} : {off})", (hot, Index(index[axis])), out.dtype.c_type)
+    return Select(Compare("==", Cast(hot, "int64_t"), Index(index[axis])), on, off, out.dtype.c_type)
 
 
 def _pad(el, op, index: tuple) -> Expr:
     """``PadV2``/``MirrorPad``: padded dims read through ``rt_pad_source`` (an indirect index); a constant pad
     selects the constant outside the input."""
     x = op.inputs[0]
-    value = el.lw.values.get(id(x))
+    value = el.cx.values.get(id(x))
     if not isinstance(value, (Array, Scalar)):
         raise ValueError("a pad reads a tensor that is not in memory")
-    dims = el.lw.dims[id(x)]
+    dims = el.cx.dims[id(x)]
     mode = PAD_MODES[op.attrs["mode"]]
     direct, indirect, inside = [], [], []
-    for d, (before, after) in enumerate(el.lw.pads[id(op)]):
+    for d, (before, after) in enumerate(el.cx.shapes.pads[id(op)]):
         shifted = index[d] - before
         if before == 0 and after == 0:
             direct.append(shifted)
@@ -188,8 +215,8 @@ def _pad(el, op, index: tuple) -> Expr:
         direct.append(Poly.of(0))
         j = Index(shifted)
         if isinstance(value, Array):
-            indirect.append((CExpr(f"rt_pad_source({{0}}, {dims[d]}, {mode})", (j,), "int64_t"), value.strides[d]))
-        inside.append(CExpr(f"((uint64_t){{0}} < (uint64_t)({dims[d]}))", (j,), "int"))
+            indirect.append((pad_source(j, dims[d], mode), value.strides[d]))
+        inside.append(Compare("<", Cast(j, "uint64_t"), Cast(dims[d], "uint64_t")))
     if isinstance(value, Scalar):
         load = value.expr              # one element: every position inside (or mirrored inside) reads it
     else:
@@ -198,13 +225,17 @@ def _pad(el, op, index: tuple) -> Expr:
     if mode or not inside:
         return load
     constant = el.of(op.inputs[2], ())
-    cond = " && ".join("{" + str(k + 2) + "}" for k in range(len(inside)))
-    return CExpr(f"(({cond}) ? {{0}} : {{1}})", (load, constant, *inside), x.dtype.c_type)
+    return Select(And(tuple(inside)), load, constant, x.dtype.c_type)
+
+
+def pad_source(j: Expr, n: Poly, mode: int) -> Expr:
+    """The position of an input of ``n`` elements that position ``j`` of a padded axis reads (``rt_pad_source``)."""
+    return Helper("rt_pad_source", (j, n, Lit(mode, "int")), "int64_t")
 
 
 def _pad_grad(el, op, index: tuple) -> Expr:
     """The gradient of a constant pad: the input's part of the padded gradient (a shifted read)."""
-    pads = el.lw.pads[id(op)]
+    pads = el.cx.shapes.pads[id(op)]
     return el.of(op.inputs[0], tuple(i + before for i, (before, _) in zip(index, pads)))
 
 
@@ -228,7 +259,7 @@ def indexed(op) -> bool:
     return op.type in INDEXED
 
 
-def view_index(lw, op, position: int, index: tuple) -> tuple:
+def view_index(cx, op, position: int, index: tuple) -> tuple:
     """(input tensor, its index) that element ``index`` of a view op's output reads."""
     family = op.opdef.view
     x = op.inputs[0]
@@ -244,7 +275,7 @@ def view_index(lw, op, position: int, index: tuple) -> tuple:
         return x, index[:axis] + index[axis + 1:]
     if family == "squeeze":
         mapped = list(index)
-        for a in sorted(lw.squeezed[id(op)]):
+        for a in sorted(cx.shapes.squeezed[id(op)]):
             mapped.insert(a, Poly.of(0))
         return x, tuple(mapped)
     if family == "unpack":
@@ -254,7 +285,7 @@ def view_index(lw, op, position: int, index: tuple) -> tuple:
         # a reshape of a tensor not in memory: the planner stores its input, so this is an alias
         raise ValueError("reshape is an alias of its stored input")
     if family == "strided_slice":
-        return x, slice_index(lw.slices[id(op)], index)
+        return x, slice_index(cx.shapes.slices[id(op)], index)
     raise ValueError(f"unknown view family {family!r}")
 
 
@@ -274,11 +305,11 @@ def slice_index(plan: list, index: tuple) -> tuple:
     return tuple(mapped)
 
 
-def view_array(lw, op, position: int, base: Array) -> Array:
+def view_array(cx, op, position: int, base: Array) -> Array:
     """A view op's output over its stored input's memory: the index map folded into the strides."""
-    dims = lw.dims[id(op.outputs[position])]
-    names = [lw.fresh("v") for _ in dims]
-    source, mapped = view_index(lw, op, position, tuple(Poly.sym(n) for n in names))
+    dims = cx.dims[id(op.outputs[position])]
+    names = [cx.fresh("v") for _ in dims]
+    source, mapped = view_index(cx, op, position, tuple(Poly.sym(n) for n in names))
     offset = base.load(mapped).index
     strides = tuple(offset.coefficient(n) for n in names)
     return Array(base.ptr, base.dtype, dims, strides, offset.without(names), base.storage)
@@ -293,46 +324,15 @@ def loads(exprs) -> list[Load]:
 
 
 def _body_polys(body: list) -> list[Poly]:
-    found = []
-    for s in walk_stmts(body):
-        exprs = []
-        if isinstance(s, Store):
-            found.append(s.index)
-            exprs.append(s.value)
-        elif isinstance(s, (Assign, Declare)) and isinstance(s.init if isinstance(s, Declare) else s.value, Expr):
-            exprs.append(s.init if isinstance(s, Declare) else s.value)
-        elif isinstance(s, (Assign, Declare)):
-            v = s.init if isinstance(s, Declare) else s.value
-            if isinstance(v, Poly):
-                found.append(v)
-        elif isinstance(s, If) and isinstance(s.cond, Expr):
-            exprs.append(s.cond)
-        elif isinstance(s, For):
-            found += [s.start, s.stop]
-        for e in exprs:
-            for node in walk_expr(e):
-                found.extend(node.polys())
-    return found
+    return [p for s in walk_stmts(body) for e in s.exprs() for node in walk_expr(e) for p in node.polys()]
 
 
 def substitute(body: list, mapping: dict) -> list:
     """``body`` with index symbols replaced (``{name: Poly}``), in place of the statements' polys."""
-    def poly(p):
-        return p.substitute(mapping)
-
     def expr(e):
-        return map_expr(e, poly) if isinstance(e, Expr) else (poly(e) if isinstance(e, Poly) else e)
+        return map_expr(e, lambda p: p.substitute(mapping))
     for s in walk_stmts(body):
-        if isinstance(s, Store):
-            s.index, s.value = poly(s.index), expr(s.value)
-        elif isinstance(s, Declare):
-            s.init = expr(s.init)
-        elif isinstance(s, Assign):
-            s.value = expr(s.value)
-        elif isinstance(s, If):
-            s.cond = expr(s.cond)
-        elif isinstance(s, For):
-            s.start, s.stop = poly(s.start), poly(s.stop)
+        s.map_exprs(expr)
     return body
 
 
@@ -350,7 +350,7 @@ def merge_plan(dims: list, names: list, body: list, kinds: list | None = None) -
     return groups
 
 
-def merged_loops(lw, dims: list, names: list, body: list, kinds: list | None = None):
+def merged_loops(cx, dims: list, names: list, body: list, kinds: list | None = None):
     """Merge dims (see ``merge_plan``) and substitute: -> (loops as (var, extent, kind), body)."""
     groups = merge_plan(dims, names, body, kinds)
     mapping, loops = {}, []
@@ -364,7 +364,7 @@ def merged_loops(lw, dims: list, names: list, body: list, kinds: list | None = N
         if len(g) == 1:
             loops.append((names[g[0]], extent, kind))
             continue
-        var = lw.fresh("i")
+        var = cx.fresh("i")
         for d in g[:-1]:
             mapping[names[d]] = Poly.of(0)
         mapping[names[g[-1]]] = Poly.sym(var)
@@ -372,12 +372,13 @@ def merged_loops(lw, dims: list, names: list, body: list, kinds: list | None = N
     return loops, substitute(body, mapping)
 
 
-def parallel_condition(total: Poly) -> str | None:
+def parallel_condition(total: Poly) -> Expr | None:
     """When a loop nest over ``total`` elements should run on several threads (None: never)."""
     value = total.const
+    threads = Compare(">", NUM_THREADS, Lit(1, "int"))
     if value is not None:
-        return "ctx->num_threads > 1" if value >= PARALLEL_MIN_ELEMENTS else None
-    return f"({total}) >= RT_PARALLEL_MIN && ctx->num_threads > 1"
+        return threads if value >= PARALLEL_MIN_ELEMENTS else None
+    return And((Compare(">=", total, Named("parallel_min")), threads))
 
 
 def wrap_loops(loops: list, body: list, parallel=None, simd: bool = True, reductions=None,
@@ -410,7 +411,7 @@ def hoist_row_indices(var: str, body: list) -> tuple[list, list]:
     gathered by a permutation and summed ran at a quarter of the speed of contiguous rows."""
     if not all(isinstance(s, (Declare, Assign, Store)) for s in body):
         return [], body
-    hoisted: dict[str, Var] = {}
+    hoisted: dict[Expr, Var] = {}
     declarations: list = []
     local = {var} | {s.name for s in body if isinstance(s, (Declare, Assign))}
 
@@ -424,10 +425,11 @@ def hoist_row_indices(var: str, body: list) -> tuple[list, list]:
         terms = []
         for x, multiplier in e.indirect:
             if invariant(x):
-                key = render_expr(x)
+                key = x                 # expressions are values: equal ones read the same index
                 if key not in hoisted:
-                    hoisted[key] = Var(f"{var}_row{len(hoisted)}", "int64_t")
-                    declarations.append(Declare(hoisted[key].name, "int64_t", CExpr("((int64_t){0})", (x,), "int64_t")))
+                    # derived from the loop variable's name, ending in a letter (ir.Namer's fresh names end in a digit)
+                    hoisted[key] = Var(f"{var}_row{chr(ord('a') + len(hoisted))}", "int64_t")
+                    declarations.append(Declare(hoisted[key].name, "int64_t", Cast(x, "int64_t")))
                 x = hoisted[key]
             terms.append((x, multiplier))
         return Load(e.ptr, e.index, e.ctype, tuple(terms))
@@ -444,7 +446,7 @@ def hoist_row_indices(var: str, body: list) -> tuple[list, list]:
     return declarations, out
 
 
-def pad_inner(lw, loops: list, body: list, live: Var | None = None) -> tuple[list, list, list]:
+def pad_inner(cx, loops: list, body: list, live: Var | None = None) -> tuple[list, list, list]:
     """The innermost of ``loops`` over whole vectors when it is short and static: a row of 10 logits runs 16
     iterations, the last 6 doing nothing, instead of one vector of 8 and 2 scalar iterations (each calling
     ``expf`` on its own: 2.5x slower for a cross entropy over 10 classes).
@@ -462,9 +464,9 @@ def pad_inner(lw, loops: list, body: list, live: Var | None = None) -> tuple[lis
     if n is None or n < 2 or n >= PAD_MAX or n % PAD_LANES == 0 or not all(
             isinstance(s, (Declare, Assign, Store)) for s in body):
         return loops, _unlive(body, live), []
-    length = lw.fresh("n")
-    prelude = [Declare(length, "int64_t", f"rt_opaque_i64({n})")]
-    cond = f"{var} < {length}"
+    length = cx.fresh("n")
+    prelude = [Declare(length, "int64_t", Helper("rt_opaque_i64", (Poly.of(n),), "int64_t"))]
+    cond = Compare("<", Poly.sym(var), Poly.sym(length))
     out = [Declare(live.name, "int", cond)] if live is not None else []
 
     def guarded(value):
@@ -479,13 +481,13 @@ def pad_inner(lw, loops: list, body: list, live: Var | None = None) -> tuple[lis
                 return None
             key = str(e)
             if key not in seen:
-                seen[key] = Var(lw.fresh("ld"), e.ctype)
-                out.append(Declare(seen[key].name, e.ctype, CExpr(f"({cond} ? {{0}} : 0)", (e,), e.ctype)))
+                seen[key] = Var(cx.fresh("ld"), e.ctype)
+                out.append(Declare(seen[key].name, e.ctype, Select(cond, e, Lit(0, "int"), e.ctype)))
             return seen[key]
         return map_expr(value, on_node=guard)
     for s in body:
         if isinstance(s, Store):       # the value computed in every lane, only the store masked (GCC leaves a
-            value = Var(lw.fresh("st"), s.value.ctype)        # value computed under the `if` scalar)
+            value = Var(cx.fresh("st"), s.value.ctype)        # value computed under the `if` scalar)
             out.append(Declare(value.name, value.ctype, guarded(s.value)))
             out.append(If(cond, [Store(s.ptr, s.index, value)]))
         elif isinstance(s, Declare):
@@ -505,8 +507,8 @@ def _unlive(body: list, live: Var | None) -> list:
         return body
 
     def node(e):
-        if isinstance(e, CExpr) and e.args and isinstance(e.args[0], Var) and e.args[0].name == live.name:
-            return map_expr(e.args[1], on_node=node)
+        if isinstance(e, Select) and isinstance(e.cond, Var) and e.cond.name == live.name:
+            return map_expr(e.then, on_node=node)
         return None
     for s in body:
         if isinstance(s, Declare) and isinstance(s.init, Expr):
@@ -516,9 +518,9 @@ def _unlive(body: list, live: Var | None) -> list:
     return body
 
 
-def nest(lw, dims: list, names: list, body: list, parallel: bool = True) -> list:
+def nest(cx, dims: list, names: list, body: list, parallel: bool = True) -> list:
     """Loops over ``dims`` (index variables ``names``) around ``body``, merged, vectorised, parallel."""
-    loops, body = merged_loops(lw, dims, names, body)
+    loops, body = merged_loops(cx, dims, names, body)
     cond = parallel_condition(product(dims)) if parallel else None
     return wrap_loops(loops, body, cond)
 
@@ -527,38 +529,38 @@ def nest(lw, dims: list, names: list, body: list, parallel: bool = True) -> list
 # Kernels over an output domain.
 
 
-def versions(lw, build) -> list:
+def versions(cx, build) -> list:
     """``build(elements) -> statements`` for the fast version (run-time dims that may broadcast taken
     as equal) and, when it assumed anything, a guarded general version (0/1 stride flags, one thread)."""
-    fast = Elements(lw)
+    fast = Elements(cx)
     stmts = build(fast)
     if not fast.assumptions:
         return stmts
-    general = Elements(lw, general=True)
+    general = Elements(cx, general=True)
     other = build(general)
     for s in walk_stmts(other):
         if isinstance(s, For):
             s.parallel = None          # the rare path: one copy of the loops, on one thread
-    prelude = [Declare(name, "int64_t", f"({dim}) != 1") for dim, name in general.flags.items()]
-    cond = " && ".join(f"({a}) == ({b})" for a, b in fast.assumptions)
+    prelude = [Declare(name, "int64_t", Compare("!=", dim, Poly.of(1))) for dim, name in general.flags.items()]
+    cond = And(tuple(Compare("==", a, b) for a, b in fast.assumptions))
     return [If(cond, stmts, prelude + other)]
 
 
-def elementwise(lw, targets: list, dims: tuple, make) -> list:
+def elementwise(cx, targets: list, dims: tuple, make) -> list:
     """A loop nest over ``dims`` storing ``make(elements, index)`` (one expression per target Array)."""
-    names = [lw.fresh("i") for _ in dims]
+    names = [cx.fresh("i") for _ in dims]
     index = tuple(Poly.sym(n) for n in names)
 
     def build(el):
         exprs = make(el, index)
         body = [Store(a.ptr, a.load(index).index, e) for a, e in zip(targets, exprs)]
-        return nest(lw, list(dims), names, body)
-    return versions(lw, build)
+        return nest(cx, list(dims), names, body)
+    return versions(cx, build)
 
 
-def scalar_assign(lw, name: str, make) -> list:
+def scalar_assign(cx, name: str, make) -> list:
     """``name = make(elements)`` for a one-element result (no loop)."""
-    return versions(lw, lambda el: [Assign(name, make(el))])
+    return versions(cx, lambda el: [Assign(name, make(el))])
 
 
 # ---------------------------------------------------------------------------
@@ -575,10 +577,12 @@ def acc_ctype(op, dtype) -> str:
     return dtype.c_type
 
 
-_LOWEST = {"int8": "INT8_MIN", "int16": "INT16_MIN", "int32": "INT32_MIN", "int64": "INT64_MIN", "uint8": "0",
-           "float32": "-INFINITY", "float64": "-INFINITY"}
-_HIGHEST = {"int8": "INT8_MAX", "int16": "INT16_MAX", "int32": "INT32_MAX", "int64": "INT64_MAX", "uint8": "255",
-            "float32": "INFINITY", "float64": "INFINITY"}
+def _extreme(dtype, highest: bool):
+    """The dtype's lowest / highest value (-inf / inf for floats)."""
+    if dtype.is_floating:
+        return math.inf if highest else -math.inf
+    info = np.iinfo(dtype.np)
+    return int(info.max if highest else info.min)
 
 
 @dataclass
@@ -598,16 +602,16 @@ class Accumulator:
     def nan_flag(self) -> bool:
         return self.red.omp in ("max", "min") and self.dtype.is_floating
 
-    def init(self) -> str:
+    def init(self) -> Lit:
         red = self.red
         if red.identity is not None:
-            return red.identity
-        return (_LOWEST if red.omp == "max" else _HIGHEST)[self.dtype.name]
+            return Lit(int(red.identity), self.ctype)
+        return Lit(_extreme(self.dtype, red.omp == "min"), self.ctype)
 
     def declare(self) -> list:
         out = [Declare(self.name, self.ctype, self.init())]
         if self.nan_flag:
-            out.append(Declare(self.name + "_nan", "int", "0"))
+            out.append(Declare(self.name + "_nan", "int", Lit(0, "int")))
         return out
 
     def clauses(self) -> list:
@@ -616,52 +620,55 @@ class Accumulator:
             out.append(("|", self.name + "_nan"))
         return out
 
-    def update(self, lw, value: Expr, live: Var | None = None) -> list:
+    def update(self, cx, value: Expr, live: Var | None = None) -> list:
         """Statements folding ``value`` into the accumulator (vectorisable with ``clauses``); with ``live``, the
         identity where that flag is 0 (``pad_inner``'s extra iterations)."""
         acc = Var(self.name, self.ctype)
         if live is not None:
-            value = CExpr("({0} ? {1} : {2})", (live, value, Lit(self.init(), self.ctype)), self.ctype)
+            value = Select(live, value, self.init(), self.ctype)
         if self.red.omp in ("max", "min"):
-            v = lw.fresh("v")
-            cmp = ">" if self.red.omp == "max" else "<"
-            out = [Declare(v, self.ctype, value),
-                   Assign(self.name, CExpr(f"({{0}} {cmp} {{1}} ? {{0}} : {{1}})", (Var(v, self.ctype), acc),
-                                           self.ctype))]
+            v = Var(cx.fresh("v"), self.ctype)
+            out = [Declare(v.name, self.ctype, value), Assign(self.name, self._pick(v))]
             if self.nan_flag:
-                out.append(Assign(self.name + "_nan", f"{self.name}_nan | ({v} != {v})"))
+                flag = Var(self.name + "_nan", "int")
+                out.append(Assign(flag.name, Arith("|", flag, Compare("!=", v, v), "int")))
             return out
-        cast = CExpr(f"(({self.ctype}){{0}})", (value,), self.ctype)
-        return [Assign(self.name, CExpr(self.red.combine, (acc, cast), self.ctype))]
+        return [Assign(self.name, Combine(self.red, acc, Cast(value, self.ctype), self.ctype))]
+
+    def _pick(self, v: Expr) -> Expr:
+        """``v`` when it beats the accumulator (max/min), else the accumulator."""
+        acc = Var(self.name, self.ctype)
+        return Select(Compare(">" if self.red.omp == "max" else "<", v, acc), v, acc, self.ctype)
 
     def combine_with(self, other: str) -> list:
         """Fold another accumulator of the same kind (a chunk's partial result) into this one."""
         if self.red.omp in ("max", "min"):
-            cmp = ">" if self.red.omp == "max" else "<"
-            out = [Assign(self.name, f"({other} {cmp} {self.name} ? {other} : {self.name})")]
+            out = [Assign(self.name, self._pick(Var(other, self.ctype)))]
             if self.nan_flag:
-                out.append(Assign(self.name + "_nan", f"{self.name}_nan | {other}_nan"))
+                flag = Var(self.name + "_nan", "int")
+                out.append(Assign(flag.name, Arith("|", flag, Var(other + "_nan", "int"), "int")))
             return out
-        return [Assign(self.name, CExpr(self.red.combine, (Var(self.name, self.ctype), Var(other, self.ctype)),
-                                        self.ctype))]
+        return [Assign(self.name, Combine(self.red, Var(self.name, self.ctype), Var(other, self.ctype), self.ctype))]
 
     def final(self, acc: Expr | None = None) -> Expr:
         """The reduction's value, in the output dtype (from ``acc``, default the register with its NaN flag)."""
         ctype = self.dtype.c_type
         if acc is None and self.nan_flag:
-            acc = Var(self.name, self.ctype)
-            return CExpr(f"({self.name}_nan ? ({ctype})NAN : {{0}})", (acc,), ctype)
+            return Select(Var(self.name + "_nan", "int"), Lit(math.nan, ctype), Var(self.name, self.ctype), ctype)
         if acc is None:
             acc = Var(self.name, self.ctype)
         if self.red.mean:
             if self.dtype.is_floating:
-                return CExpr(f"(({ctype})({{0}} / (double)({self.count})))", (acc,), ctype)
-            n = f"((int64_t)({self.count}))"
-            return CExpr(f"(({ctype})({n} ? ({{0}} >= 0 ? {{0}} / {n} : -((-{{0}}) / {n})) : 0))", (acc,), ctype)
-        return CExpr(f"(({ctype}){{0}})", (acc,), ctype)
+                return Cast(Arith("/", acc, Cast(self.count, "double"), "double"), ctype)
+            n = Cast(self.count, "int64_t")
+            zero = Lit(0, "int")
+            mean = Select(Compare(">=", acc, zero), Arith("/", acc, n, "int64_t"),
+                          Neg(Arith("/", Neg(acc, "int64_t"), n, "int64_t"), "int64_t"), "int64_t")
+            return Cast(Select(n, mean, zero, "int64_t"), ctype)
+        return Cast(acc, ctype)
 
 
-def float_partial(lw, acc: Accumulator, op) -> Accumulator | None:
+def float_partial(cx, acc: Accumulator, op) -> Accumulator | None:
     """A float32 sum's partial accumulator: chunks of a row add up in float, the chunks in double.
 
     Converting every element to double halves the vector width and doubles the adds; a float partial
@@ -670,15 +677,16 @@ def float_partial(lw, acc: Accumulator, op) -> Accumulator | None:
     """
     if acc.red.omp != "+" or acc.ctype != "double" or op.inputs[0].dtype.c_type != "float":
         return None
-    return Accumulator(op, lw.fresh("part"), "float", acc.dtype, acc.count)
+    return Accumulator(op, cx.fresh("part"), "float", acc.dtype, acc.count)
 
 
-def chunked_sum(lw, loop, body: list, part: Accumulator, acc: Accumulator) -> list:
+def chunked_sum(cx, loop, body: list, part: Accumulator, acc: Accumulator) -> list:
     """The innermost reduction loop ``(var, extent, kind)`` as full chunks of ``SUM_CHUNK`` then the rest, each
     summed in ``part`` (vectorised) and added to ``acc``."""
     var, extent, _ = loop
-    full = Poly.sym(lw.fresh("chunks")) if extent.const is None else Poly.of(extent.const // SUM_CHUNK)
-    out = [] if extent.const is not None else [Declare(str(full), "int64_t", f"({extent}) / {SUM_CHUNK}")]
+    full = Poly.sym(cx.fresh("chunks")) if extent.const is None else Poly.of(extent.const // SUM_CHUNK)
+    out = [] if extent.const is not None else [Declare(str(full), "int64_t",
+                                                       Arith("/", extent, Poly.of(SUM_CHUNK), "int64_t"))]
 
     def chunk(start: Poly, stop: Poly, stmts: list, first: bool = False) -> list:
         reset = [] if first else [Assign(part.name, part.init())]     # ``part`` was declared with its start value
@@ -688,20 +696,20 @@ def chunked_sum(lw, loop, body: list, part: Accumulator, acc: Accumulator) -> li
         if full == 1:
             out += chunk(Poly.of(0), Poly.of(SUM_CHUNK), deepcopy(body), first=True)
         else:
-            c = lw.fresh("c")
+            c = cx.fresh("c")
             out.append(For(c, Poly.of(0), full, chunk(Poly.sym(c) * SUM_CHUNK, Poly.sym(c) * SUM_CHUNK + SUM_CHUNK, deepcopy(body))))
     if extent.const is None or extent.const % SUM_CHUNK:
         out += chunk(full * SUM_CHUNK, extent, body, first=full == 0)
     return out
 
 
-def reduce_axes(lw, op) -> list[int]:
-    rank = len(lw.dims[id(op.inputs[0])])
+def reduce_axes(cx, op) -> list[int]:
+    rank = len(cx.dims[id(op.inputs[0])])
     axes = op.attrs["axis"]
     return list(range(rank)) if axes is None else sorted({a % rank for a in axes}) if rank else []
 
 
-def reduce(lw, op, target) -> list:
+def reduce(cx, op, target) -> list:
     """The loops of one reduction (its input's producers fused in) into ``target`` (Array or C local).
 
     Reduced dims that are innermost accumulate in a register (a row schedule, rows in parallel, or
@@ -709,9 +717,9 @@ def reduce(lw, op, target) -> list:
     walking the input in memory order (a column schedule, parallel over a kept dim).
     """
     x = op.inputs[0]
-    dims = list(lw.dims[id(x)])
-    axes = reduce_axes(lw, op)
-    names = [lw.fresh("r" if d in axes else "k") for d in range(len(dims))]
+    dims = list(cx.dims[id(x)])
+    axes = reduce_axes(cx, op)
+    names = [cx.fresh("r" if d in axes else "k") for d in range(len(dims))]
     kinds = ["r" if d in axes else "k" for d in range(len(dims))]
     index = tuple(Poly.sym(n) for n in names)
     count = product(dims[d] for d in axes)
@@ -725,17 +733,17 @@ def reduce(lw, op, target) -> list:
     def build(el):
         value = el.of(x, index)
         probe = [Store("probe", out_index, value)]
-        loops, body = merged_loops(lw, dims, names, probe, kinds)
+        loops, body = merged_loops(cx, dims, names, probe, kinds)
         value, out_at = body[0].value, body[0].index
         tail = []
         while loops and len(tail) < len(loops) and loops[len(loops) - 1 - len(tail)][2] == "r":
             tail.insert(0, loops[len(loops) - 1 - len(tail)])
         head = loops[:len(loops) - len(tail)]
-        acc = Accumulator(op, lw.fresh("acc"), acc_ctype(op, x.dtype), out_dtype, count)
+        acc = Accumulator(op, cx.fresh("acc"), acc_ctype(op, x.dtype), out_dtype, count)
         if all(kind == "k" for _, _, kind in head):
-            return _row_schedule(lw, acc, head, tail, value, out_at, target)
-        return _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims)
-    return versions(lw, build)
+            return _row_schedule(cx, acc, head, tail, value, out_at, target)
+        return _column_schedule(cx, acc, head, tail, value, out_at, target, kept, dims)
+    return versions(cx, build)
 
 
 def _store(target, index: Poly, value: Expr) -> list:
@@ -744,22 +752,22 @@ def _store(target, index: Poly, value: Expr) -> list:
     return [Assign(target, value)]
 
 
-def _row_schedule(lw, acc, head, tail, value, out_at, target) -> list:
+def _row_schedule(cx, acc, head, tail, value, out_at, target) -> list:
     if not head:
-        return _full_reduction(lw, acc, tail, acc.update(lw, value)) + _store(target, Poly.of(0), acc.final())
+        return _full_reduction(cx, acc, tail, acc.update(cx, value)) + _store(target, Poly.of(0), acc.final())
     count = product([e for _, e, _ in tail]).const
     short = count is not None and count <= (UNROLL_SUM_MAX if acc.red.omp == "+" else UNROLL_MAX)
-    part = float_partial(lw, acc, acc.op)
+    part = float_partial(cx, acc, acc.op)
     if short:       # e.g. the 3 coordinates of a distance: unrolled, and the loop over rows vectorised
-        reduced = unroll(lw, tail, acc.update(lw, value))
+        reduced = unroll(cx, tail, acc.update(cx, value))
     elif part is not None:
-        live = Var(lw.fresh("live"), "int")
-        tail, sums, prelude = pad_inner(lw, tail, part.update(lw, value, live), live)
-        sums = chunked_sum(lw, tail[-1], sums, part, acc)
+        live = Var(cx.fresh("live"), "int")
+        tail, sums, prelude = pad_inner(cx, tail, part.update(cx, value, live), live)
+        sums = chunked_sum(cx, tail[-1], sums, part, acc)
         reduced = prelude + part.declare() + wrap_loops(tail[:-1], sums, simd=False)
     else:
-        live = Var(lw.fresh("live"), "int")
-        tail, inner, prelude = pad_inner(lw, tail, acc.update(lw, value, live), live)
+        live = Var(cx.fresh("live"), "int")
+        tail, inner, prelude = pad_inner(cx, tail, acc.update(cx, value, live), live)
         reduced = prelude + wrap_loops(tail, inner, reductions=acc.clauses())
     body = acc.declare() + reduced + _store(target, out_at, acc.final())
     total = product([e for _, e, _ in head]) * acc.count
@@ -770,71 +778,47 @@ def _row_schedule(lw, acc, head, tail, value, out_at, target) -> list:
     return wrap_loops(head, body, cond, simd=short)
 
 
-def unroll(lw, loops: list, body: list) -> list:
+def unroll(cx, loops: list, body: list) -> list:
     """``body`` once per iteration of the static ``loops``, index variables replaced by constants and the
     locals it declares renamed."""
     out = []
     for values in itertools.product(*[range(extent.const) for _, extent, _ in loops]):
         copy = substitute(deepcopy(body), {var: Poly.of(v) for (var, _, _), v in zip(loops, values)})
-        names = {s.name: lw.fresh(s.name.rstrip("0123456789") or "u") for s in walk_stmts(copy)
+        names = {s.name: cx.fresh(s.name.rstrip("0123456789") or "u") for s in walk_stmts(copy)
                  if isinstance(s, Declare)}
-        out += _renamed(copy, names)
+        out += rename(copy, names)
     return out
 
 
-def _renamed(stmts: list, names: dict) -> list:
-    if not names:
-        return stmts
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-
-    def text(value):
-        return pattern.sub(lambda m: names[m.group(1)], value)
-
-    def node(e):
-        return Var(names[e.name], e.ctype) if isinstance(e, Var) and e.name in names else None
-    for s in walk_stmts(stmts):
-        if isinstance(s, Declare):
-            s.name = names.get(s.name, s.name)
-            s.init = map_expr(s.init, on_node=node) if isinstance(s.init, Expr) else \
-                text(s.init) if isinstance(s.init, str) else s.init
-        elif isinstance(s, Assign):
-            s.name = names.get(s.name, s.name)
-            s.value = map_expr(s.value, on_node=node) if isinstance(s.value, Expr) else \
-                text(s.value) if isinstance(s.value, str) else s.value
-        elif isinstance(s, Store):
-            s.value = map_expr(s.value, on_node=node)
-    return stmts
-
-
-def _full_reduction(lw, acc, tail, inner) -> list:
+def _full_reduction(cx, acc, tail, inner) -> list:
     """All dims reduced: one register, or chunks of the outermost loop reduced in parallel and combined
     in chunk order (the same result on any number of threads)."""
     total = product([e for _, e, _ in tail])
     cond = parallel_condition(total)
     if cond is None or not tail:
         return acc.declare() + wrap_loops(tail, inner, reductions=acc.clauses())
-    chunks = lw.fresh("nch")
-    part = Accumulator(acc.op, lw.fresh("part"), acc.ctype, acc.dtype, acc.count)
-    c, lo, hi = lw.fresh("c"), lw.fresh("lo"), lw.fresh("hi")
+    chunks = cx.fresh("nch")
+    part = Accumulator(acc.op, cx.fresh("part"), acc.ctype, acc.dtype, acc.count)
+    c, lo, hi = cx.fresh("c"), cx.fresh("lo"), cx.fresh("hi")
     var, extent, _ = tail[0]
-    partial = lw.fresh("partial")
+    partial = cx.fresh("partial")
     chunk_loops = [(var, extent, "r")] + list(tail[1:])
     inner = wrap_loops(chunk_loops, list(inner), reductions=part.clauses())
     inner[0].start, inner[0].stop = Poly.sym(lo), Poly.sym(hi)     # this chunk of the outermost loop
-    _rename(inner, acc.name, part.name)
+    rename(inner, {acc.name: part.name, acc.name + "_nan": part.name + "_nan"})
     decl = [Declare(partial, acc.ctype, size=CHUNKS)]
     if acc.nan_flag:
         decl.append(Declare(partial + "_nan", "int", size=CHUNKS))
-    chunk_body = [Declare(lo, "int64_t", f"({extent}) * {c} / {chunks}"),
-                  Declare(hi, "int64_t", f"({extent}) * ({c} + 1) / {chunks}")] + part.declare() + inner
+    chunk_body = chunk_bounds(lo, hi, extent, Poly.sym(c), Poly.sym(chunks)) + part.declare() + inner
     chunk_body.append(Store(partial, Poly.sym(c), Var(part.name, acc.ctype)))
     if acc.nan_flag:
         chunk_body.append(Store(partial + "_nan", Poly.sym(c), Var(part.name + "_nan", "int")))
-    n = f"(({total}) >= RT_PARALLEL_MIN ? {CHUNKS} : 1)" if total.const is None else str(CHUNKS)
+    n = Poly.of(CHUNKS) if total.const is not None else \
+        Select(Compare(">=", total, Named("parallel_min")), Poly.of(CHUNKS), Poly.of(1), "int64_t")
     out = decl + [Declare(chunks, "int64_t", n),
                   For(c, Poly.of(0), Poly.sym(chunks), chunk_body, parallel=cond)]
     out += acc.declare()
-    k = lw.fresh("c")
+    k = cx.fresh("c")
     combine = [Declare(acc.name + "_p", acc.ctype, Load(partial, Poly.sym(k), acc.ctype))]
     if acc.nan_flag:
         combine.append(Declare(acc.name + "_p_nan", "int", Load(partial + "_nan", Poly.sym(k), "int")))
@@ -843,28 +827,16 @@ def _full_reduction(lw, acc, tail, inner) -> list:
     return out
 
 
-def _rename(stmts: list, old: str, new: str) -> None:
-    """Rename a scalar local in accumulator statements (the chunk's partial accumulator)."""
-    def fix(e):
-        if isinstance(e, Var) and e.name in (old, old + "_nan"):
-            return Var(new + e.name[len(old):], e.ctype)
-        return None
-    for s in walk_stmts(stmts):
-        if isinstance(s, Assign):
-            if s.name in (old, old + "_nan"):
-                s.name = new + s.name[len(old):]
-            if isinstance(s.value, Expr):
-                s.value = map_expr(s.value, on_node=fix)
-            elif isinstance(s.value, str):
-                s.value = s.value.replace(old, new)
-        elif isinstance(s, For):
-            s.reductions = [(o, new + v[len(old):] if v in (old, old + "_nan") else v) for o, v in s.reductions]
+def chunk_bounds(lo: str, hi: str, extent: Poly, c: Poly, chunks: Poly) -> list:
+    """``lo`` and ``hi`` of chunk ``c`` of ``chunks`` over ``extent`` iterations."""
+    return [Declare(lo, "int64_t", Arith("/", Arith("*", extent, c, "int64_t"), chunks, "int64_t")),
+            Declare(hi, "int64_t", Arith("/", Arith("*", extent, c + 1, "int64_t"), chunks, "int64_t"))]
 
 
-def _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims) -> list:
+def _column_schedule(cx, acc, head, tail, value, out_at, target, kept, dims) -> list:
     """Accumulate into an output-shaped buffer while walking the input in memory order. Max/min fold
     with the NaN-propagating helpers (``rt_max_float32``), elementwise over the kept dims."""
-    local = _local_columns(lw, acc, head, tail, value, out_at, target)
+    local = _local_columns(cx, acc, head, tail, value, out_at, target)
     if local is not None:
         return local
     out = []
@@ -872,39 +844,40 @@ def _column_schedule(lw, acc, head, tail, value, out_at, target, kept, dims) -> 
     if isinstance(target, Array) and acc.ctype == target.ctype and not acc.red.mean:
         buf = target.ptr
     else:
-        buf, alloc = lw.temporary(acc.ctype, out_count)
+        buf, alloc = temporary(cx, acc.ctype, out_count)
         out.append(alloc)
-    j = lw.fresh("j")
-    out.append(For(j, Poly.of(0), out_count, [Store(buf, Poly.sym(j), Lit(acc.init(), acc.ctype))], simd=True))
+    j = cx.fresh("j")
+    out.append(For(j, Poly.of(0), out_count, [Store(buf, Poly.sym(j), acc.init())], simd=True))
     if tail:
-        inner = Accumulator(acc.op, lw.fresh("acc"), acc.ctype, acc.dtype, acc.count)
-        step = inner.declare() + wrap_loops(tail, inner.update(lw, value), reductions=inner.clauses())
+        inner = Accumulator(acc.op, cx.fresh("acc"), acc.ctype, acc.dtype, acc.count)
+        step = inner.declare() + wrap_loops(tail, inner.update(cx, value), reductions=inner.clauses())
         value = Var(inner.name, acc.ctype)
         if inner.nan_flag:
-            step.append(Assign(inner.name, f"{inner.name}_nan ? NAN : {inner.name}"))
+            step.append(Assign(inner.name, Select(Var(inner.name + "_nan", "int"), Lit(math.nan, acc.ctype),
+                                                  Var(inner.name, acc.ctype), acc.ctype)))
     else:
         step = []
-        value = CExpr(f"(({acc.ctype}){{0}})", (value,), acc.ctype)
+        value = Cast(value, acc.ctype)
     step.append(Store(buf, out_at, _column_combine(acc, Load(buf, out_at, acc.ctype), value)))
     total = product([e for _, e, _ in head + tail])
     cond = parallel_condition(total)
     if cond is not None and head[0][2] != "k":
         if head[-1][2] == "k" and len(head) > 1:
             # parallel over chunks of the innermost kept loop: each thread owns its outputs
-            return out + _chunked_columns(lw, head, step, cond) + _column_final(lw, acc, buf, target, out_count)
+            return out + _chunked_columns(cx, head, step, cond) + _column_final(cx, acc, buf, target, out_count)
         cond = None
     out += wrap_loops(head, step, cond, simd=not tail, parallel_at=0 if cond is not None else None)
-    return out + _column_final(lw, acc, buf, target, out_count)
+    return out + _column_final(cx, acc, buf, target, out_count)
 
 
 def _column_combine(acc, cur: Expr, value: Expr) -> Expr:
     """``cur`` with ``value`` folded in, as a column reduction folds (max/min propagate NaN)."""
     if acc.red.omp in ("max", "min"):
-        return CExpr(f"rt_{acc.red.omp}_{acc.dtype.name}({{0}}, {{1}})", (cur, value), acc.ctype)
-    return CExpr(acc.red.combine, (cur, value), acc.ctype)
+        return Helper(f"rt_{acc.red.omp}_{acc.dtype.name}", (cur, value), acc.ctype)
+    return Combine(acc.red, cur, value, acc.ctype)
 
 
-def _local_columns(lw, acc, head, tail, value, out_at, target) -> list | None:
+def _local_columns(cx, acc, head, tail, value, out_at, target) -> list | None:
     """A column reduction whose loops are [kept...] [reduced...] [kept] (a bias gradient ``sum(dy, 0)``, a sum
     over a middle axis): per outer index, the inner kept run accumulates in a local array (registers, or L1)
     over the reduced rows, then is stored once. In parallel over the outer kept loop when it is long, else over
@@ -925,12 +898,12 @@ def _local_columns(lw, acc, head, tail, value, out_at, target) -> list | None:
         return None
     var, width, _ = inner[0]
     at = Poly.sym(var)
-    sums = lw.fresh("cols")
-    value = CExpr(f"(({acc.ctype}){{0}})", (value,), acc.ctype)
+    sums = cx.fresh("cols")
+    value = Cast(value, acc.ctype)
     fold = wrap_loops(rows + inner, [Store(sums, at, _column_combine(acc, Load(sums, at, acc.ctype), value))],
                       simd=True)
     init = [Declare(sums, acc.ctype, size=width.const),
-            For(var, Poly.of(0), width, [Store(sums, at, Lit(acc.init(), acc.ctype))], simd=True)]
+            For(var, Poly.of(0), width, [Store(sums, at, acc.init())], simd=True)]
     store = [For(var, Poly.of(0), width, [Store(target.ptr, out_at, acc.final(Load(sums, at, acc.ctype)))],
                  simd=True)]
     outer_count = product(e for _, e, _ in outer)
@@ -938,17 +911,16 @@ def _local_columns(lw, acc, head, tail, value, out_at, target) -> list | None:
     if cond is None or outer and (outer_count.const is None or outer_count.const >= 4) or len(rows) > 1:
         return wrap_loops(outer, init + fold + store, cond if outer else None, simd=False, parallel_at=0)
     # few outer indices: chunks of the rows in parallel, partial sums combined in order
-    partial, alloc = lw.temporary(acc.ctype, width * CHUNKS)
+    partial, alloc = temporary(cx, acc.ctype, width * CHUNKS)
     _, extent, _ = rows[0]
-    c, lo, hi = lw.fresh("c"), lw.fresh("lo"), lw.fresh("hi")
+    c, lo, hi = cx.fresh("c"), cx.fresh("lo"), cx.fresh("hi")
     fold[0].start, fold[0].stop = Poly.sym(lo), Poly.sym(hi)
     at_chunk = Poly.sym(c) * width + at
-    chunk = [Declare(lo, "int64_t", f"({extent}) * {c} / {CHUNKS}"),
-             Declare(hi, "int64_t", f"({extent}) * ({c} + 1) / {CHUNKS}")] + init + fold
+    chunk = chunk_bounds(lo, hi, extent, Poly.sym(c), Poly.of(CHUNKS)) + init + fold
     chunk.append(For(var, Poly.of(0), width, [Store(partial, at_chunk, Load(sums, at, acc.ctype))], simd=True))
     combined = [Declare(sums, acc.ctype, size=width.const),
                 For(var, Poly.of(0), width, [Store(sums, at, Load(partial, at, acc.ctype))], simd=True)]
-    k = lw.fresh("c")
+    k = cx.fresh("c")
     combined.append(For(k, Poly.of(1), Poly.of(CHUNKS), [For(var, Poly.of(0), width, [
         Store(sums, at, _column_combine(acc, Load(sums, at, acc.ctype), Load(partial, Poly.sym(k) * width + at,
                                                                                acc.ctype)))], simd=True)]))
@@ -956,24 +928,23 @@ def _local_columns(lw, acc, head, tail, value, out_at, target) -> list | None:
     return [alloc] + wrap_loops(outer, body, simd=False)
 
 
-def _chunked_columns(lw, head, step, cond) -> list:
+def _chunked_columns(cx, head, step, cond) -> list:
     var, extent, _ = head[-1]
-    c, lo, hi = lw.fresh("c"), lw.fresh("lo"), lw.fresh("hi")
+    c, lo, hi = cx.fresh("c"), cx.fresh("lo"), cx.fresh("hi")
     loops = wrap_loops(head, step, None, simd=True)
     innermost = loops[0]
     while innermost.var != var:
         innermost = innermost.body[0]
     innermost.start, innermost.stop = Poly.sym(lo), Poly.sym(hi)
-    body = [Declare(lo, "int64_t", f"({extent}) * {c} / {CHUNKS}"),
-            Declare(hi, "int64_t", f"({extent}) * ({c} + 1) / {CHUNKS}")] + loops
+    body = chunk_bounds(lo, hi, extent, Poly.sym(c), Poly.of(CHUNKS)) + loops
     return [For(c, Poly.of(0), Poly.of(CHUNKS), body, parallel=cond)]
 
 
-def _column_final(lw, acc, buf, target, out_count) -> list:
+def _column_final(cx, acc, buf, target, out_count) -> list:
     """The accumulated buffer -> the output (mean, cast), unless the output was the buffer."""
     if isinstance(target, Array) and buf == target.ptr:
         return []
-    j = lw.fresh("j")
+    j = cx.fresh("j")
     if isinstance(target, Array):
         value = acc.final(Load(buf, Poly.sym(j), acc.ctype))
         return [For(j, Poly.of(0), out_count, [Store(target.ptr, Poly.sym(j), value)], simd=True)]

@@ -12,8 +12,29 @@ from __future__ import annotations
 
 from runtime import dtypes
 from runtime.graph import Graph
-from transpiler.lowering.ir import Assign, Call, Check, If, Lit, Poly, Store, Text, render_expr
+from transpiler.lowering.ir import (
+    CTX,
+    NULL,
+    And,
+    Assign,
+    Call,
+    Cast,
+    Check,
+    Compare,
+    DimsArray,
+    Field,
+    If,
+    Lit,
+    Load,
+    OutArg,
+    Poly,
+    Select,
+    Store,
+    Text,
+    Var,
+)
 from transpiler.lowering.kernels import Elements, elementwise
+from transpiler.lowering.storage import storage
 from transpiler.lowering.values import Array, Obj, Scalar
 
 LIST_OPS = ("TensorListReserve", "TensorListSetItem", "TensorListGetItem", "TensorListStack", "TensorListFromTensor",
@@ -125,147 +146,180 @@ def _native_element(op) -> bool:
     return True   # TensorListAdd: gradients, of floating lists (rt_list_add fails on others)
 
 
-def _dims(dims) -> str:
-    return "(const int64_t[]){" + ", ".join(str(d) for d in dims) + "}" if dims else "NULL"
+def _dims(dims) -> DimsArray:
+    return DimsArray(tuple(Poly.of(d) for d in dims))
 
 
 def _where(op):
     return Text(op.type), Text(op.where())
 
 
-def _scalar(lw, t) -> str:
-    return f"((int64_t){render_expr(Elements(lw).of(t, (0,) * len(lw.dims[id(t)])))})"
+def _scalar(cx, t):
+    return Cast(Elements(cx).of(t, (0,) * len(cx.dims[id(t)])), "int64_t")
 
 
-def _list(lw, op, name: str) -> None:
-    lw.values[id(op.outputs[0])] = Obj(name, dtypes.variant, "rt_list *")
+def _list(cx, op, name: str) -> None:
+    cx.values[id(op.outputs[0])] = Obj(Var(name, "rt_list *"), dtypes.variant, "rt_list *")
 
 
-def emit_reserve(lw, op) -> bool:
-    name = lw.local("rt_list *", "list", "NULL")
-    size = _scalar(lw, op.inputs[0])
+def _ref(cx, t) -> Var:
+    """The ``rt_list *`` local holding TensorArray ``t``."""
+    return cx.values[id(t)].ref
+
+
+def _field(lst: Var, name: str, ctype: str, index: int | None = None) -> Field:
+    return Field(lst, name, ctype, index)
+
+
+def _data(cx, lst: Var, dtype, stmts: list) -> str:
+    """A pointer local set to the list's buffer (as ``dtype``'s elements)."""
+    ptr = cx.pointer(dtype.c_type, "ld")
+    stmts += [Assign(ptr, Cast(_field(lst, "data", "void *"), f"{dtype.c_type} *"))]
+    return ptr
+
+
+def emit_reserve(cx, op) -> list | None:
+    stmts: list = []
+    name = cx.pointer("rt_list", "list")
+    size = _scalar(cx, op.inputs[0])
     code = op.attrs["element_dtype"].code
-    lw.emit(Call("rt_list_new", ["ctx", size, str(int(op.attrs["dynamic_size"])), str(code), *_where(op)],
-                 checked=True, result=name))
-    _list(lw, op, name)
-    return True
+    stmts += [Call("rt_list_new", [CTX, size, Lit(int(op.attrs["dynamic_size"]), "int"), Lit(code, "int"), *_where(op)],
+                 checked=True, result=name)]
+    _list(cx, op, name)
+    return stmts
 
 
-def emit_from_tensor(lw, op) -> bool:
+def emit_from_tensor(cx, op) -> list | None:
+    stmts: list = []
     x = op.inputs[0]
-    dims = lw.dims[id(x)]
-    name = lw.local("rt_list *", "list", "NULL")
-    lw.emit(Call("rt_list_new", ["ctx", str(dims[0]), str(int(op.attrs["dynamic_size"])), str(x.dtype.code),
-                                 *_where(op)], checked=True, result=name))
-    lw.emit(Call("rt_list_shape", ["ctx", name, str(len(dims) - 1), _dims(dims[1:]), *_where(op)], checked=True))
-    lw.emit(Call("rt_list_grow", ["ctx", name, str(dims[0])], checked=True))
-    data = Array.dense(f"(({x.dtype.c_type} *){name}->data)", x.dtype, dims, "arena")
-    lw.emit(*elementwise(lw, [data], dims, lambda el, index: [el.of(x, index)]))
-    lw.emit(Call("memset", [f"{name}->written", "1", f"(size_t)({dims[0]})"]))
-    _list(lw, op, name)
-    return True
+    dims = cx.dims[id(x)]
+    name = cx.pointer("rt_list", "list")
+    lst = Var(name, "rt_list *")
+    stmts += [Call("rt_list_new", [CTX, dims[0], Lit(int(op.attrs["dynamic_size"]), "int"), Lit(x.dtype.code, "int"),
+                                 *_where(op)], checked=True, result=name)]
+    stmts += [Call("rt_list_shape", [CTX, lst, Lit(len(dims) - 1, "int"), _dims(dims[1:]), *_where(op)], checked=True)]
+    stmts += [Call("rt_list_grow", [CTX, lst, dims[0]], checked=True)]
+    data = Array.dense(_data(cx, lst, x.dtype, stmts), x.dtype, dims, "list")
+    stmts += elementwise(cx, [data], dims, lambda el, index: [el.of(x, index)])
+    stmts += [Call("memset", [_field(lst, "written", "char *"), Lit(1, "int"), Cast(dims[0], "size_t")])]
+    _list(cx, op, name)
+    return stmts
 
 
-def emit_set_item(lw, op) -> bool:
+def emit_set_item(cx, op) -> list | None:
+    stmts: list = []
     tl, index, item = op.inputs
-    name = lw.values[id(tl)].name
-    dims = lw.dims[id(item)]
-    slot = lw.local(f"{item.dtype.c_type} *", "item", "NULL")
-    lw.emit(Call("rt_list_set", ["ctx", name, _scalar(lw, index), str(len(dims)), _dims(dims), *_where(op)],
-                 checked=True, result=f"{slot}"))
-    target = Array.dense(slot, item.dtype, dims, "arena")
-    value = lw.values.get(id(item))
+    lst = _ref(cx, tl)
+    dims = cx.dims[id(item)]
+    slot = cx.pointer(item.dtype.c_type, "item")
+    stmts += [Call("rt_list_set", [CTX, lst, _scalar(cx, index), Lit(len(dims), "int"), _dims(dims), *_where(op)],
+                 checked=True, result=slot)]
+    target = Array.dense(slot, item.dtype, dims, "list")
+    value = cx.values.get(id(item))
     if isinstance(value, Scalar):
-        lw.emit(Store(slot, Poly.of(0), value.expr))
+        stmts += [Store(slot, Poly.of(0), value.expr)]
     else:
-        lw.emit(*elementwise(lw, [target], dims, lambda el, index: [el.of(item, index)]))
-    _list(lw, op, name)
-    return True
+        stmts += elementwise(cx, [target], dims, lambda el, index: [el.of(item, index)])
+    _list(cx, op, lst.name)
+    return stmts
 
 
-def _element_shape(lw, op, name: str, dims) -> None:
+def _element_shape(cx, op, lst: Var, dims, stmts: list) -> None:
     """Make the list's element shape known from the attrs when nothing fixed it, and bind ``dims``."""
     shape = op.attrs["element_shape"]
+    ndim = _field(lst, "ndim", "int")
     if shape.dims is not None and None not in shape.dims:
-        lw.emit(If(f"{name}->ndim < 0", [Call("rt_list_shape", ["ctx", name, str(len(shape.dims)), _dims(shape.dims),
-                                                                *_where(op)], checked=True)]))
+        stmts += [If(Compare("<", ndim, Lit(0, "int")), [Call("rt_list_shape", [
+            CTX, lst, Lit(len(shape.dims), "int"), _dims(shape.dims), *_where(op)], checked=True)])]
     rank = len(dims)
-    lw.emit(Check(f"{name}->ndim != {rank}", lw.message(
+    stmts += [Check(Compare("!=", ndim, Lit(rank, "int")), cx.message(
         op, f"the elements have rank %lld, not {rank} (or no element was written and the element shape is "
-            f"unknown)"), [f"{name}->ndim"]))
+            f"unknown)"), (ndim,))]
     for d, n in enumerate(dims):
+        size = _field(lst, "shape", "int64_t", d)
         if n.const is None:
-            lw.emit(Assign(str(n), f"{name}->shape[{d}]"))
+            stmts += [Assign(str(n), size)]
         else:
-            lw.emit(Check(f"{name}->shape[{d}] != {n}", lw.message(op, f"element dimension {d} is %lld, not {n}"),
-                          [f"{name}->shape[{d}]"]))
+            stmts += [Check(Compare("!=", size, n), cx.message(op, f"element dimension {d} is %lld, not {n}"), (size,))]
 
 
-def emit_get_item(lw, op) -> bool:
+def emit_get_item(cx, op) -> list | None:
+    stmts: list = []
     tl, index = op.inputs
     out = op.outputs[0]
-    name = lw.values[id(tl)].name
-    dims = lw.dims[id(out)]
-    _element_shape(lw, op, name, dims)
-    src = lw.local("const void *", "src", "NULL")
-    lw.emit(Call("rt_list_get", ["ctx", name, _scalar(lw, index), f"&{src}", *_where(op)], checked=True))
-    target = lw.storage(out)
-    lw.values[id(out)] = target
+    lst = _ref(cx, tl)
+    dims = cx.dims[id(out)]
+    _element_shape(cx, op, lst, dims, stmts)
+    src = cx.local("const void *", "src", NULL)
+    stmts += [Call("rt_list_get", [CTX, lst, _scalar(cx, index), OutArg(src, "const void *"), *_where(op)],
+                 checked=True)]
+    target, allocs = storage(cx, out)
+    stmts += allocs
+    cx.values[id(out)] = target
     ctype = out.dtype.c_type
-    source = Array.dense(f"(({ctype} *){src})", out.dtype, dims, "arena")
-    zero = Lit("0", ctype)
+    item = cx.pointer(ctype, "ld")
+    stmts += [Assign(item, Cast(Var(src, "const void *"), f"{ctype} *"))]
+    source = Array.dense(item, out.dtype, dims, "list")
+    zero = Lit(0, ctype)
+    found = Var(src, "const void *")
     if isinstance(target, Scalar):
-        lw.emit(Assign(target.expr.name, f"{src} ? *(const {ctype} *){src} : ({ctype})0"))
-        return True
-    copy = elementwise(lw, [target], dims, lambda el, index: [source.load(index)])
-    clear = elementwise(lw, [target], dims, lambda el, index: [zero])
-    lw.emit(If(src, copy, clear))
-    return True
+        stmts += [Assign(target.expr.name, Select(found, Load(item, Poly.of(0), ctype), zero, ctype))]
+        return stmts
+    copy = elementwise(cx, [target], dims, lambda el, index: [source.load(index)])
+    clear = elementwise(cx, [target], dims, lambda el, index: [zero])
+    stmts += [If(found, copy, clear)]
+    return stmts
 
 
-def emit_stack(lw, op) -> bool:
+def emit_stack(cx, op) -> list | None:
+    stmts: list = []
     tl = op.inputs[0]
     out = op.outputs[0]
-    name = lw.values[id(tl)].name
-    dims = lw.dims[id(out)]
+    lst = _ref(cx, tl)
+    dims = cx.dims[id(out)]
     shape = op.attrs["element_shape"]
+    length = _field(lst, "length", "int64_t")
     if shape.dims is not None and None in shape.dims:
         # an empty list of unknown elements stacks to zeros of shape (0, dims with None as 0), as in eager
         zeros = [d or 0 for d in shape.dims]
-        lw.emit(If(f"{name}->ndim < 0 && {name}->length == 0", [Call(
-            "rt_list_shape", ["ctx", name, str(len(zeros)), _dims(zeros), *_where(op)], checked=True)]))
-    _element_shape(lw, op, name, dims[1:])
+        stmts += [If(And((Compare("<", _field(lst, "ndim", "int"), Lit(0, "int")), Compare("==", length, Poly.of(0)))),
+                   [Call("rt_list_shape", [CTX, lst, Lit(len(zeros), "int"), _dims(zeros), *_where(op)],
+                         checked=True)])]
+    _element_shape(cx, op, lst, dims[1:], stmts)
     if dims[0].const is None:
-        lw.emit(Assign(str(dims[0]), f"{name}->length"))
+        stmts += [Assign(str(dims[0]), length)]
     else:
-        lw.emit(Check(f"{name}->length != {dims[0]}", lw.message(op, f"the TensorArray has %lld elements, not "
-                                                                      f"{dims[0]}"), [f"{name}->length"]))
-    lw.emit(Call("rt_list_fill", ["ctx", name, *_where(op)], checked=True))
-    lw.values[id(out)] = Array.dense(f"(({out.dtype.c_type} *){name}->data)", out.dtype, dims, "arena")
-    return True
+        stmts += [Check(Compare("!=", length, dims[0]), cx.message(op, f"the TensorArray has %lld elements, not "
+                                                                     f"{dims[0]}"), (length,))]
+    stmts += [Call("rt_list_fill", [CTX, lst, *_where(op)], checked=True)]
+    cx.values[id(out)] = Array.dense(_data(cx, lst, out.dtype, stmts), out.dtype, dims, "list")
+    return stmts
 
 
-def emit_length(lw, op) -> bool:
-    name = lw.values[id(op.inputs[0])].name
-    target = lw.storage(op.outputs[0])
-    lw.values[id(op.outputs[0])] = target
-    lw.emit(Assign(target.expr.name, f"(int32_t){name}->length"))
-    return True
+def emit_length(cx, op) -> list | None:
+    stmts: list = []
+    lst = _ref(cx, op.inputs[0])
+    target, allocs = storage(cx, op.outputs[0])
+    stmts += allocs
+    cx.values[id(op.outputs[0])] = target
+    stmts += [Assign(target.expr.name, Cast(_field(lst, "length", "int64_t"), "int32_t"))]
+    return stmts
 
 
-def emit_zeros_like(lw, op) -> bool:
-    name = lw.local("rt_list *", "list", "NULL")
-    lw.emit(Call("rt_list_zeros_like", ["ctx", lw.values[id(op.inputs[0])].name, *_where(op)], checked=True,
-                 result=name))
-    _list(lw, op, name)
-    return True
+def emit_zeros_like(cx, op) -> list | None:
+    stmts: list = []
+    name = cx.pointer("rt_list", "list")
+    stmts += [Call("rt_list_zeros_like", [CTX, _ref(cx, op.inputs[0]), *_where(op)], checked=True, result=name)]
+    _list(cx, op, name)
+    return stmts
 
 
-def emit_add(lw, op) -> bool:
-    a, b = (lw.values[id(t)].name for t in op.inputs)
-    lw.emit(Call("rt_list_add", ["ctx", a, b, *_where(op)], checked=True))
-    _list(lw, op, a)
-    return True
+def emit_add(cx, op) -> list | None:
+    stmts: list = []
+    a, b = (_ref(cx, t) for t in op.inputs)
+    stmts += [Call("rt_list_add", [CTX, a, b, *_where(op)], checked=True)]
+    _list(cx, op, a.name)
+    return stmts
 
 
 EMITTERS = {

@@ -15,34 +15,57 @@ depends only on element ``k`` of the first, which the merged nest computes just 
 """
 from __future__ import annotations
 
-from transpiler.lowering.ir import (Alloc, Assign, Comment, Declare, Expr, For, Lit, Load, Poly, Stmt, Store, Var,
-                                    map_expr, walk_expr, walk_stmts)
+from transpiler.lowering.ir import (
+    Alloc,
+    Assign,
+    Call,
+    Comment,
+    Declare,
+    For,
+    Function,
+    Lit,
+    Load,
+    Namer,
+    Poly,
+    Stmt,
+    Store,
+    Var,
+    map_expr,
+    names_in,
+    walk_expr,
+    walk_stmts,
+)
 
 
-def merge_loops(body: list, owner: dict) -> None:
-    """Merge adjacent mergeable loop nests in ``body`` and every block nested in it, in place (``owner``:
-    ``memory_owners``)."""
-    _merge_block(body, owner)
+def merge_loops(fn: Function) -> bool:
+    """Merge adjacent mergeable loop nests in ``fn``'s body and every block nested in it, in place."""
+    return _merge_block(fn.body, memory_owners(fn), fn.names)
 
 
-def memory_owners(body: list, locals_: list) -> dict:
+def memory_owners(fn: Function) -> dict:
     """Pointer name -> the name of the memory it points at (a stack array's buffer), or None for
-    pointers reassigned somewhere (their memory is not known statically). Pointers that are only swapped
-    with each other (a loop variable's buffers) keep their own names: they never point at the same memory."""
-    pointers = {d.name for d in locals_ if isinstance(d, Declare) and d.ctype.endswith("*")}
+    pointers set somewhere (assigned, or returned by a call: their memory is not known statically). Pointers
+    that are only swapped with each other (a loop variable's buffers) keep their own names: they never point at
+    the same memory."""
+    pointers = {d.name for d in fn.locals if isinstance(d, Declare) and d.ctype.endswith("*")}
     owner: dict = {}
-    for s in walk_stmts(body):
-        if getattr(s, "kind", None) == "stack":
+    for s in walk_stmts(fn.body):
+        if isinstance(s, Alloc) and s.kind == "stack":
             owner[s.ptr] = s.buffer
         elif isinstance(s, Assign) and s.name in pointers:
             owner[s.name] = None
+        elif isinstance(s, Call):
+            for name in s.out_names():
+                if name in pointers:
+                    owner[name] = None
     return owner
 
 
-def _merge_block(stmts: list, owner: dict) -> None:
+def _merge_block(stmts: list, owner: dict, names: Namer) -> bool:
+    changed = False
     for s in stmts:
         for block in s.blocks():
-            _merge_block(block, owner)
+            changed |= _merge_block(block, owner, names)
     out: list = []
     pending: list = []          # comments (and allocations) between the last loop and the next statement
     merged: list = []
@@ -67,20 +90,17 @@ def _merge_block(stmts: list, owner: dict) -> None:
     stmts[:] = out
     for loop in merged:
         innermost = perfect_nest(loop)[0][-1]
-        innermost.body = _forward(innermost.body, owner)
+        innermost.body = _forward(innermost.body, owner, names)
+    return changed or bool(merged)
 
 
 def _mentions(loop: For, ptr: str) -> bool:
-    """Whether any statement of ``loop`` may read, write or name pointer ``ptr`` (C text mentioning it counts)."""
+    """Whether any statement of ``loop`` may read, write or name pointer ``ptr``."""
     for s in walk_stmts([loop]):
-        if isinstance(s, Store) and s.ptr == ptr:
+        if getattr(s, "ptr", None) == ptr or getattr(s, "name", None) == ptr:
             return True
-        for value in (getattr(s, "value", None), getattr(s, "init", None), getattr(s, "parallel", None)):
-            if isinstance(value, Expr):
-                if any(isinstance(node, Load) and node.ptr == ptr for node in walk_expr(value)):
-                    return True
-            elif isinstance(value, str) and ptr in value:
-                return True
+        if any(ptr in names_in(e) for e in s.exprs()):
+            return True
     return False
 
 
@@ -94,9 +114,10 @@ def perfect_nest(loop: For):
     body = loops[-1].body
     declared = {s.name for s in body if isinstance(s, Declare)}
     for s in body:
-        if isinstance(s, Declare) and s.size is None and not isinstance(s.init, (Poly, str)):
+        # a per-element value (a local set from a constant is an accumulator or an index: not mergeable)
+        if isinstance(s, Declare) and s.size is None and s.init is not None and not isinstance(s.init, (Poly, Lit)):
             continue
-        if isinstance(s, Assign) and s.name in declared and isinstance(s.value, Expr):
+        if isinstance(s, Assign) and s.name in declared:
             continue
         if isinstance(s, (Store, Comment)):
             continue
@@ -121,7 +142,7 @@ def _merge(first: For, second: For, owner: dict) -> bool:
     return True
 
 
-def _forward(body: list, owner: dict) -> list:
+def _forward(body: list, owner: dict, names: Namer) -> list:
     """The merged body with each element read once, before anything is stored.
 
     An element stored earlier in the iteration is read from the register it was computed in, and the
@@ -132,7 +153,6 @@ def _forward(body: list, owner: dict) -> list:
     """
     stored: dict = {}            # (memory, index) -> the Var holding the element
     out: list = []
-    names = _Names()
 
     def reuse(node):
         if isinstance(node, Load) and not node.indirect:
@@ -142,7 +162,7 @@ def _forward(body: list, owner: dict) -> list:
         if isinstance(s, Store):
             value = map_expr(s.value, on_node=reuse)
             if not isinstance(value, (Var, Lit)):
-                name = names.new(s.ptr)
+                name = names.fresh(f"{s.ptr}_m")
                 out.append(Declare(name, value.ctype, value))
                 value = Var(name, value.ctype)
             out.append(Store(s.ptr, s.index, value))
@@ -152,7 +172,7 @@ def _forward(body: list, owner: dict) -> list:
     return _loads_first(out, owner, names)
 
 
-def _loads_first(body: list, owner: dict, names: "_Names") -> list:
+def _loads_first(body: list, owner: dict, names: Namer) -> list:
     """Load every element at the top of the body, except from buffers also stored at another index."""
     stores: dict = {}
     for s in body:
@@ -168,25 +188,11 @@ def _loads_first(body: list, owner: dict, names: "_Names") -> list:
             return None
         key = (node.ptr, node.index)
         if key not in loaded:
-            loaded[key] = Var(names.new(node.ptr), node.ctype)
+            loaded[key] = Var(names.fresh(f"{node.ptr}_m"), node.ctype)
             loads.append(Declare(loaded[key].name, node.ctype, node))
         return loaded[key]
     out = [map_stmt(s, on_node=hoist) for s in body]
     return loads + out
-
-
-class _Names:
-    """Names for the locals of one merged body: ``<buffer>_m<k>`` (generated names end in a digit, so
-    these cannot clash with them; a merged body is its own C scope)."""
-
-    def __init__(self):
-        self.count = 0
-
-    def new(self, ptr: str) -> str:
-        self.count += 1
-        return f"{ptr}_m{self.count}"
-
-
 
 
 def rename_indices(s: Stmt, rename: dict) -> Stmt:
@@ -201,9 +207,9 @@ def map_stmt(s: Stmt, on_poly=None, on_node=None) -> Stmt:
     (a store's index through ``on_poly`` too); other statements as they are."""
     if isinstance(s, Store):
         return Store(s.ptr, on_poly(s.index) if on_poly else s.index, map_expr(s.value, on_poly, on_node))
-    if isinstance(s, Declare) and isinstance(s.init, Expr):
+    if isinstance(s, Declare) and s.init is not None:
         return Declare(s.name, s.ctype, map_expr(s.init, on_poly, on_node), s.size)
-    if isinstance(s, Assign) and isinstance(s.value, Expr):
+    if isinstance(s, Assign):
         return Assign(s.name, map_expr(s.value, on_poly, on_node))
     return s
 
@@ -211,15 +217,9 @@ def map_stmt(s: Stmt, on_poly=None, on_node=None) -> Stmt:
 def accesses(body: list, owner: dict):
     """(memory, index or None when data-dependent, is_write) of every element access in ``body``."""
     for s in body:
-        exprs = []
         if isinstance(s, Store):
             yield owner.get(s.ptr, s.ptr), s.index, True
-            exprs.append(s.value)
-        elif isinstance(s, Declare) and isinstance(s.init, Expr):
-            exprs.append(s.init)
-        elif isinstance(s, Assign) and isinstance(s.value, Expr):
-            exprs.append(s.value)
-        for e in exprs:
+        for e in s.exprs():
             for node in walk_expr(e):
                 if isinstance(node, Load):
                     yield owner.get(node.ptr, node.ptr), (None if node.indirect else node.index), False

@@ -13,18 +13,48 @@ from dataclasses import dataclass
 from runtime import dtypes
 from runtime.ops.registry import all_opdefs, get_opdef
 from transpiler.lowering import control, dataset, library_calls, lists, nn, scatter, tiles
-from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Gemm, Poly, Raw, Var, product
+from transpiler.lowering.ir import (
+    ALWAYS,
+    CTX,
+    Apply,
+    Assign,
+    Call,
+    Callback,
+    Cast,
+    Check,
+    Compare,
+    Declare,
+    Describe,
+    DimsArray,
+    Fail,
+    Field,
+    For,
+    Gemm,
+    Lit,
+    Load,
+    Named,
+    Or,
+    Poly,
+    Ptr,
+    SetTensor,
+    Slot,
+    Store,
+    Var,
+    product,
+)
 from transpiler.lowering.kernels import INDEXED, Elements, elementwise, loads
 from transpiler.lowering.plan import QUERIES, unit_ops
+from transpiler.lowering.storage import storage, temporary
 from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
 
 
-def emit(lw, op) -> None:
+def emit(cx, op) -> list:
+    """The statements of an opaque op: its emitter's, or a callback into Python when it has none or declines."""
     emitter = EMITTERS.get(op.type)
-    if emitter is None and lw.native_lists:
+    if emitter is None and cx.native_lists:
         emitter = lists.EMITTERS.get(op.type)
-    if emitter is None or not emitter(lw, op):
-        callback(lw, op)
+    stmts = emitter(cx, op) if emitter is not None else None
+    return callback(cx, op) if stmts is None else stmts
 
 
 # ---------------------------------------------------------------------------
@@ -45,12 +75,11 @@ PARALLEL_GEMM = 1 << 22      # RT_GEMM_PARALLEL_MIN of rt_kernels.h: products wo
 @dataclass
 class _Operand:
     """A GEMM operand: ``ptr`` + batch offsets, stored transposed or not, rows ``ld`` elements apart."""
-    ptr: str
+    ptr: Ptr
     transposed: bool
     ld: Poly
     batch_strides: tuple
     natural: bool            # dense matrices (ld is the row length): rt_gemm_batch can take them
-    memory: str              # the buffer it reads
 
 
 def _layout(value: Array, rows: Poly, cols: Poly):
@@ -63,16 +92,16 @@ def _layout(value: Array, rows: Poly, cols: Poly):
     return None
 
 
-def _operand(lw, t, transpose: bool, batch: tuple) -> _Operand:
+def _operand(cx, t, transpose: bool, batch: tuple, stmts: list) -> _Operand:
     """``t`` as a GEMM operand (op(t) = t, or its transpose when ``transpose``) of a product with ``batch``."""
-    value = lw.values.get(id(t))
-    dims = lw.dims[id(t)]
+    value = cx.values.get(id(t))
+    dims = cx.dims[id(t)]
     layout = _layout(value, dims[-2], dims[-1]) if isinstance(value, Array) else None
     if layout is None:
-        ptr, alloc = lw.temporary(t.dtype.c_type, product(dims))
-        lw.emit(alloc)
+        ptr, alloc = temporary(cx, t.dtype.c_type, product(dims))
+        stmts += [alloc]
         value = Array.dense(ptr, t.dtype, dims, "arena")
-        lw.emit(*elementwise(lw, [value], dims, lambda el, index: [el.of(t, index)]))
+        stmts += elementwise(cx, [value], dims, lambda el, index: [el.of(t, index)])
         layout = (False, dims[-1])
     stored_transposed, ld = layout
     own_batch = dims[:-2]
@@ -82,103 +111,111 @@ def _operand(lw, t, transpose: bool, batch: tuple) -> _Operand:
         if d == b or d.const is not None:
             batch_strides.append(Poly.of(0) if d == 1 and b != 1 else s)
         else:      # broadcast when the run-time size is 1
-            flag = lw.local("int64_t", "nb")
-            lw.emit(Assign(flag, f"({d}) != 1"))
+            flag = cx.local("int64_t", "nb")
+            stmts += [Assign(flag, Compare("!=", d, Poly.of(1)))]
             batch_strides.append(s * Poly.sym(flag))
-    ptr = value.ptr if value.offset == 0 else f"({value.ptr} + ({value.offset}))"
+    ptr = Ptr(value.ptr, value.offset)
     natural = ld == (dims[-2] if stored_transposed else dims[-1])
-    return _Operand(ptr, transpose != stored_transposed, ld, tuple(batch_strides), natural, value.ptr)
+    return _Operand(ptr, transpose != stored_transposed, ld, tuple(batch_strides), natural)
 
 
-def _dims_array(values) -> str:
-    return "(const int64_t[]){" + ", ".join(str(v) for v in values) + "}"
+def _dims_array(values) -> DimsArray:
+    return DimsArray(tuple(values))
 
 
-def emit_matmul(lw, op) -> bool:
+def emit_matmul(cx, op) -> list | None:
+    stmts: list = []
     a, b = op.inputs
     out = op.outputs[0]
-    if a.dtype.c_type is None or a.dtype is dtypes.float16 or id(out) not in lw.dims or a.shape.rank is None:
-        return False
-    dims = lw.dims[id(out)]
+    if a.dtype.c_type is None or a.dtype is dtypes.float16 or id(out) not in cx.dims or a.shape.rank is None:
+        return None
+    dims = cx.dims[id(out)]
     m, n = dims[-2], dims[-1]
-    ad = lw.dims[id(a)]
+    ad = cx.dims[id(a)]
     k = ad[-2] if op.attrs.get("transpose_a") else ad[-1]
     batch = dims[:-2]
-    left = _operand(lw, a, bool(op.attrs.get("transpose_a")), batch)
-    right = _operand(lw, b, bool(op.attrs.get("transpose_b")), batch)
-    target = lw.storage(out)
-    lw.values[id(out)] = target
-    if isinstance(target, Scalar):
-        c = lw.local(out.dtype.c_type, "mm")
-        c_ptr = f"&{c}"
+    left = _operand(cx, a, bool(op.attrs.get("transpose_a")), batch, stmts)
+    right = _operand(cx, b, bool(op.attrs.get("transpose_b")), batch, stmts)
+    target, allocs = storage(cx, out)
+    stmts += allocs
+    cx.values[id(out)] = target
+    if isinstance(target, Scalar):       # a one-element product: into a one-element array, then the register
+        c_ptr = cx.local(out.dtype.c_type, "mm", size=1)
     else:
         c_ptr = target.ptr
     suffix = a.dtype.name
-    flags = [str(int(left.transposed)), str(int(right.transposed))]
+    flags = [Lit(int(left.transposed), "int"), Lit(int(right.transposed), "int")]
     work = m * k * n
     if work.const is not None and work.const <= SMALL_MATMUL and left.ld.const is not None \
             and right.ld.const is not None:
         total = product(batch) * work        # a batch of many small products spreads over threads
-        parallel = f"({total}) >= RT_GEMM_PARALLEL_MIN" if total.const is None else total.const >= PARALLEL_GEMM
-        lw.emit(*_each_matrix(lw, batch, dims, left, right, c_ptr, lambda a_ptr, b_ptr, c_at: Call(
-            f"rt_matmul_small_{suffix}", [a_ptr, str(left.ld), b_ptr, str(right.ld), c_at, str(n), str(m), str(k),
-                                          str(n), *flags]), parallel=parallel or None))
+        parallel = Compare(">=", total, Named("gemm_parallel_min")) if total.const is None else \
+            (ALWAYS if total.const >= PARALLEL_GEMM else None)
+        stmts += _each_matrix(cx, batch, dims, left, right, Ptr(c_ptr), lambda a_ptr, b_ptr, c_at: Call(
+            f"rt_matmul_small_{suffix}", [a_ptr, left.ld, b_ptr, right.ld, c_at, n, m, k, n, *flags]),
+            parallel=parallel)
     elif batch and left.natural and right.natural:
-        lw.emit(Call(f"rt_gemm_batch_{suffix}", [
-            "ctx", left.ptr, right.ptr, c_ptr, str(len(batch)), _dims_array(batch), _dims_array(left.batch_strides),
-            _dims_array(right.batch_strides), str(m), str(k), str(n), *flags], checked=True))
+        stmts += [Call(f"rt_gemm_batch_{suffix}", [
+            CTX, left.ptr, right.ptr, Ptr(c_ptr), Lit(len(batch), "int"), _dims_array(batch),
+            _dims_array(left.batch_strides), _dims_array(right.batch_strides), m, k, n, *flags], checked=True)]
     else:
         gemm = None
         if not batch and a.dtype.is_floating and not isinstance(target, Scalar):
             gemm = Gemm(suffix, left.ptr, left.ld, right.ptr, right.ld, c_ptr, n, m, k, n, int(left.transposed),
-                        int(right.transposed), (left.memory, right.memory))
-        lw.emit(*_each_matrix(lw, batch, dims, left, right, c_ptr, lambda a_ptr, b_ptr, c_at: Call(
-            f"rt_gemm_ld_{suffix}", ["ctx", a_ptr, str(left.ld), b_ptr, str(right.ld), c_at, str(n), str(m), str(k),
-                                     str(n), *flags], checked=True, gemm=gemm)))
+                        int(right.transposed))
+        stmts += _each_matrix(cx, batch, dims, left, right, Ptr(c_ptr), lambda a_ptr, b_ptr, c_at: Call(
+            f"rt_gemm_ld_{suffix}", [CTX, a_ptr, left.ld, b_ptr, right.ld, c_at, n, m, k, n, *flags], checked=True,
+            gemm=gemm))
     if isinstance(target, Scalar):
-        lw.emit(Assign(target.expr.name, Var(c, out.dtype.c_type)))
-    return True
+        stmts += [Assign(target.expr.name, Load(c_ptr, Poly.of(0), out.dtype.c_type))]
+    return stmts
 
 
-def _each_matrix(lw, batch: tuple, dims: tuple, left: _Operand, right: _Operand, c_ptr: str, call,
-                 parallel: bool | str | None = None) -> list:
+def _each_matrix(cx, batch: tuple, dims: tuple, left: _Operand, right: _Operand, c_ptr: Ptr, call,
+                 parallel=None) -> list:
     """``call(a, b, c)`` on the pointers to each matrix of the product: loops over ``batch`` when there is one
     (the outermost ``parallel`` as ``For`` has it)."""
     if not batch:
         return [call(left.ptr, right.ptr, c_ptr)]
-    index = [lw.fresh("b") for _ in batch]
+    index = [cx.fresh("b") for _ in batch]
     a_off = sum((Poly.sym(i) * s for i, s in zip(index, left.batch_strides)), Poly.of(0))
     b_off = sum((Poly.sym(i) * s for i, s in zip(index, right.batch_strides)), Poly.of(0))
     c_off = sum((Poly.sym(i) * s for i, s in zip(index, contiguous_strides(dims)[:-2])), Poly.of(0))
-    body = [call(f"{left.ptr} + ({a_off})", f"{right.ptr} + ({b_off})", f"{c_ptr} + ({c_off})")]
+    body = [call(_at(left.ptr, a_off), _at(right.ptr, b_off), _at(c_ptr, c_off))]
     for i, extent in reversed(list(zip(index, batch))):
         body = [For(i, Poly.of(0), extent, body)]
     body[0].parallel = parallel
     return body
 
 
+def _at(ptr: Ptr, offset: Poly) -> Ptr:
+    return Ptr(ptr.name, ptr.offset + offset, ptr.cast)
+
+
 # ---------------------------------------------------------------------------
 # Concatenation.
 
 
-def emit_concat(lw, op) -> bool:
+def emit_concat(cx, op) -> list | None:
+    stmts: list = []
     out = op.outputs[0]
-    if id(out) not in lw.dims:
-        return False
-    dims = lw.dims[id(out)]
+    if id(out) not in cx.dims:
+        return None
+    dims = cx.dims[id(out)]
     axis = op.attrs["axis"] % len(dims)
-    target = lw.storage(out)
-    lw.values[id(out)] = target
+    target, allocs = storage(cx, out)
+    stmts += allocs
+    cx.values[id(out)] = target
     if isinstance(target, Scalar):
         x = op.inputs[0]
-        value = lw.values.get(id(x))
-        lw.emit(Assign(target.expr.name, value.expr if isinstance(value, Scalar) else
-                       value.load((0,) * len(lw.dims[id(x)]))))
-        return True
+        value = cx.values.get(id(x))
+        stmts += [Assign(target.expr.name, value.expr if isinstance(value, Scalar) else
+                       value.load((0,) * len(cx.dims[id(x)])))]
+        return stmts
     strides = contiguous_strides(dims)
     offset = Poly.of(0)
     for x in op.inputs:
-        xd = lw.dims[id(x)]
+        xd = cx.dims[id(x)]
         if op.type == "Pack":
             part_dims = tuple(xd[:axis]) + (Poly.of(1),) + tuple(xd[axis:])
             size = Poly.of(1)
@@ -191,45 +228,47 @@ def emit_concat(lw, op) -> bool:
             if op.type == "Pack":
                 index = index[:axis] + index[axis + 1:]
             return [el.of(x, index)]
-        lw.emit(*elementwise(lw, [view], part_dims, make))
+        stmts += elementwise(cx, [view], part_dims, make)
         offset = offset + size * strides[axis]
-    return True
+    return stmts
 
 
 # ---------------------------------------------------------------------------
 # Variables: their storage follows the function's inputs (in[num_inputs + k]).
 
 
-def _variable(lw, op, tensor):
+def _variable(cx, op, tensor):
     """(``rt_tensor`` of the variable, its storage: one Array per variable, so that reads and writes name the
     same pointer); ``tensor`` gets the storage's dims."""
     handle = op.attrs["variable"]
-    k = _var_index(lw, handle)
-    name = f"in[{len(lw.graph.inputs)} + {k}]"
-    value = lw.variable_storage.get(id(handle))
+    k = _var_index(cx, handle)
+    name = Slot("in", len(cx.graph.inputs) + k)
+    value = cx.variables.storage.get(id(handle))
     if value is None or isinstance(value, Obj):
-        value = lw.variable_storage[id(handle)] = lw.input_value(tensor, name)
-    elif id(tensor) not in lw.dims or tuple(lw.dims[id(tensor)]) != tuple(value.dims):
-        lw.dims[id(tensor)] = value.dims
+        value = cx.variables.storage[id(handle)] = cx.input_value(tensor, name)
+    elif id(tensor) not in cx.dims or tuple(cx.dims[id(tensor)]) != tuple(value.dims):
+        cx.dims[id(tensor)] = value.dims
     return name, value
 
 
-def _var_index(lw, handle) -> int:
-    for i, h in enumerate(lw.variables):
+def _var_index(cx, handle) -> int:
+    handles = cx.variables.handles
+    for i, h in enumerate(handles):
         if h is handle:
             return i
-    lw.variables.append(handle)
-    return len(lw.variables) - 1
+    handles.append(handle)
+    return len(handles) - 1
 
 
-def _written_while_read(lw, handle, t) -> bool:
+def _written_while_read(cx, handle, t) -> bool:
     """Whether the variable of ``handle`` may be written between now and the last read of ``t`` (a value read
     from it, or assigned to it): ``t`` then needs a copy of its own. A graph output is read after the call."""
-    if id(t) in lw.escaping or lw.plan is None:
+    scope = cx.scope
+    if id(t) in cx.storage.escaping or scope.plan is None:
         return True
-    start = lw.unit_index
-    last = lw.last_use.get(id(t), start)
-    for position, unit in enumerate(lw.plan.units[start + 1:last + 1], start + 1):
+    start = scope.unit_index
+    last = scope.last_use.get(id(t), start)
+    for position, unit in enumerate(scope.plan.units[start + 1:last + 1], start + 1):
         for op in unit_ops(unit):
             if op.type in _ASSIGN and op.attrs["variable"] is handle:
                 if position == last:
@@ -240,143 +279,149 @@ def _written_while_read(lw, handle, t) -> bool:
     return False
 
 
-def emit_read_variable(lw, op) -> bool:
+def emit_read_variable(cx, op) -> list | None:
     """A read is the variable's storage itself while nothing writes the variable before the value's last use;
     otherwise a copy."""
+    stmts: list = []
     out = op.outputs[0]
     if out.dtype.c_type is None or out.shape.rank is None:
-        return False
-    _, storage = _variable(lw, op, out)
-    dims = lw.dims[id(out)]
-    if product(dims).const != 1 and not _written_while_read(lw, op.attrs["variable"], out):
-        lw.values[id(out)] = storage
-        return True
-    target = lw.storage(out)
-    lw.values[id(out)] = target
+        return None
+    _, held = _variable(cx, op, out)
+    dims = cx.dims[id(out)]
+    if product(dims).const != 1 and not _written_while_read(cx, op.attrs["variable"], out):
+        cx.values[id(out)] = held
+        return stmts
+    target, allocs = storage(cx, out)
+    stmts += allocs
+    cx.values[id(out)] = target
     if isinstance(target, Scalar):
-        lw.emit(Assign(target.expr.name, storage.load((0,) * len(dims))))
+        stmts += [Assign(target.expr.name, held.load((0,) * len(dims)))]
     else:
-        lw.emit(*elementwise(lw, [target], dims, lambda el, index: [storage.load(index)]))
-    return True
+        stmts += elementwise(cx, [target], dims, lambda el, index: [held.load(index)])
+    return stmts
 
 
 _ASSIGN = {"AssignVariableOp": None, "AssignAddVariableOp": "AddV2", "AssignSubVariableOp": "Sub"}
 
 
-def emit_assign(lw, op) -> bool:
+def emit_assign(cx, op) -> list | None:
+    stmts: list = []
     value, out = op.inputs[0], op.outputs[0]
     if out.dtype.c_type is None or out.shape.rank is None or value.shape.rank is None:
-        return False
-    _, storage = _variable(lw, op, out)
-    dims = lw.dims[id(out)]
-    vd = lw.dims[id(value)]
+        return None
+    _, held = _variable(cx, op, out)
+    dims = cx.dims[id(out)]
+    vd = cx.dims[id(value)]
     scalar = product(vd).const == 1
     if not scalar:
         if len(vd) != len(dims):
-            lw.emit(Check("1", lw.message(op, "the value's shape does not match the variable's")))
+            stmts += [Fail(cx.message(op, "the value's shape does not match the variable's"))]
         else:
-            bad = " || ".join(f"({a}) != ({b})" for a, b in zip(vd, dims) if a != b)
+            bad = [Compare("!=", a, b) for a, b in zip(vd, dims) if a != b]
             if bad:
-                lw.emit(Check(bad, lw.message(op, "the value's shape does not match the variable's")))
-    if _reads_elsewhere(lw, value, storage, len(vd), scalar):
-        lw.store_tensor(value)       # v.assign(transpose(v)): computed in full before v changes
+                stmts += [Check(Or(tuple(bad)), cx.message(op, "the value's shape does not match the variable's"))]
+    if _reads_elsewhere(cx, value, held, len(vd), scalar):
+        stmts += cx.store_tensor(value)       # v.assign(transpose(v)): computed in full before v changes
     combine = _ASSIGN[op.type]
 
     def make(el, index):
         v = el.of(value, (0,) * len(vd) if scalar else index)
         if combine is None:
             return [v]
-        return [Apply(get_opdef(combine), (storage.load(index), v), (out.dtype, out.dtype), out.dtype)]
-    lw.emit(*elementwise(lw, [storage], dims, make))
-    lw.values[id(out)] = storage
-    if (lw.plan.readers.get(id(out)) or id(out) in lw.escaping) and (
-            product(dims).const == 1 or _written_while_read(lw, op.attrs["variable"], out)):
-        lw.copy_into_storage(out)      # a snapshot: later assignments change the storage
-    return True
+        return [Apply(get_opdef(combine), (held.load(index), v), (out.dtype, out.dtype), out.dtype)]
+    stmts += elementwise(cx, [held], dims, make)
+    cx.values[id(out)] = held
+    if (cx.scope.plan.readers.get(id(out)) or id(out) in cx.storage.escaping) and (
+            product(dims).const == 1 or _written_while_read(cx, op.attrs["variable"], out)):
+        stmts += cx.copy_into_storage(out)      # a snapshot: later assignments change the storage
+    return stmts
 
 
-def _reads_elsewhere(lw, value, storage: Array, rank: int, scalar: bool) -> bool:
-    """Whether computing element i of ``value`` reads the variable's storage at another element (the assignment
-    would see its own writes)."""
-    if isinstance(lw.values.get(id(value)), (Array, Scalar)) and lw.values[id(value)] is not storage:
+def _reads_elsewhere(cx, value, held: Array, rank: int, scalar: bool) -> bool:
+    """Whether computing element i of ``value`` reads the variable's storage ``held`` at another element (the
+    assignment would see its own writes)."""
+    if isinstance(cx.values.get(id(value)), (Array, Scalar)) and cx.values[id(value)] is not held:
         return False
-    index = tuple(Poly.sym(lw.fresh("q")) for _ in range(rank))
-    probe = Elements(lw).of(value, (0,) * rank if scalar else index)
-    at = storage.load(index).index if not scalar else None
-    return any(ld.ptr == storage.ptr and (ld.indirect or at is None or ld.index != at) for ld in loads([probe]))
+    index = tuple(Poly.sym(cx.fresh("q")) for _ in range(rank))
+    probe = Elements(cx).of(value, (0,) * rank if scalar else index)
+    at = held.load(index).index if not scalar else None
+    return any(ld.ptr == held.ptr and (ld.indirect or at is None or ld.index != at) for ld in loads([probe]))
 
 
 # ---------------------------------------------------------------------------
 # Python callbacks.
 
 
-def callback(lw, op) -> None:
+def callback(cx, op) -> list:
     """Run the op's numpy kernel through Python (the GIL is taken only here)."""
-    lw.report.callbacks[op.type] = lw.report.callbacks.get(op.type, 0) + 1
-    lw.report.callback_ops.append(op)
+    stmts: list = []
+    cx.report.callbacks[op.type] = cx.report.callbacks.get(op.type, 0) + 1
+    cx.report.callback_ops.append(op)
     n_in, n_out = len(op.inputs), len(op.outputs)
-    ins, outs = lw.fresh("cb_in"), lw.fresh("cb_out")
-    lw.emit(Raw(f"rt_tensor {ins}[{max(n_in, 1)}], {outs}[{max(n_out, 1)}];"))
+    ins, outs = cx.fresh("cb_in"), cx.fresh("cb_out")
+    stmts += [Declare(ins, "rt_tensor", size=max(n_in, 1)), Declare(outs, "rt_tensor", size=max(n_out, 1))]
     for i, t in enumerate(op.inputs):
-        describe(lw, t, f"{ins}[{i}]")
-    lw.emit(Call("ctx->callback", ["ctx", str(lw.op_index[id(op)]), ins, str(n_in), outs, str(n_out)],
-                 checked=True))
+        describe(cx, t, Slot(ins, i), stmts)
+    stmts += [Callback(cx.op_index[id(op)], ins, n_in, outs, n_out)]
     for i, t in enumerate(op.outputs):
-        result = f"{outs}[{i}]"
+        result = Slot(outs, i)
         if t.dtype.c_type is None or t.shape.rank is None:
-            name = lw.local("rt_tensor", "obj")
-            lw.emit(Assign(name, result))
-            lw.values[id(t)] = Obj(name, t.dtype)
+            name = cx.local("rt_tensor", "obj")
+            stmts += [Assign(name, result)]
+            cx.values[id(t)] = Obj(Var(name, "rt_tensor"), t.dtype)
             continue
-        dims = lw.dims.get(id(t))
+        dims = cx.dims.get(id(t))
         rank = len(dims)
-        bad = [f"{result}.ndim != {rank}"]
+        bad = [Compare("!=", Field(result, "ndim", "int"), Lit(rank, "int"))]
         for d, n in enumerate(dims):
             if n.const is not None:
-                bad.append(f"{result}.shape[{d}] != {n}")
-        lw.emit(Check(" || ".join(bad), lw.message(op, "the Python kernel returned a tensor of another shape")))
+                bad.append(Compare("!=", Field(result, "shape", "int64_t", d), n))
+        stmts += [Check(Or(tuple(bad)), cx.message(op, "the Python kernel returned a tensor of another shape"))]
         for d, n in enumerate(dims):
             if n.const is None:
-                lw.emit(Assign(str(n), f"{result}.shape[{d}]"))
-        ptr = lw.local(f"{t.dtype.c_type} *", "p", "NULL")
-        lw.emit(Assign(ptr, f"({t.dtype.c_type} *){result}.data"))
-        if lw.drops is not None:
-            lw.drops.append(ptr)
+                stmts += [Assign(str(n), Field(result, "shape", "int64_t", d))]
+        ptr = cx.pointer(t.dtype.c_type, "p")
+        stmts += [Assign(ptr, Cast(Field(result, "data", "void *"), f"{t.dtype.c_type} *"))]
+        if cx.scope.drops is not None:
+            cx.scope.drops.append(ptr)
         array = Array.dense(ptr, t.dtype, dims, "callback")
-        lw.values[id(t)] = array
+        cx.values[id(t)] = array
         if product(dims).const == 1:
-            lw.values[id(t)] = array
-            lw.copy_into_storage(t)
+            cx.values[id(t)] = array
+            stmts += cx.copy_into_storage(t)
+    return stmts
 
 
-def describe(lw, t, target: str) -> None:
-    """Fill the ``rt_tensor`` ``target`` with tensor ``t`` (stored contiguously first if needed)."""
-    value = lw.values.get(id(t))
+def describe(cx, t, target: Slot, stmts: list) -> None:
+    """Fill the ``rt_tensor`` ``target`` with tensor ``t`` (stored contiguously first if needed; a one-element
+    value in a one-element array: no local's address is taken)."""
+    value = cx.values.get(id(t))
     if isinstance(value, Obj):
-        lw.emit(Assign(target, value.name))
+        stmts += [SetTensor(target, value.ref)]
         return
-    dims = lw.dims[id(t)]
+    dims = cx.dims[id(t)]
     if isinstance(value, Scalar):
-        spill = lw.local(t.dtype.c_type, "spill")
-        lw.emit(Assign(spill, value.expr))
-        lw.emit(Describe(target, f"&{spill}", list(dims), t.dtype.code))
+        spill = cx.local(t.dtype.c_type, "spill", size=1)
+        stmts += [Store(spill, Poly.of(0), value.expr)]
+        stmts += [Describe(target, spill, list(dims), t.dtype.code)]
         return
     if value is None or not value.contiguous:
-        ptr, alloc = lw.temporary(t.dtype.c_type, product(dims))
-        lw.emit(alloc)
+        ptr, alloc = temporary(cx, t.dtype.c_type, product(dims))
+        stmts += [alloc]
         array = Array.dense(ptr, t.dtype, dims, "arena")
-        lw.emit(*elementwise(lw, [array], dims, lambda el, index: [el.of(t, index)]))
+        stmts += elementwise(cx, [array], dims, lambda el, index: [el.of(t, index)])
         value = array
-    lw.emit(Describe(target, value.ptr, list(dims), t.dtype.code))
+    stmts += [Describe(target, value.ptr, list(dims), t.dtype.code)]
 
 
-def emit_identity(lw, op) -> bool:
+def emit_identity(cx, op) -> list | None:
     """A value native code only passes along (a string, a TensorArray list) stays the same value."""
-    value = lw.values.get(id(op.inputs[0]))
+    stmts: list = []
+    value = cx.values.get(id(op.inputs[0]))
     if not isinstance(value, Obj):
-        return False
-    lw.values[id(op.outputs[0])] = value
-    return True
+        return None
+    cx.values[id(op.outputs[0])] = value
+    return stmts
 
 
 EMITTERS = {

@@ -16,7 +16,7 @@ HEAVY_TYPES = {"MatMul", "Sum", "Mean", "Max", "Min", "Prod", "Any", "All", "Cum
                "Tanh", "Exp", "Log", "Sin", "Cos", "Sigmoid", "Sqrt"}
 
 
-def split_parts(lw, plan: Plan, ops: list):
+def split_parts(cx, plan: Plan, ops: list):
     """(pre, parts, post) lists of units when the graph has independent heavy parts, else None."""
     if any(op.opdef.stateful or op.subgraphs() for op in ops):
         return None
@@ -53,9 +53,9 @@ def split_parts(lw, plan: Plan, ops: list):
         for u in group:
             for op in unit_ops(units[u]):
                 for t in op.outputs:
-                    if id(t) not in lw.dims:
+                    if id(t) not in cx.dims:
                         continue
-                    sizes = [product(lw.dims[id(x)]).const for x in (t,) + tuple(op.inputs) if id(x) in lw.dims]
+                    sizes = [product(cx.dims[id(x)]).const for x in (t,) + tuple(op.inputs) if id(x) in cx.dims]
                     work = None if any(n is None for n in sizes) else max(sizes)
                     if op.type in HEAVY_TYPES and (work is None or work >= PARALLEL_MIN_ELEMENTS):
                         return True

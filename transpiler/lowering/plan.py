@@ -27,8 +27,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from transpiler.lowering.ir import Poly, expensive, product
 from transpiler.lowering import lists
+from transpiler.lowering.ir import Poly, expensive, product
 from transpiler.lowering.kernels import indexed
 
 QUERIES = ("Shape", "Size", "Rank")
@@ -94,8 +94,8 @@ class Plan:
     fused: int = 0                   # ops computed inside another op's kernel
 
 
-def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
-    """Decide storage and order for the needed ``ops`` of ``graph`` (dims already in ``lw.dims``)."""
+def plan_graph(cx, graph, ops: list, fuse: bool = True) -> Plan:
+    """Decide storage and order for the needed ``ops`` of ``graph`` (dims already in ``cx.dims``)."""
     kind = {id(op): classify(op) for op in ops}
     users: dict[int, list] = {}
     for op in ops:
@@ -110,14 +110,14 @@ def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
                 stored.add(id(t))
             elif k == "alias":
                 stored.add(id(t))      # an Array over its input's memory
-            elif _must_store(lw, t, k, users.get(id(t), []), kind, outputs):
+            elif _must_store(cx, t, k, users.get(id(t), []), kind, outputs):
                 stored.add(id(t))
     for op in ops:
         if kind[id(op)] == "alias":
             stored.add(id(op.inputs[0]))
         elif kind[id(op)] == "view" and op.opdef.view == "gather":
             stored.add(id(op.inputs[0]))
-            if not _is_register(lw, op.inputs[1]):
+            if not _is_register(cx, op.inputs[1]):
                 stored.add(id(op.inputs[1]))
         elif op.type in ("FloorDiv", "FloorMod", "Pow") and op.inputs[0].dtype.is_integer:
             stored.add(id(op.inputs[1]))
@@ -137,9 +137,9 @@ def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
                 id(op.inputs[0]) in stored or id(op.inputs[0]) not in produced):
             kind[id(op)] = "alias"
             stored.update(id(t) for t in op.outputs)
-    regions = _regions(lw, ops, kind, users, stored, outputs) if fuse else []
+    regions = _regions(cx, ops, kind, users, stored, outputs) if fuse else []
     region_of = {id(op): r for r in regions for op in r.members}
-    after = lists.order_constraints(graph) if lw.native_lists else []
+    after = lists.order_constraints(graph) if cx.native_lists else []
     units = _order(ops, regions, region_of, after)
     plan = Plan(kind, stored, units, [], region_of, {k: len(v) for k, v in users.items()})
     plan.reads = [_unit_reads(plan, unit) for unit in units]
@@ -148,12 +148,12 @@ def plan_graph(lw, graph, ops: list, fuse: bool = True) -> Plan:
     return plan
 
 
-def _is_register(lw, t) -> bool:
-    return product(lw.dims[id(t)]).const == 1
+def _is_register(cx, t) -> bool:
+    return product(cx.dims[id(t)]).const == 1
 
 
-def _must_store(lw, t, k, readers, kind, outputs) -> bool:
-    if id(t) in outputs or _is_register(lw, t):
+def _must_store(cx, t, k, readers, kind, outputs) -> bool:
+    if id(t) in outputs or _is_register(cx, t):
         return True
     if not readers:
         return False
@@ -163,15 +163,15 @@ def _must_store(lw, t, k, readers, kind, outputs) -> bool:
     if k in ("view", "query", "generator", "indexed"):
         return False
     costly = expensive(t.op.opdef.c_expr) or any(
-        kind.get(id(x.op)) == "elementwise" and not _is_register(lw, x) for x in t.op.inputs)
+        kind.get(id(x.op)) == "elementwise" and not _is_register(cx, x) for x in t.op.inputs)
     if len(readers) > 1:
         return costly
     op, _ = readers[0]
     if kind[id(op)] == "indexed" and costly:       # a broadcast or padding reads elements more than once
         return True
     if kind[id(op)] == "elementwise" and costly:
-        out = lw.dims[id(op.outputs[0])]
-        mine = lw.dims[id(t)]
+        out = cx.dims[id(op.outputs[0])]
+        mine = cx.dims[id(t)]
         if len(mine) < len(out) and product(out[:len(out) - len(mine)]) != 1:
             return True
         if any(a != b and a == 1 for a, b in zip(mine, out[len(out) - len(mine):])):
@@ -183,7 +183,7 @@ def _must_store(lw, t, k, readers, kind, outputs) -> bool:
 # Row groups.
 
 
-def _regions(lw, ops, kind, users, stored, outputs) -> list:
+def _regions(cx, ops, kind, users, stored, outputs) -> list:
     position = {id(op): i for i, op in enumerate(ops)}
     producer = {id(t): op for op in ops for t in op.outputs}
     taken: set[int] = set()
@@ -191,7 +191,7 @@ def _regions(lw, ops, kind, users, stored, outputs) -> list:
     for seed in ops:
         if kind[id(seed)] != "reduction" or id(seed) in taken:
             continue
-        key = _row_key(lw, seed)
+        key = _row_key(cx, seed)
         if key is None:
             continue
         region = Region(key[0], key[1], [seed])
@@ -204,7 +204,7 @@ def _regions(lw, ops, kind, users, stored, outputs) -> list:
             touches = [i for i in inputs if i in tainted]
             if not touches:
                 continue
-            ok = _fits(lw, op, kind, region) and all(
+            ok = _fits(cx, op, kind, region) and all(
                 i not in tainted or producer[i] is not None and id(producer[i]) in member_ids for i in inputs)
             if ok:
                 region.members.append(op)
@@ -212,12 +212,12 @@ def _regions(lw, ops, kind, users, stored, outputs) -> list:
             for t in op.outputs:
                 tainted.add(id(t))
         reductions = [op for op in region.members if kind[id(op)] == "reduction"]
-        full = [op for op in region.members if lw.dims[id(op.outputs[0])] == region.domain
+        full = [op for op in region.members if cx.dims[id(op.outputs[0])] == region.domain
                 and kind[id(op)] != "reduction"]
         if len(reductions) < 2 and not full:
             continue
         # a member whose result leaves the group, or no member reads, is stored
-        _trim(lw, region, kind, users, stored, outputs)
+        _trim(cx, region, kind, users, stored, outputs)
         if not [op for op in region.members if kind[id(op)] == "reduction"]:
             continue
         regions.append(region)
@@ -225,10 +225,10 @@ def _regions(lw, ops, kind, users, stored, outputs) -> list:
     return regions
 
 
-def _row_key(lw, op):
+def _row_key(cx, op):
     """(domain, number of trailing reduced axes) when ``op`` reduces trailing axes and keeps some rows."""
     x = op.inputs[0]
-    dims = lw.dims[id(x)]
+    dims = cx.dims[id(x)]
     axes = op.attrs["axis"]
     rank = len(dims)
     axes = list(range(rank)) if axes is None else sorted({a % rank for a in axes}) if rank else []
@@ -248,19 +248,19 @@ def _row_shaped(dims, region) -> bool:
     return dims == rows or dims == rows + (Poly.of(1),) * region.reduced
 
 
-def _fits(lw, op, kind, region) -> bool:
+def _fits(cx, op, kind, region) -> bool:
     k = kind[id(op)]
-    dims = lw.dims[id(op.outputs[0])] if op.outputs else None
+    dims = cx.dims[id(op.outputs[0])] if op.outputs else None
     if k == "reduction":
-        return _row_key(lw, op) == (region.domain, region.reduced)
+        return _row_key(cx, op) == (region.domain, region.reduced)
     if k == "elementwise":
         return dims == region.domain or _row_shaped(dims, region)
     if k == "view" and op.opdef.view in ("expand_dims", "squeeze"):
-        return _row_shaped(dims, region) and _row_shaped(lw.dims[id(op.inputs[0])], region)
+        return _row_shaped(dims, region) and _row_shaped(cx.dims[id(op.inputs[0])], region)
     return False
 
 
-def _trim(lw, region, kind, users, stored, outputs) -> None:
+def _trim(cx, region, kind, users, stored, outputs) -> None:
     """Members read outside the group (or graph outputs) are stored; the others live in the group's
     loops (registers per row, per-row scratch buffers)."""
     member_ids = {id(op) for op in region.members}

@@ -16,20 +16,46 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 
 from transpiler.lowering.ir import (
-    Apply, Assign, CExpr, Declare, Expr, If, Load, Poly, Store, Var, expensive, map_expr, product,
+    And,
+    Apply,
+    Arith,
+    Assign,
+    Cast,
+    Compare,
+    Declare,
+    Helper,
+    If,
+    Lit,
+    Load,
+    Poly,
+    Store,
+    Var,
+    expensive,
+    map_expr,
+    product,
 )
 from transpiler.lowering.kernels import (
-    SCRATCH_MAX, Accumulator, NotInRow, acc_ctype, chunked_sum, float_partial, merged_loops, pad_inner,
-    parallel_condition, versions, wrap_loops,
+    SCRATCH_MAX,
+    Accumulator,
+    NotInRow,
+    acc_ctype,
+    chunked_sum,
+    float_partial,
+    merged_loops,
+    pad_inner,
+    parallel_condition,
+    versions,
+    wrap_loops,
 )
 from transpiler.lowering.plan import Region
+from transpiler.lowering.storage import storage
 from transpiler.lowering.values import Array, Scalar
 
 
 @dataclass
 class RowState:
     """What one build of the group's loops knows: which group values exist in this row, and where."""
-    lw: object
+    cx: object
     region: Region
     knames: list
     rnames: list
@@ -44,7 +70,7 @@ class RowState:
     computing: set = field(default_factory=set)       # full values being computed now (no self-reads)
 
     def _row_index(self, t, index) -> bool:
-        dims = self.lw.dims[id(t)]
+        dims = self.cx.dims[id(t)]
         k = len(self.knames)
         domain = self.region.domain
         for d in range(k):
@@ -63,7 +89,7 @@ class RowState:
         """Region hook of ``Elements.of``: group values at this row; None for everything else."""
         if id(t) not in self.members:
             return None
-        dims = self.lw.dims[id(t)]
+        dims = self.cx.dims[id(t)]
         if dims != self.region.domain:
             if not self._row_index(t, index):
                 raise NotInRow(t.name)
@@ -76,7 +102,7 @@ class RowState:
             return self._slot(t)
         if (id(t) in self.scratch or id(t) in self.hosted) and self.pass_stmts is not None:
             value = el.compute(t.op, t.index, index)
-            tmp = self.lw.fresh("e")
+            tmp = self.cx.fresh("e")
             slot = self._slot(t)
             self.pass_stmts.append(Declare(tmp, t.dtype.c_type, value))
             self.pass_stmts.append(Store(slot.ptr, slot.index, Var(tmp, t.dtype.c_type)))
@@ -106,36 +132,37 @@ class RowState:
         if op.opdef.reduction is not None:
             raise NotInRow(f"{t.name} is read before its pass")
         index = tuple(Poly.sym(n) for n in self.knames)
-        index = index + (Poly.of(0),) * (len(self.lw.dims[id(t)]) - len(index))
+        index = index + (Poly.of(0),) * (len(self.cx.dims[id(t)]) - len(index))
         saved = self.pass_stmts
         self.pass_stmts = None
         value = el.compute(op, t.index, index)
         self.pass_stmts = saved
-        tmp = self.lw.fresh("row")
+        tmp = self.cx.fresh("row")
         self.row_stmts.append(Declare(tmp, t.dtype.c_type, value))
         self.row_values[id(t)] = Var(tmp, t.dtype.c_type)
         return self.row_values[id(t)]
 
 
-def emit_region(lw, region: Region) -> None:
+def emit_region(cx, region: Region) -> list:
+    """The statements of a row group (or of its ops one by one when a read does not follow the rows)."""
     try:
-        stmts = _build(lw, region)
+        return _build(cx, region)
     except NotInRow:
-        _unfused(lw, region)
-        return
-    lw.emit(*stmts)
+        return _unfused(cx, region)
 
 
-def _unfused(lw, region: Region) -> None:
-    """The group's ops one by one, each result stored (when a read does not follow the rows)."""
+def _unfused(cx, region: Region) -> list:
+    """The group's ops one by one, each result stored."""
+    out = []
     for op in region.members:
         for t in op.outputs:
-            lw.plan.stored.add(id(t))
-        lw.lower_op(op)
+            cx.scope.plan.stored.add(id(t))
+        out += cx.lower_op(op)
+    return out
 
 
-def _build(lw, region: Region) -> list:
-    plan = lw.plan
+def _build(cx, region: Region) -> list:
+    plan = cx.scope.plan
     members = {id(t): op for op in region.members for t in op.outputs}
     member_ids = {id(op) for op in region.members}
     domain = region.domain
@@ -143,29 +170,29 @@ def _build(lw, region: Region) -> list:
     stored = [t for op in region.members for t in op.outputs if id(t) in plan.stored]
     targets = {}
     prelude = []
-    with lw.block(prelude):
-        for t in stored:
-            target = lw.storage(t)
-            lw.values[id(t)] = None
-            targets[id(t)] = target
-    shared = _shared(lw, region, members, member_ids)
-    full = [t for t in stored if lw.dims[id(t)] == domain and members[id(t)].opdef.reduction is None]
-    hosts = _hosts(lw, shared, full, targets)
+    for t in stored:
+        target, allocs = storage(cx, t)
+        prelude += allocs
+        cx.values[id(t)] = None
+        targets[id(t)] = target
+    shared = _shared(cx, region, members, member_ids)
+    full = [t for t in stored if cx.dims[id(t)] == domain and members[id(t)].opdef.reduction is None]
+    hosts = _hosts(cx, shared, full, targets)
     cols = product(domain[k:])
     if cols.const is None or cols.const > SCRATCH_MAX:
         shared = [t for t in shared if id(t) in hosts]
     full.sort(key=lambda t: id(t) in hosts.values())     # a host's store last: the others read its row first
 
     def build(el):
-        knames = [lw.fresh("k") for _ in range(k)]
-        rnames = [lw.fresh("r") for _ in range(region.reduced)]
-        state = RowState(lw, region, knames, rnames, members)
+        knames = [cx.fresh("k") for _ in range(k)]
+        rnames = [cx.fresh("r") for _ in range(region.reduced)]
+        state = RowState(cx, region, knames, rnames, members)
         el.region = state
         for t in shared:
             if id(t) in hosts:
                 state.hosted[id(t)] = targets[hosts[id(t)]]
                 continue
-            state.scratch[id(t)] = lw.fresh("scratch")
+            state.scratch[id(t)] = cx.fresh("scratch")
             state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=cols.const))
         index = tuple(Poly.sym(n) for n in knames + rnames)
         reductions = [op for op in region.members if op.opdef.reduction is not None]
@@ -174,20 +201,20 @@ def _build(lw, region: Region) -> list:
             state.computed = {}
             value = el.of(op.inputs[0], index)
             out = op.outputs[0]
-            acc = Accumulator(op, lw.fresh("acc"), acc_ctype(op, op.inputs[0].dtype), out.dtype,
+            acc = Accumulator(op, cx.fresh("acc"), acc_ctype(op, op.inputs[0].dtype), out.dtype,
                               product(domain[k:]))
-            part = float_partial(lw, acc, op)
-            live = Var(lw.fresh("live"), "int")
-            body = state.pass_stmts + (part or acc).update(lw, value, live)
+            part = float_partial(cx, acc, op)
+            live = Var(cx.fresh("live"), "int")
+            body = state.pass_stmts + (part or acc).update(cx, value, live)
             state.saved |= set(state.computed)
-            loops, body, prelude = pad_inner(lw, *merged_loops(lw, list(domain[k:]), rnames, body), live)
+            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), live)
             state.row_stmts += prelude
             if part is None or not loops:
                 state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
             else:
-                inner = chunked_sum(lw, loops[-1], body, part, acc)
+                inner = chunked_sum(cx, loops[-1], body, part, acc)
                 state.row_stmts += acc.declare() + part.declare() + wrap_loops(loops[:-1], inner, simd=False)
-            final = lw.fresh("row")
+            final = cx.fresh("row")
             state.row_stmts.append(Declare(final, out.dtype.c_type, acc.final()))
             state.row_values[id(out)] = Var(final, out.dtype.c_type)
         state.pass_stmts = []
@@ -198,36 +225,36 @@ def _build(lw, region: Region) -> list:
             stores.append(_store(targets[id(t)], index, value))
         if stores:
             body = state.pass_stmts + stores
-            fast, cond = _reciprocals(lw, state, deepcopy(body))
-            loops, body, prelude = pad_inner(lw, *merged_loops(lw, list(domain[k:]), rnames, body))
+            fast, cond = _reciprocals(cx, state, deepcopy(body))
+            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body))
             state.row_stmts += prelude
             if cond is None:
                 state.row_stmts += wrap_loops(loops, body)
             else:
-                fast_loops, fast, prelude = pad_inner(lw, *merged_loops(lw, list(domain[k:]), rnames, fast))
+                fast_loops, fast, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, fast))
                 state.row_stmts += prelude
                 state.row_stmts.append(If(cond, wrap_loops(fast_loops, fast), wrap_loops(loops, body)))
         for t in stored:
             target = targets[id(t)]
-            if lw.dims[id(t)] != domain or members[id(t)].opdef.reduction is not None:
+            if cx.dims[id(t)] != domain or members[id(t)].opdef.reduction is not None:
                 value = state.row_value(el, t)
-                row_index = tuple(Poly.sym(n) for n in knames) + (Poly.of(0),) * (len(lw.dims[id(t)]) - k)
+                row_index = tuple(Poly.sym(n) for n in knames) + (Poly.of(0),) * (len(cx.dims[id(t)]) - k)
                 state.row_stmts.append(_store(target, row_index, value))
-        loops, body = merged_loops(lw, list(domain[:k]), knames, state.row_stmts)
+        loops, body = merged_loops(cx, list(domain[:k]), knames, state.row_stmts)
         rows = product(domain[:k])
         cond = parallel_condition(product(domain))
         if cond is not None and rows.const is not None and rows.const < 2:
             cond = None
         return wrap_loops(loops, body, cond, simd=False)
-    return prelude + versions(lw, build) + _values(lw, stored, targets)
+    return prelude + versions(cx, build) + _values(cx, stored, targets)
 
 
-_NORMAL = {"float": ("fabsf", "0x1p-126f", "0x1p126f"), "double": ("fabs", "0x1p-1022", "0x1p1022")}
+_NORMAL = {"float": ("fabsf", 2.0 ** -126, 2.0 ** 126), "double": ("fabs", 2.0 ** -1022, 2.0 ** 1022)}
 
 
-def _reciprocals(lw, state: RowState, body: list) -> tuple[list, str | None]:
+def _reciprocals(cx, state: RowState, body: list) -> tuple[list, object]:
     """``body`` with each division by a row value (``e / sum``, ``(x - mean) / std``) a multiplication by its
-    reciprocal, computed once per row, and the C condition under which that version runs (None: no such
+    reciprocal, computed once per row, and the condition under which that version runs (None: no such
     division).
 
     ``a * (1 / d)`` differs from ``a / d`` by at most an ulp or so while ``1 / d`` is a normal number; rows
@@ -243,27 +270,28 @@ def _reciprocals(lw, state: RowState, body: list) -> tuple[list, str | None]:
                 and all(t.c_type == e.out_dtype.c_type for t in e.in_dtypes):
             d = e.args[1]
             if d.name not in inverses:
-                inverses[d.name] = Var(lw.fresh("inv"), d.ctype)
-                state.row_stmts.append(Declare(inverses[d.name].name, d.ctype, f"({d.ctype})1 / {d.name}"))
-            return CExpr("({0} * {1})", (map_expr(e.args[0], on_node=swap), inverses[d.name]), e.ctype)
+                inverses[d.name] = Var(cx.fresh("inv"), d.ctype)
+                one = Cast(Lit(1, "int"), d.ctype)
+                state.row_stmts.append(Declare(inverses[d.name].name, d.ctype, Arith("/", one, d, d.ctype)))
+            return Arith("*", map_expr(e.args[0], on_node=swap), inverses[d.name], e.ctype)
         return None
     for stmt in body:
-        if isinstance(stmt, Store):
-            stmt.value = map_expr(stmt.value, on_node=swap)
-        elif isinstance(stmt, Declare) and isinstance(stmt.init, Expr):
-            stmt.init = map_expr(stmt.init, on_node=swap)
+        if isinstance(stmt, (Store, Declare)):
+            stmt.map_exprs(lambda e: e if isinstance(e, Poly) else map_expr(e, on_node=swap))
     if not inverses:
         return body, None
     conds = []
     for name in inverses:
-        fabs, low, high = _NORMAL[row_vars[name].ctype]
-        conds.append(f"{fabs}({name}) >= {low} && {fabs}({name}) <= {high}")
-    return body, " && ".join(conds)
+        d = row_vars[name]
+        fabs, low, high = _NORMAL[d.ctype]
+        size = Helper(fabs, (d,), d.ctype)
+        conds += [Compare(">=", size, Lit(low, d.ctype)), Compare("<=", size, Lit(high, d.ctype))]
+    return body, And(tuple(conds))
 
 
-def _values(lw, stored, targets) -> list:
+def _values(cx, stored, targets) -> list:
     for t in stored:
-        lw.values[id(t)] = targets[id(t)]
+        cx.values[id(t)] = targets[id(t)]
     return []
 
 
@@ -273,7 +301,7 @@ def _store(target, index, value):
     return Store(target.ptr, target.load(index).index, value)
 
 
-def _shared(lw, region, members, member_ids) -> list:
+def _shared(cx, region, members, member_ids) -> list:
     """Full-domain group values that several group members read and that cost more than a few ops."""
     readers: dict[int, int] = {}
     for op in region.members:
@@ -283,13 +311,13 @@ def _shared(lw, region, members, member_ids) -> list:
     out = []
     for op in region.members:
         for t in op.outputs:
-            if lw.dims[id(t)] == region.domain and op.opdef.reduction is None and readers.get(id(t), 0) > 1 \
+            if cx.dims[id(t)] == region.domain and op.opdef.reduction is None and readers.get(id(t), 0) > 1 \
                     and _expensive(op):
                 out.append(t)
     return out
 
 
-def _hosts(lw, shared, full, targets) -> dict:
+def _hosts(cx, shared, full, targets) -> dict:
     """id(shared value) -> id(output) for the one shared value kept in the row of a full-domain output.
 
     The output's row is written only by the last pass, after every pass that reads the shared value, and its
@@ -302,7 +330,7 @@ def _hosts(lw, shared, full, targets) -> dict:
         for out in full:
             target = targets[id(out)]
             if isinstance(target, Array) and target.storage in ("arena", "stack", "reserve") \
-                    and id(out) not in lw.dests and id(out) not in shared_ids \
+                    and id(out) not in cx.scope.dests and id(out) not in shared_ids \
                     and out.dtype.c_type == t.dtype.c_type:
                 return {id(t): id(out)}
     return {}

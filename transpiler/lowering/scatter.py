@@ -15,82 +15,108 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from runtime.ops.registry import get_opdef
-from transpiler.lowering.ir import CExpr, Check, Declare, Index, Lit, Load, Poly, Store, product
-from transpiler.lowering.kernels import PAD_MODES, elementwise, reduce, slice_index, versions, wrap_loops
+from transpiler.lowering.ir import (
+    Arith,
+    Assign,
+    Cast,
+    Check,
+    Compare,
+    Declare,
+    Index,
+    Lit,
+    Load,
+    Or,
+    Poly,
+    Store,
+    product,
+)
+from transpiler.lowering.kernels import PAD_MODES, elementwise, pad_source, reduce, slice_index, versions, wrap_loops
+from transpiler.lowering.storage import storage
 from transpiler.lowering.values import Array, Scalar, contiguous_strides
 
 
-def _target(lw, t) -> Array:
-    """``t``'s storage as an Array (a one-element result is the C local's address)."""
-    target = lw.storage(t)
-    lw.values[id(t)] = target
+def _target(cx, t, stmts: list) -> tuple[Array, list]:
+    """(``t``'s storage as an Array, statements to run after it is written): a one-element result is written
+    into a one-element array, then kept in its C local."""
+    target, allocs = storage(cx, t)
+    stmts += allocs
+    cx.values[id(t)] = target
     if isinstance(target, Scalar):
-        return Array.dense(f"(&{target.expr.name})", t.dtype, lw.dims[id(t)], "local")
-    return target
+        one = cx.local(t.dtype.c_type, "one", size=1)
+        return Array.dense(one, t.dtype, cx.dims[id(t)], "stack"), [
+            Assign(target.expr.name, Load(one, Poly.of(0), t.dtype.c_type))]
+    return target, []
 
 
-def _zeros(lw, target: Array) -> None:
-    lw.emit(*elementwise(lw, [target], target.dims, lambda el, index: [Lit("0", target.ctype)]))
+def _zeros(cx, target: Array, stmts: list) -> None:
+    stmts += elementwise(cx, [target], target.dims, lambda el, index: [Lit(0, target.ctype)])
 
 
-def _loops(lw, dims) -> tuple[list, tuple]:
-    names = [lw.fresh("i") for _ in dims]
+def _add(target: Array, at: Poly, value) -> Store:
+    """``target[at] += value``."""
+    return Store(target.ptr, at, Arith("+", Load(target.ptr, at, target.ctype), value, target.ctype))
+
+
+def _loops(cx, dims) -> tuple[list, tuple]:
+    names = [cx.fresh("i") for _ in dims]
     return [(n, d, None) for n, d in zip(names, dims)], tuple(Poly.sym(n) for n in names)
 
 
-def emit_strided_slice_grad(lw, op) -> bool:
+def emit_strided_slice_grad(cx, op) -> list | None:
+    stmts: list = []
     out, grad = op.outputs[0], op.inputs[1]
-    if out.dtype.c_type is None or id(op) not in lw.slices or id(grad) not in lw.dims:
-        return False
-    target = _target(lw, out)
-    _zeros(lw, target)
-    gd = lw.dims[id(grad)]
-    names = [lw.fresh("v") for _ in gd]
-    offset = target.load(slice_index(lw.slices[id(op)], tuple(Poly.sym(n) for n in names))).index
+    if out.dtype.c_type is None or id(op) not in cx.shapes.slices or id(grad) not in cx.dims:
+        return None
+    target, after = _target(cx, out, stmts)
+    _zeros(cx, target, stmts)
+    gd = cx.dims[id(grad)]
+    names = [cx.fresh("v") for _ in gd]
+    offset = target.load(slice_index(cx.shapes.slices[id(op)], tuple(Poly.sym(n) for n in names))).index
     view = Array(target.ptr, out.dtype, gd, tuple(offset.coefficient(n) for n in names), offset.without(names),
                  target.storage)
-    lw.emit(*elementwise(lw, [view], gd, lambda el, index: [el.of(grad, index)]))
-    return True
+    stmts += [*elementwise(cx, [view], gd, lambda el, index: [el.of(grad, index)]), *after]
+    return stmts
 
 
-def emit_segment_sum(lw, op) -> bool:
+def emit_segment_sum(cx, op) -> list | None:
+    stmts: list = []
     data, ids = op.inputs[0], op.inputs[1]
     out = op.outputs[0]
-    if out.dtype.c_type is None or any(id(t) not in lw.dims for t in (out, data, ids)):
-        return False          # a rank only the run time tells: the numpy kernel
-    target = _target(lw, out)
-    _zeros(lw, target)
-    dims = lw.dims[id(out)]
+    if out.dtype.c_type is None or any(id(t) not in cx.dims for t in (out, data, ids)):
+        return None          # a rank only the run time tells: the numpy kernel
+    target, after = _target(cx, out, stmts)
+    _zeros(cx, target, stmts)
+    dims = cx.dims[id(out)]
     segments, rest = dims[0], dims[1:]
-    rows = lw.dims[id(ids)]
+    rows = cx.dims[id(ids)]
     row_size = product(rest)
-    message = lw.message(op, "segment id %lld (at position %lld) is not in [0, %lld)")
+    message = cx.message(op, "segment id %lld (at position %lld) is not in [0, %lld)")
 
     def build(el):
-        row_loops, row_index = _loops(lw, rows)
-        col_loops, col_index = _loops(lw, rest)
-        seg = lw.fresh("seg")
-        at = Poly.sym(seg) * row_size + target.load((0,) + col_index).index
-        add = CExpr("({0} + {1})", (Load(target.ptr, at, out.dtype.c_type), el.of(data, row_index + col_index)),
-                    out.dtype.c_type)
-        position = Array.dense("?", ids.dtype, rows, "arena").load(row_index).index
-        body = [Declare(seg, "int64_t", CExpr("((int64_t){0})", (el.of(ids, row_index),), "int64_t")),
-                Check(f"{seg} < 0 || {seg} >= ({segments})", message, [seg, str(position), str(segments)])]
-        body += wrap_loops(col_loops, [Store(target.ptr, at, add)])
+        row_loops, row_index = _loops(cx, rows)
+        col_loops, col_index = _loops(cx, rest)
+        seg = Poly.sym(cx.fresh("seg"))
+        at = seg * row_size + target.load((0,) + col_index).index
+        position = Array.dense("q", ids.dtype, rows, "arena").load(row_index).index
+        body = [Declare(str(seg), "int64_t", Cast(el.of(ids, row_index), "int64_t")),
+                Check(Or((Compare("<", seg, Poly.of(0)), Compare(">=", seg, segments))), message,
+                      (seg, position, segments))]
+        body += wrap_loops(col_loops, [_add(target, at, el.of(data, row_index + col_index))])
         return wrap_loops(row_loops, body, simd=False)
-    lw.emit(*versions(lw, build))
-    return True
+    stmts += [*versions(cx, build), *after]
+    return stmts
 
 
-def emit_sum_to_shape(lw, op) -> bool:
+def emit_sum_to_shape(cx, op) -> list | None:
+    stmts: list = []
     grad = op.inputs[0]
     out = op.outputs[0]
-    if out.dtype.c_type is None or id(out) not in lw.dims or id(grad) not in lw.dims:
-        return False          # a rank only the run time tells: the numpy kernel
-    gd, dims = lw.dims[id(grad)], lw.dims[id(out)]
+    if out.dtype.c_type is None or id(out) not in cx.dims or id(grad) not in cx.dims:
+        return None          # a rank only the run time tells: the numpy kernel
+    gd, dims = cx.dims[id(grad)], cx.dims[id(out)]
     lead = len(gd) - len(dims)
     if lead < 0:
-        return True           # the shape code fails first
+        return stmts           # the shape code fails first
     axes, unknown = list(range(lead)), []
     for d, (t, g) in enumerate(zip(dims, gd[lead:])):
         if t == g:
@@ -101,8 +127,9 @@ def emit_sum_to_shape(lw, op) -> bool:
             unknown.append(lead + d)          # 1 or g: only the run-time sizes tell
     full = tuple([Poly.of(1)] * lead) + tuple(dims)
     if not unknown:
-        target = lw.storage(out)
-        lw.values[id(out)] = target
+        target, allocs = storage(cx, out)
+        stmts += allocs
+        cx.values[id(out)] = target
         if isinstance(target, Scalar):
             where = target.expr.name
         else:
@@ -110,59 +137,56 @@ def emit_sum_to_shape(lw, op) -> bool:
                           target.storage)
         total = SimpleNamespace(type="Sum", inputs=[grad], outputs=[out], attrs={"axis": axes, "keepdims": True},
                                 opdef=get_opdef("Sum"), name=op.name)
-        lw.emit(*reduce(lw, total, where))
-        return True
-    target = _target(lw, out)
-    _zeros(lw, target)
-    flags = {d: lw.fresh("nb") for d in unknown}
-    lw.emit(*[Declare(name, "int64_t", f"({full[d]}) != 1") for d, name in flags.items()])
+        stmts += reduce(cx, total, where)
+        return stmts
+    target, after = _target(cx, out, stmts)
+    _zeros(cx, target, stmts)
+    flags = {d: cx.fresh("nb") for d in unknown}
+    stmts += [Declare(name, "int64_t", Compare("!=", full[d], Poly.of(1))) for d, name in flags.items()]
     strides = (Poly.of(0),) * lead + contiguous_strides(dims)
 
     def build(el):
-        loops, index = _loops(lw, gd)
+        loops, index = _loops(cx, gd)
         at = Poly.of(0)
         for d, (i, s) in enumerate(zip(index, strides)):
             if d in axes or full[d] == 1:
                 continue
             at = at + i * s * (Poly.sym(flags[d]) if d in flags else 1)
-        add = CExpr("({0} + {1})", (Load(target.ptr, at, out.dtype.c_type), el.of(grad, index)), out.dtype.c_type)
-        return wrap_loops(loops, [Store(target.ptr, at, add)], simd=False)
-    lw.emit(*versions(lw, build))
-    return True
+        return wrap_loops(loops, [_add(target, at, el.of(grad, index))], simd=False)
+    stmts += [*versions(cx, build), *after]
+    return stmts
 
 
-def emit_mirror_pad_grad(lw, op) -> bool:
+def emit_mirror_pad_grad(cx, op) -> list | None:
+    stmts: list = []
     grad = op.inputs[0]
     out = op.outputs[0]
-    if out.dtype.c_type is None or id(op) not in lw.pads:
-        return False
-    target = _target(lw, out)
-    _zeros(lw, target)
-    dims, gd = lw.dims[id(out)], lw.dims[id(grad)]
+    if out.dtype.c_type is None or id(op) not in cx.shapes.pads:
+        return None
+    target, after = _target(cx, out, stmts)
+    _zeros(cx, target, stmts)
+    dims, gd = cx.dims[id(out)], cx.dims[id(grad)]
     mode = PAD_MODES[op.attrs["mode"]]
 
     def build(el):
-        loops, index = _loops(lw, gd)
-        direct = Poly.of(0)
-        terms = []
-        for i, n, s, (before, after) in zip(index, dims, target.strides, lw.pads[id(op)]):
-            if before == 0 and after == 0:
-                direct = direct + i * s
-            else:
-                terms.append(CExpr(f"rt_pad_source({{0}}, {n}, {mode}) * ({s})", (Index(i - before),), "int64_t"))
-        off = lw.fresh("off")
-        template = " + ".join("{" + str(k) + "}" for k in range(len(terms) + 1))
+        loops, index = _loops(cx, gd)
+        offset = Index(Poly.of(0))
+        for i, n, s, (before, end) in zip(index, dims, target.strides, cx.shapes.pads[id(op)]):
+            if before == 0 and end == 0:
+                offset = Index(offset.value + i * s)
+        for i, n, s, (before, end) in zip(index, dims, target.strides, cx.shapes.pads[id(op)]):
+            if before != 0 or end != 0:
+                offset = Arith("+", offset, Arith("*", pad_source(Index(i - before), n, mode), s, "int64_t"), "int64_t")
+        off = cx.fresh("off")
         at = Poly.sym(off)
-        add = CExpr("({0} + {1})", (Load(target.ptr, at, out.dtype.c_type), el.of(grad, index)), out.dtype.c_type)
-        body = [Declare(off, "int64_t", CExpr(template, (Index(direct), *terms), "int64_t")),
-                Store(target.ptr, at, add)]
+        body = [Declare(off, "int64_t", offset), _add(target, at, el.of(grad, index))]
         return wrap_loops(loops, body, simd=False)
-    lw.emit(*versions(lw, build))
-    return True
+    stmts += [*versions(cx, build), *after]
+    return stmts
 
 
-def emit_pad_grad(lw, op) -> bool:
-    return op.attrs["mode"] != "CONSTANT" and emit_mirror_pad_grad(lw, op)
+def emit_pad_grad(cx, op) -> list | None:
+    return emit_mirror_pad_grad(cx, op) if op.attrs["mode"] != "CONSTANT" else None
 
 
 EMITTERS = {

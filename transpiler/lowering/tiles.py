@@ -15,8 +15,27 @@ from __future__ import annotations
 
 from runtime.executor import needed_ops
 from transpiler.lowering import control
-from transpiler.lowering.ir import Alloc, Assign, Call, Check, Comment, Fail, For, Poly, product, walk_stmts
+from transpiler.lowering.ir import (
+    NUM_THREADS,
+    Alloc,
+    And,
+    Arith,
+    Assign,
+    Call,
+    Callback,
+    Check,
+    Comment,
+    Compare,
+    Fail,
+    For,
+    Lit,
+    Named,
+    Poly,
+    product,
+    walk_stmts,
+)
 from transpiler.lowering.kernels import elementwise
+from transpiler.lowering.storage import storage
 from transpiler.lowering.values import Array, Scalar, contiguous_strides
 
 TILE_BYTES = 256          # per array: four AVX-512 vectors, enough independent chains to hide latency
@@ -24,92 +43,94 @@ PARALLEL_DIVISOR = 16     # tiles go to threads from RT_PARALLEL_MIN / 16 elemen
 _PASSIVE = ("Identity", "Const")
 
 
-def emit_while(lw, op) -> bool:
+def emit_while(cx, op) -> list | None:
     """The ``While`` emitter: tile by tile when the loop qualifies, else as written (``control``)."""
-    return emit_tiled_while(lw, op) or control.emit_while(lw, op)
+    tiled = emit_tiled_while(cx, op)
+    return tiled if tiled is not None else control.emit_while(cx, op)
 
 
-def emit_tiled_while(lw, op) -> bool:
-    """Lower ``op`` tile by tile when it qualifies (see the module docstring); False to lower it as written."""
-    shape = _lanes(lw, op)
+def emit_tiled_while(cx, op) -> list | None:
+    """Lower ``op`` tile by tile when it qualifies (see the module docstring); None to lower it as written."""
+    shape = _lanes(cx, op)
     if shape is None:
-        return False
+        return None
     dims, lanes, lane_captures = shape
     n = op.attrs["num_loop_vars"]
     body = op.attrs["body"]
     entry, captures = op.inputs[:n], op.inputs[n:n + len(body.captures)]
     tile = max(1, TILE_BYTES // max(op.outputs[lanes[0]].dtype.size, 1))
     count = product(dims)
-    lw.emit(Comment(f"{op.name} = While, tile by tile ({tile} elements)"))
-    results = {k: lw.storage(op.outputs[k]) for k in lanes}
-    tiles = lw.local("int64_t", "ntiles", "0")
-    lw.emit(Assign(tiles, f"({count}) / {tile}"))
-    c = lw.fresh("c")
+    out = [Comment(f"{op.name} = While, tile by tile ({tile} elements)")]
+    results = {}
+    for k in lanes:
+        results[k], allocs = storage(cx, op.outputs[k])
+        out += allocs
+    tiles = cx.local("int64_t", "ntiles", Poly.of(0))
+    out.append(Assign(tiles, Arith("/", count, Poly.of(tile), "int64_t")))
+    c = cx.fresh("c")
     rest_start = Poly.sym(tiles) * tile
-    full = _tile(lw, op, entry, captures, lanes, lane_captures, results, Poly.sym(c) * tile, Poly.of(tile),
+    full = _tile(cx, op, entry, captures, lanes, lane_captures, results, Poly.sym(c) * tile, Poly.of(tile),
                  private=True)
     # a statement that can fail (a run-time check: an integer division by zero) cannot leave a parallel loop
+    threshold = Arith("/", Named("parallel_min"), Poly.of(PARALLEL_DIVISOR), "int64_t")
     parallel = None if _may_fail(full) else \
-        f"({count}) >= RT_PARALLEL_MIN / {PARALLEL_DIVISOR} && ctx->num_threads > 1"
-    lw.emit(For(c, Poly.of(0), Poly.sym(tiles), full, parallel=parallel))
-    rest = _tile(lw, op, entry, captures, lanes, lane_captures, results, rest_start, count - rest_start,
+        And((Compare(">=", count, threshold), Compare(">", NUM_THREADS, Lit(1, "int"))))
+    out.append(For(c, Poly.of(0), Poly.sym(tiles), full, parallel=parallel))
+    out += _tile(cx, op, entry, captures, lanes, lane_captures, results, rest_start, count - rest_start,
                  private=False)
-    lw.emit(*rest)
     for k in lanes:
-        lw.values[id(op.outputs[k])] = results[k]
-        lw.dims[id(op.outputs[k])] = dims
-    return True
+        cx.values[id(op.outputs[k])] = results[k]
+        cx.dims[id(op.outputs[k])] = dims
+    return out
 
 
-def _tile(lw, op, entry, captures, lanes, lane_captures, results, start: Poly, size: Poly, private: bool) -> list:
+def _tile(cx, op, entry, captures, lanes, lane_captures, results, start: Poly, size: Poly, private: bool) -> list:
     """The loop over one tile of ``size`` elements from flat element ``start``, then its stores into
     ``results``; its locals are declared in the block when ``private`` (each thread has its own)."""
-    rank = len(lw.dims[id(op.outputs[lanes[0]])])
+    rank = len(cx.dims[id(op.outputs[lanes[0]])])
     tile_dims = (Poly.of(1),) * (rank - 1) + (size,)
     saved = {}
 
     def bind(t, tiled: bool):
         """``t`` as its tile (a view of its array), or, ``tiled`` False, a result of the tile's loop."""
-        saved.setdefault(id(t), (lw.values.get(id(t)), lw.dims.get(id(t))))
+        saved.setdefault(id(t), (cx.values.get(id(t)), cx.dims.get(id(t))))
         original = saved[id(t)][0]
         if tiled:
-            lw.values[id(t)] = _view(original, tile_dims, start)
+            cx.values[id(t)] = _view(original, tile_dims, start)
         else:
-            lw.values.pop(id(t), None)
-        lw.dims[id(t)] = tile_dims
+            cx.values.pop(id(t), None)
+        cx.dims[id(t)] = tile_dims
 
     for k in lanes:
         bind(entry[k], True)
         bind(op.outputs[k], False)
     for k in lane_captures:
         bind(captures[k], True)
-    outer_locals = lw.locals
+    outer_locals = cx.storage.locals
     if private:
-        lw.locals = []
-    block: list = []
-    with lw.block(block):
-        control.emit_while(lw, op, on_stack=private)
-        for k in lanes:
-            slot = lw.values[id(op.outputs[k])]
-            target = _view(results[k], tile_dims, start)
-            lw.emit(*elementwise(lw, [target], tile_dims, lambda el, index, slot=slot: [slot.load(index)]))
+        cx.storage.locals = []
+    block = control.emit_while(cx, op, on_stack=private)
+    for k in lanes:
+        slot = cx.values[id(op.outputs[k])]
+        target = _view(results[k], tile_dims, start)
+        block += elementwise(cx, [target], tile_dims, lambda el, index, slot=slot: [slot.load(index)])
     if private:
-        block = lw.locals + block
-        lw.locals = outer_locals
+        block = cx.storage.locals + block
+        cx.storage.locals = outer_locals
     for key, (value, dims) in saved.items():
         if value is None:
-            lw.values.pop(key, None)
+            cx.values.pop(key, None)
         else:
-            lw.values[key] = value
+            cx.values[key] = value
         if dims is None:
-            lw.dims.pop(key, None)
+            cx.dims.pop(key, None)
         else:
-            lw.dims[key] = dims
+            cx.dims[key] = dims
     return block
 
 
 def _may_fail(block: list) -> bool:
-    return any(isinstance(s, (Alloc, Check, Fail)) or (isinstance(s, Call) and s.checked)
+    return any(isinstance(s, (Alloc, Check, Fail, Callback)) or (isinstance(s, Call) and s.checked)
                for s in walk_stmts(block))
 
 
@@ -118,32 +139,32 @@ def _view(value: Array, dims: tuple, start: Poly) -> Array:
     return Array(value.ptr, value.dtype, dims, contiguous_strides(dims), value.offset + start, value.storage)
 
 
-def _lanes(lw, op):
+def _lanes(cx, op):
     """(the loop's array dims, loop variables that are arrays, captures that are arrays) when ``op`` can run
     tile by tile, else None."""
-    if lw.plan is None or not lw.fuse:
+    if cx.scope.plan is None or not cx.options.fuse:
         return None
     n = op.attrs["num_loop_vars"]
     cond, body = op.attrs["cond"], op.attrs["body"]
     entry, captures = op.inputs[:n], op.inputs[n:n + len(body.captures)]
     dims, lanes, lane_captures = None, [], []
     for k, (x, t) in enumerate(zip(entry, op.outputs)):
-        kind = _kind(lw, x, t)
+        kind = _kind(cx, x, t)
         if kind is None:
             return None
         if kind == "array":
             if dims is None:
-                dims = lw.dims[id(t)]
-            elif lw.dims[id(t)] != dims:
+                dims = cx.dims[id(t)]
+            elif cx.dims[id(t)] != dims:
                 return None
             lanes.append(k)
     if dims is None:
         return None
     for k, x in enumerate(captures):
-        value = lw.values.get(id(x))
-        if isinstance(value, Scalar) or (id(x) in lw.dims and product(lw.dims[id(x)]).const == 1):
+        value = cx.values.get(id(x))
+        if isinstance(value, Scalar) or (id(x) in cx.dims and product(cx.dims[id(x)]).const == 1):
             continue
-        if not isinstance(value, Array) or lw.dims.get(id(x)) != dims or not value.contiguous:
+        if not isinstance(value, Array) or cx.dims.get(id(x)) != dims or not value.contiguous:
             return None
         lane_captures.append(k)
     arrays_in = [k for k in lanes] + [n + k for k in lane_captures]
@@ -153,15 +174,15 @@ def _lanes(lw, op):
     return dims, lanes, lane_captures
 
 
-def _kind(lw, x, t) -> str | None:
+def _kind(cx, x, t) -> str | None:
     """"scalar" for a one-element loop variable, "array" for one of a fixed shape held in memory, else None."""
-    if t.dtype.c_type is None or id(t) not in lw.dims or id(x) not in lw.dims:
+    if t.dtype.c_type is None or id(t) not in cx.dims or id(x) not in cx.dims:
         return None
-    dims = lw.dims[id(t)]
+    dims = cx.dims[id(t)]
     if product(dims).const == 1:
         return "scalar"
-    value = lw.values.get(id(x))
-    if not isinstance(value, Array) or not value.contiguous or lw.dims[id(x)] != dims:
+    value = cx.values.get(id(x))
+    if not isinstance(value, Array) or not value.contiguous or cx.dims[id(x)] != dims:
         return None
     return "array"
 

@@ -3,8 +3,8 @@
 - ``Scalar``: one element in a C local (a register): promoted 0-d and other one-element tensors.
 - ``Array``: elements in memory at ``ptr[offset + sum(i_d * strides[d])]``; a stride of 0 is a broadcast,
   a view (transpose, slice, reshape of a contiguous array) is an ``Array`` over another's memory.
-- ``Obj``: an ``rt_tensor`` descriptor the native code only passes along (strings, TensorArray lists,
-  tensors of unknown rank).
+- ``Obj``: an ``rt_tensor`` descriptor the native code only passes along (strings, tensors of unknown
+  rank), or a native TensorArray (an ``rt_list *`` local).
 
 A tensor with none of these is *lazy*: its elements are computed where they are read, inside the loop
 of the kernel that reads them (``kernels.element``).
@@ -33,7 +33,7 @@ class Array:
     ``storage`` says who owns ``ptr``'s memory: ``input``, ``const`` (a static array), ``variable``,
     ``stack`` (a function-level array), ``arena`` (freed when the call ends or handed out as a
     result), ``reserve`` (kept across loop iterations), ``callback`` (a Python kernel's result), or
-    ``local`` (the address of a ``Scalar``'s C local).
+    ``list`` (a native TensorArray's buffer).
     """
     ptr: str
     dtype: object
@@ -43,7 +43,7 @@ class Array:
     storage: str
 
     @staticmethod
-    def dense(ptr: str, dtype, dims, storage: str) -> "Array":
+    def dense(ptr: str, dtype, dims, storage: str) -> Array:
         dims = tuple(Poly.of(d) for d in dims)
         return Array(ptr, dtype, dims, contiguous_strides(dims), Poly.of(0), storage)
 
@@ -77,8 +77,13 @@ class Scalar:
 
 @dataclass
 class Obj:
-    """A value native code passes along: an ``rt_tensor`` lvalue ``name``, or a native TensorArray
-    (``ctype`` ``rt_list *``)."""
-    name: str
+    """A value native code passes along: an ``rt_tensor`` (``ref``: a ``Slot`` of the call or a local), or a
+    native TensorArray (``ctype`` ``rt_list *``: ``ref`` is the local holding it)."""
+    ref: Expr
     dtype: object
     ctype: str = "rt_tensor"
+
+    @property
+    def name(self) -> str:
+        """The local holding the value (a TensorArray's list)."""
+        return self.ref.name

@@ -27,6 +27,12 @@ import programs  # noqa: E402  (the golden programs, beside their C)
 sys.path.remove(str(GOLDEN))
 
 
+@pytest.fixture(autouse=True)
+def _verify_ir(monkeypatch):
+    """The loop IR is verified after lowering and after every IR pass (``transpiler/lowering/verify.py``)."""
+    monkeypatch.setenv("RT_VERIFY_IR", "1")
+
+
 def _check_golden(name: str, text: str) -> None:
     text = text.replace(str(GOLDEN), "<golden>")      # error messages name the user's file
     path = GOLDEN / name

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import runtime as rt
 from runtime.executor import run_graph
@@ -13,6 +14,12 @@ from transpiler.lowering.kernels import loads
 from transpiler.lowering.ops import SMALL_MATMUL
 
 F = rt.float32
+
+
+@pytest.fixture(autouse=True)
+def _verify_ir(monkeypatch):
+    """The loop IR is verified after lowering and after every IR pass (``transpiler/lowering/verify.py``)."""
+    monkeypatch.setenv("RT_VERIFY_IR", "1")
 
 
 def _lower(fn, *specs):
@@ -41,7 +48,7 @@ def test_an_elementwise_chain_is_one_vectorised_parallel_loop():
     assert len(stores) == 1 and [(loop.simd, bool(loop.parallel)) for loop in loops] == [(True, True)]
     # x and y are assumed to be of one size; the entry checks it and calls a version without the assumption,
     # with a loop for the same sizes and one for run-time broadcasts of size 1
-    assert lowered.ir.guard == [("in[1].shape[0]", "in[0].shape[0]")]
+    assert [(str(a), str(b)) for a, b in lowered.ir.guard] == [("in[1].shape[0]", "in[0].shape[0]")]
     general = lowered.ir.fallback
     assert len([s for s in walk_stmts(general.body) if isinstance(s, Store)]) == 2
     assert [bool(loop.parallel) for loop in _loops(general)] == [True, False]
@@ -94,7 +101,7 @@ def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_the_result_and_di
     assert len(tail) == 1 and tail[0].stop == Poly.of(1100)
     assert any(isinstance(s, Store) and s.ptr == result for s in walk_stmts(tail[0].body))  # e into the result
     (divided,) = [s for s in outer.body if isinstance(s, If)]
-    assert "fabsf(" in divided.cond and "RealDiv" not in str(divided.then) and "RealDiv" in str(divided.orelse)
+    assert "fabsf(" in str(divided.cond) and "RealDiv" not in str(divided.then) and "RealDiv" in str(divided.orelse)
 
 
 def test_short_static_rows_run_over_whole_vectors_with_masked_loads_and_stores():
@@ -181,8 +188,9 @@ def test_small_static_matmuls_take_the_fixed_size_kernel_and_the_rest_the_gemm()
     assert _calls(lowered.ir) == ["rt_matmul_small_int32", "rt_matmul_small_int32", "rt_gemm_ld_float32",
                                   "rt_gemm_ld_float32"]
     small = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Call) and "small" in s.name]
-    assert small[0].args[1] == small[0].args[3] == small[0].args[5] == "10"      # literal row strides
-    assert small[0].args[-5:] == ["10", "10", "10", "0", "0"] and small[1].args[-2:] == ["1", "1"]
+    assert small[0].args[1] == small[0].args[3] == small[0].args[5] == Poly.of(10)      # literal row strides
+    assert [str(a) for a in small[0].args[-5:]] == ["10", "10", "10", "0", "0"]
+    assert [str(a) for a in small[1].args[-2:]] == ["1", "1"]
 
 
 def test_a_batch_of_small_products_loops_over_the_fixed_size_kernel_in_parallel_when_big():
@@ -190,7 +198,7 @@ def test_a_batch_of_small_products_loops_over_the_fixed_size_kernel_in_parallel_
     (call,) = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Call) and "matmul" in s.name]
     assert call.name == "rt_matmul_small_float32"
     (loop,) = [f for f in _loops(lowered.ir) if call in f.body]
-    assert "RT_GEMM_PARALLEL_MIN" in loop.parallel
+    assert "RT_GEMM_PARALLEL_MIN" in str(loop.parallel)
 
 
 def _adam_like(m, v, w):

@@ -1,5 +1,5 @@
 static int rt_fn_countdown(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
-    int32_t * x1 = (int32_t *)in[0].data;
+    int32_t * x1 = ((int32_t *)in[0].data);
     int32_t lv2;
     int32_t lv3;
     int64_t iter4 = 0;
@@ -15,7 +15,7 @@ static int rt_fn_countdown(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
         if (RT_INTERRUPTED) { snprintf(ctx->msg, sizeof(ctx->msg), "interrupted"); goto fail; }
         /* greater = Greater */
         s5 = ((rt_bool)(lv2 > 0));
-        if (!(s5)) {
+        if (!s5) {
             break;
         }
         /* add = AddV2 */

@@ -1,5 +1,5 @@
 static int rt_fn_double(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
-    int32_t * x1 = (int32_t *)in[0].data;
+    int32_t * x1 = ((int32_t *)in[0].data);
     int32_t s2;
     int32_t * p3 = NULL;
     /* add = AddV2 */

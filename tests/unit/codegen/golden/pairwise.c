@@ -1,12 +1,12 @@
 static int rt_fn_pairwise(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     int64_t n1 = in[0].shape[0];
-    float * x2 = (float *)in[0].data;
+    float * x2 = ((float *)in[0].data);
     int64_t n3 = in[1].shape[0];
-    float * x4 = (float *)in[1].data;
+    float * x4 = ((float *)in[1].data);
     float * p11 = NULL;
     /* reduce_sum = Sum */
     if (!(p11 = (float *)rt_alloc_array(ctx, n1 * n3, sizeof(float)))) goto fail;
-    if ((3 * n1 * n3) >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
+    if (3 * n1 * n3 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
         for (int64_t k12 = 0; k12 < n1; k12++) {
             #pragma omp simd

@@ -1,5 +1,5 @@
 static int rt_fn_power(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
-    int32_t * x1 = (int32_t *)in[0].data;
+    int32_t * x1 = ((int32_t *)in[0].data);
     __attribute__((aligned(64))) static const int32_t k2[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     int32_t * p3 = NULL;
     __attribute__((aligned(64))) int32_t buf4[9];

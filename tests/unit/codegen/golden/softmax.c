@@ -1,20 +1,20 @@
 static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     int64_t n1 = in[0].shape[0];
-    float * x2 = (float *)in[0].data;
+    float * x2 = ((float *)in[0].data);
     float * p3 = NULL;
     if (!(p3 = (float *)rt_alloc_array(ctx, 16 * n1, sizeof(float)))) goto fail;
-    if ((16 * n1) >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
+    if (16 * n1 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
         for (int64_t k4 = 0; k4 < n1; k4++) {
-            float acc6 = -INFINITY;
+            float acc6 = ((float)-INFINITY);
             int acc6_nan = 0;
             #pragma omp simd reduction(max:acc6) reduction(|:acc6_nan)
             for (int64_t r5 = 0; r5 < 16; r5++) {
                 float v8 = x2[16 * k4 + r5];
-                acc6 = (v8 > acc6 ? v8 : acc6);
+                acc6 = v8 > acc6 ? v8 : acc6;
                 acc6_nan = acc6_nan | (v8 != v8);
             }
-            float row9 = (acc6_nan ? (float)NAN : acc6);
+            float row9 = acc6_nan ? ((float)NAN) : acc6;
             double acc11 = 0;
             float part12 = 0;
             #pragma omp simd reduction(+:part12)
@@ -25,7 +25,7 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
             }
             acc11 = (acc11 + part12);
             float row14 = ((float)acc11);
-            float inv15 = (float)1 / row14;
+            float inv15 = ((float)1) / row14;
             if (fabsf(row14) >= 0x1p-126f && fabsf(row14) <= 0x1p126f) {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
@@ -40,15 +40,15 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
         }
     } else {
         for (int64_t k4 = 0; k4 < n1; k4++) {
-            float acc6 = -INFINITY;
+            float acc6 = ((float)-INFINITY);
             int acc6_nan = 0;
             #pragma omp simd reduction(max:acc6) reduction(|:acc6_nan)
             for (int64_t r5 = 0; r5 < 16; r5++) {
                 float v8 = x2[16 * k4 + r5];
-                acc6 = (v8 > acc6 ? v8 : acc6);
+                acc6 = v8 > acc6 ? v8 : acc6;
                 acc6_nan = acc6_nan | (v8 != v8);
             }
-            float row9 = (acc6_nan ? (float)NAN : acc6);
+            float row9 = acc6_nan ? ((float)NAN) : acc6;
             double acc11 = 0;
             float part12 = 0;
             #pragma omp simd reduction(+:part12)
@@ -59,7 +59,7 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
             }
             acc11 = (acc11 + part12);
             float row14 = ((float)acc11);
-            float inv15 = (float)1 / row14;
+            float inv15 = ((float)1) / row14;
             if (fabsf(row14) >= 0x1p-126f && fabsf(row14) <= 0x1p126f) {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
