@@ -5,6 +5,7 @@ Core: ``Dense``, ``Activation``, ``Dropout``, ``Flatten``, ``Reshape``, ``Embedd
 (``MaxPool2D``), ``GlobalAveragePooling2D``, ``GlobalMaxPooling2D``; normalization: ``BatchNormalization``,
 ``LayerNormalization``, ``Normalization``; ``Input`` and ``InputLayer`` for functional models.
 """
+from runtime.errors import missing_name
 from runtime.keras.functional import Input, InputLayer
 from runtime.keras.layers.base import Layer
 from runtime.keras.layers.convolutional import (
@@ -59,3 +60,6 @@ __all__ = [
                                                 "Reshape",
                                                 "Subtract",
 ]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.layers")

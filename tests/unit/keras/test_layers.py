@@ -167,7 +167,8 @@ def test_custom_layer_guide():
     assert not layer.built and layer.weights == []
     out = layer(rt.zeros([10, 5]))
     assert out.shape == (10, 10) and layer.built
-    assert [v.name for v in layer.trainable_variables] == [f"{layer.name}/kernel"]
+    assert [v.name for v in layer.trainable_variables] == ["kernel"]            # Keras 3: the name given ...
+    assert [v.path for v in layer.trainable_variables] == [f"{layer.name}/kernel"]   # ... and the layer's path
     assert layer.kernel.shape == (5, 10)
     layer(rt.zeros([3, 5]))                                   # built once
     assert len(layer.weights) == 1
