@@ -26,7 +26,6 @@ Example:
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import importlib.abc
@@ -174,36 +173,36 @@ def run_module(name: str, argv: Sequence[str] = ()) -> None:
     runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of a compat run (``python -m runtime.tf_compat`` and ``rt run``)."""
-    parser.add_argument("-m", dest="module", metavar="MODULE", help="run library module MODULE as a script")
-    parser.add_argument("script", nargs="?", help="the program (a .py file)")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+USAGE = """usage: {prog} script.py [args ...]
+       {prog} -m module [args ...]
+
+Run a program written against `import tensorflow as tf` (or `import keras`) on rt: for this run, those imports
+give rt (runtime.tf_compat). Everything after the script or module is the program's own command line.
+"""
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run what ``add_arguments`` parsed; returns the exit status (a program's ``sys.exit`` propagates)."""
-    if args.module is not None:
-        rest = ([args.script] if args.script is not None else []) + list(args.args)
-        run_module(args.module, rest)
-    elif args.script is not None:
-        if not os.path.isfile(args.script):
-            print(f"error: no such file: {args.script}", file=sys.stderr)
+def main(argv: Sequence[str] | None = None, prog: str = "python -m runtime.tf_compat") -> int:
+    """``python -m runtime.tf_compat [-m module | script.py] [args]`` (``rt run`` calls it too). Like ``python``,
+    it reads only what comes before the program: the rest, options included, is the program's ``sys.argv``.
+    Returns the exit status; the program's own ``sys.exit`` propagates."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE.format(prog=prog), end="", file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            print(f"{prog}: error: -m needs a module name", file=sys.stderr)
             return 2
-        run_path(args.script, args.args)
-    else:
-        print("error: give a script (script.py [args]) or -m MODULE", file=sys.stderr)
+        run_module(argv[1], argv[2:])
+        return 0
+    if argv[0].startswith("-"):
+        print(f"{prog}: error: unknown option {argv[0]} (give script.py or -m module first)", file=sys.stderr)
         return 2
+    if not os.path.isfile(argv[0]):
+        print(f"{prog}: error: no such file: {argv[0]}", file=sys.stderr)
+        return 2
+    run_path(argv[0], argv[1:])
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m runtime.tf_compat",
-        description="Run a program written against `import tensorflow as tf` (or `import keras`) on rt: those "
-                    "imports give rt for this run only.")
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
