@@ -68,7 +68,7 @@ def count(stop):
     i = 0
     while i < stop:
         yield i
-        i += 1  # noqa: SIM113 - a tensor loop's counter, as the guides write it
+        i += 1
 
 
 def generators():
