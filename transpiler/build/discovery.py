@@ -3,7 +3,10 @@
 A module qualifies when it applies ``runtime.function`` (or ``runtime.Function``)
 under any alias: ``@rt.function``, ``@rt.function(...)``, ``@runtime.function``,
 ``@function`` after ``from runtime import function``, or a call ``rt.function(f)``.
-Aliases are resolved by libcst's ``QualifiedNameProvider``.
+Aliases are resolved by libcst's ``QualifiedNameProvider``. With ``tf_compat`` (``build --tf-compat``, for
+programs written against ``import tensorflow as tf``: see ``runtime.tf_compat``), ``tensorflow.function``
+counts too. A module that compiles a Keras model at import (``model.compile(optimizer=..., loss=...)``) qualifies
+as well: ``compile`` makes ``model.train_function``, an ``rt.function`` the build compiles.
 
 Example:
     >>> facts = scan_source("import runtime as rt\\n@rt.function\\ndef f(x):\\n    return x\\n")
@@ -28,11 +31,14 @@ FUNCTION_QUALNAMES = frozenset({
     "runtime.polymorphic_function.function", "runtime.polymorphic_function.Function",
 })
 
+# What ``tf.function`` resolves to in a program written against TensorFlow: under ``--tf-compat``, rt.function.
+TF_FUNCTION_QUALNAMES = frozenset({"tensorflow.function"})
+
 # Directories never searched: build outputs, caches, virtual environments.
 SKIPPED_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages", "venv"})
 
 # Bump when the analysis changes, so cached facts are recomputed.
-_FACTS_VERSION = 1
+_FACTS_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,18 +59,25 @@ class Import:
 
 @dataclasses.dataclass(frozen=True)
 class FileFacts:
-    """What the build needs to know about one source file."""
+    """What the build needs to know about one source file: its ``rt.function`` applications, its
+    ``tf.function`` ones (which count under ``--tf-compat``) and its imports."""
     functions: tuple[FoundFunction, ...]
     imports: tuple[Import, ...]
+    tf_functions: tuple[FoundFunction, ...] = ()
+    compiles: tuple[FoundFunction, ...] = ()       # Keras ``model.compile(optimizer=..., loss=...)`` calls
 
     def to_json(self) -> dict:
         return {"functions": [[f.name, f.line] for f in self.functions],
+                "tf_functions": [[f.name, f.line] for f in self.tf_functions],
+                "compiles": [[f.name, f.line] for f in self.compiles],
                 "imports": [[i.module, list(i.names), i.level] for i in self.imports]}
 
     @classmethod
     def from_json(cls, data: dict) -> "FileFacts":
         return cls(tuple(FoundFunction(n, line) for n, line in data["functions"]),
-                   tuple(Import(m, tuple(names), level) for m, names, level in data["imports"]))
+                   tuple(Import(m, tuple(names), level) for m, names, level in data["imports"]),
+                   tuple(FoundFunction(n, line) for n, line in data.get("tf_functions", ())),
+                   tuple(FoundFunction(n, line) for n, line in data.get("compiles", ())))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,12 +104,22 @@ class _FactsCollector(cst.CSTVisitor):
     def __init__(self):
         super().__init__()
         self.functions: list[FoundFunction] = []
+        self.tf_functions: list[FoundFunction] = []
+        self.compiles: list[FoundFunction] = []
         self.imports: list[Import] = []
         self._decorator_calls: set[int] = set()
 
+    def _kind(self, node: cst.CSTNode) -> list[FoundFunction] | None:
+        """The list an application of ``node`` goes to: rt.function's, tf.function's, or None."""
+        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+        if names & FUNCTION_QUALNAMES:
+            return self.functions
+        if names & TF_FUNCTION_QUALNAMES:
+            return self.tf_functions
+        return None
+
     def _is_rt_function(self, node: cst.CSTNode) -> bool:
-        names = self.get_metadata(QualifiedNameProvider, node, set())
-        return any(q.name in FUNCTION_QUALNAMES for q in names)
+        return self._kind(node) is not None
 
     def _line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
@@ -107,16 +130,24 @@ class _FactsCollector(cst.CSTVisitor):
             if isinstance(target, cst.Call):
                 self._decorator_calls.add(id(target))
                 target = target.func
-            if self._is_rt_function(target):
-                self.functions.append(FoundFunction(node.name.value, self._line(decorator)))
+            found = self._kind(target)
+            if found is not None:
+                found.append(FoundFunction(node.name.value, self._line(decorator)))
 
     def visit_Call(self, node: cst.Call) -> None:
         if id(node) in self._decorator_calls:
             return
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "compile" and any(
+                arg.keyword is not None and arg.keyword.value in ("optimizer", "loss") for arg in node.args):
+            owner = func.value.value if isinstance(func.value, cst.Name) else "<expression>"
+            self.compiles.append(FoundFunction(f"{owner}.compile", self._line(node)))
+            return
+        found = self._kind(func)
         if isinstance(func, cst.Call) and self._is_rt_function(func.func):
             self._decorator_calls.add(id(func))  # rt.function(input_signature=...)(f)
-        elif not self._is_rt_function(func):
+            found = self._kind(func.func)
+        elif found is None:
             return
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
         name = "<decorator>"
@@ -124,7 +155,7 @@ class _FactsCollector(cst.CSTVisitor):
             first = positional[0]
             name = first.value if isinstance(first, cst.Name) else \
                 first.attr.value if isinstance(first, cst.Attribute) else "<expression>"
-        self.functions.append(FoundFunction(name, self._line(node)))
+        found.append(FoundFunction(name, self._line(node)))
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -147,14 +178,15 @@ def _dotted(node: cst.BaseExpression) -> str:
 
 
 def scan_source(source: str) -> FileFacts:
-    """The ``rt.function`` applications and the imports of one module's source."""
+    """The ``rt.function`` (and ``tf.function``) applications and the imports of one module's source."""
     module = cst.parse_module(source)
-    if "runtime" not in source:
-        # Cheap path: without the word, nothing can resolve to runtime.function.
+    if "runtime" not in source and "tensorflow" not in source and "keras" not in source:
+        # Cheap path: without the words, nothing can resolve to runtime.function or tensorflow.function, and no
+        # Keras model is compiled.
         return FileFacts((), tuple(_imports_only(module)))
     facts = _FactsCollector()
     MetadataWrapper(module, unsafe_skip_copy=True).visit(facts)
-    return FileFacts(tuple(facts.functions), tuple(facts.imports))
+    return FileFacts(tuple(facts.functions), tuple(facts.imports), tuple(facts.tf_functions), tuple(facts.compiles))
 
 
 def _imports_only(module: cst.Module) -> list[Import]:
@@ -266,12 +298,14 @@ def module_name_for(path: Path) -> tuple[Path, str]:
 
 
 def discover(paths: Iterable[Path], exclude: Iterable[Path] = (), cache: FactsCache | None = None,
-             errors: list | None = None) -> list[ModuleInfo]:
-    """The modules under ``paths`` that define ``rt.function``s, sorted by dotted name.
+             errors: list | None = None, tf_compat: bool = False) -> list[ModuleInfo]:
+    """The modules under ``paths`` that define ``rt.function``s (and, with ``tf_compat``, ``tf.function``s),
+    sorted by dotted name.
 
     Files that do not parse are reported in ``errors`` (as ``(path, SyntaxError)``) when it is given, and
     otherwise skipped.
     """
+    words = (b"runtime", b"tensorflow", b"keras") if tf_compat else (b"runtime",)
     cache = cache or FactsCache()
     modules = []
     for path in iter_python_files(paths, exclude):
@@ -279,7 +313,7 @@ def discover(paths: Iterable[Path], exclude: Iterable[Path] = (), cache: FactsCa
             source = path.read_bytes()
         except OSError:
             continue
-        if b"runtime" not in source:
+        if not any(word in source for word in words):
             continue
         try:
             facts = cache.facts(path, source)
@@ -287,7 +321,8 @@ def discover(paths: Iterable[Path], exclude: Iterable[Path] = (), cache: FactsCa
             if errors is not None and b"function" in source:
                 errors.append((path, error))
             continue
-        if facts.functions:
+        functions = facts.functions + (facts.tf_functions if tf_compat else ()) + facts.compiles
+        if functions:
             root, name = module_name_for(path)
-            modules.append(ModuleInfo(path, root, name, facts.functions))
+            modules.append(ModuleInfo(path, root, name, functions))
     return sorted(modules, key=lambda m: (m.name, str(m.path)))

@@ -3,7 +3,7 @@
 A linear model ``y = w * x + b`` as a ``tf.Module`` trained by hand (gradient tape, ``assign_sub``), the same
 model as a ``tf.keras.Model`` trained by the same loop, its weights saved, and then ``compile``/``fit``. The
 guide draws its noise with ``tf.random.normal``; ``main(noise=...)`` takes the noise as an array instead (so two
-libraries see the same data). ``train_step`` is the guide's ``train`` as a ``tf.function``.
+libraries see the same data). ``train_step`` is the guide's ``train`` of the module's model as a ``tf.function``.
 """
 import os
 import tempfile
@@ -61,18 +61,25 @@ def train(model, x, y, learning_rate):
 
 
 model = MyModel()
-train_step = tf.function(train)
+
+
+@tf.function
+def train_step(x, y, learning_rate):
+    return train(model, x, y, learning_rate)
 
 
 def report(model, loss):
     return f"W = {model.w.numpy():1.2f}, b = {model.b.numpy():1.2f}, loss={loss:2.5f}"
 
 
-def training_loop(model, x, y, step, epochs=10):
+def training_loop(model, x, y, step=None, epochs=10):
     weights, biases, losses = [], [], []
     for epoch in range(epochs):
         # Update the model with the single giant batch
-        step(model, x, y, learning_rate=0.1)
+        if step is None:
+            train(model, x, y, learning_rate=0.1)
+        else:
+            step(x, y, learning_rate=0.1)
         # Track this before I update
         weights.append(model.w.numpy())
         biases.append(model.b.numpy())
@@ -97,7 +104,7 @@ def main(noise=None):
     out["module"] = training_loop(model, x, y, train_step)
 
     keras_model = MyModelKeras()
-    out["keras_loop"] = training_loop(keras_model, x, y, train)     # the same loop, eagerly
+    out["keras_loop"] = training_loop(keras_model, x, y)     # the same loop, eagerly
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "my_checkpoint.weights.h5")
         keras_model.save_weights(path)
