@@ -22,11 +22,11 @@ from benchmarks.support import c_flags, fmt_time, machine
 
 # Modules whose @bench_class functions make up the run, in order; add yours here.
 CLASS_MODULES = ["benchmarks.first_wave", "benchmarks.second_wave", "benchmarks.training_bench",
-                 "benchmarks.jit_compile_bench", "benchmarks.variants_bench"]
+                 "benchmarks.jit_compile_bench", "benchmarks.variants_bench", "benchmarks.fit_bench"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 # built modules other than kernels/ml (None: the class builds its own)
-_MODULE_OF = {"training step": "training", "convolution": "training", "jit_compile": None}
+_MODULE_OF = {"training step": "training", "convolution": "training", "jit_compile": None, "keras fit": "fit_model"}
 SWEEP_TARGET = 1.2
 
 

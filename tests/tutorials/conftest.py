@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import runtime as rt
 from runtime import tf_compat
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -24,6 +25,28 @@ collect_ignore_glob = ["programs/*.py"]
 sys.path.insert(0, str(PROGRAMS))          # the programs import their data from programs/synthetic.py
 
 _loaded = itertools.count()
+
+TRAINED = {"rtol": 2e-4, "atol": 1e-5}      # trajectories over many float32 steps (summation orders differ)
+EXACT = {"rtol": 1e-5, "atol": 1e-6}        # one computation
+
+
+# -- probes of behaviour other branches bring (the tests needing it are expected failures until it is there) ------
+
+def converts_float64_arrays() -> bool:
+    """``tf.convert_to_tensor(float64 array, dtype=tf.float32)`` casts, as TensorFlow does (branch ``bugs``)."""
+    try:
+        rt.convert_to_tensor(np.array([0.1]), dtype=rt.float32)
+    except TypeError:
+        return False
+    return True
+
+
+def variable_target_has_a_gradient() -> bool:
+    """``tape.gradient(v, v)`` is one, as in TensorFlow (branch ``bugs``)."""
+    v = rt.Variable(2.0)
+    with rt.GradientTape() as tape:
+        result = v
+    return tape.gradient(result, v) is not None
 
 
 def load(name: str, backend: str = "rt"):

@@ -19,12 +19,17 @@ import io
 
 import numpy as np
 import pytest
-from conftest import assert_same, initialize, load
+from conftest import (
+    EXACT,
+    TRAINED,
+    assert_same,
+    converts_float64_arrays,
+    initialize,
+    load,
+    variable_target_has_a_gradient,
+)
 
 import runtime as rt
-
-TRAINED = {"rtol": 2e-4, "atol": 1e-5}      # trajectories over many float32 steps (summation orders differ)
-EXACT = {"rtol": 1e-5, "atol": 1e-6}        # one computation
 
 
 def run(name: str, backend: str = "rt", **options):
@@ -37,28 +42,9 @@ def _without(result: dict, *keys) -> dict:
     return {k: v for k, v in result.items() if k not in keys}
 
 
-# -- probes of behaviour other branches bring --------------------------------------------------------------------
-
-def _converts_float64_arrays() -> bool:
-    """``tf.convert_to_tensor(float64 array, dtype=tf.float32)`` casts, as TensorFlow does (branch ``bugs``)."""
-    try:
-        rt.convert_to_tensor(np.array([0.1]), dtype=rt.float32)
-    except TypeError:
-        return False
-    return True
-
-
-def _variable_target_has_a_gradient() -> bool:
-    """``tape.gradient(v, v)`` is one, as in TensorFlow (branch ``bugs``)."""
-    v = rt.Variable(2.0)
-    with rt.GradientTape() as tape:
-        result = v
-    return tape.gradient(result, v) is not None
-
-
-needs_numpy_casts = pytest.mark.xfail(not _converts_float64_arrays(), strict=True,
+needs_numpy_casts = pytest.mark.xfail(not converts_float64_arrays(), strict=True,
                                       reason="needs branch bugs: convert_to_tensor casts a float64 numpy array")
-needs_variable_targets = pytest.mark.xfail(not _variable_target_has_a_gradient(), strict=True,
+needs_variable_targets = pytest.mark.xfail(not variable_target_has_a_gradient(), strict=True,
                                            reason="needs branch bugs: the gradient of a variable target")
 
 

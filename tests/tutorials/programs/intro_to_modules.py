@@ -12,6 +12,7 @@ import tempfile
 import tensorflow as tf
 
 tf.random.set_seed(42)
+tf.keras.utils.set_random_seed(42)         # the Keras layers' initializers too (every run the same numbers)
 
 
 class SimpleModule(tf.Module):
