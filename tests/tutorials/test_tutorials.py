@@ -19,7 +19,7 @@ import io
 
 import numpy as np
 import pytest
-from conftest import (
+from tutorial_support import (
     EXACT,
     TRAINED,
     assert_same,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PROGRAMS, PROJECT, TRAINED, converts_float64_arrays
+from tutorial_support import PROGRAMS, PROJECT, TRAINED, converts_float64_arrays
 
 pytestmark = pytest.mark.build
 
