@@ -38,7 +38,7 @@ def fit_peers(weights, x, y) -> dict:
     return {"tf.function": tf_keras_fit}
 
 
-@bench_class("keras fit", wave="third")
+@bench_class("keras fit", wave="third", modules=("fit_model",))
 def keras_fit(bench: Bench) -> list[Row]:
     built = bench.module("fit_model")
     model = built.model

@@ -21,8 +21,10 @@ a module listed in ``benchmarks.__main__.CLASS_MODULES``, and measure with ``ben
 Implementations named after a peer (``jax.jit``, ``tf.function``, ``numba``, or a variant such as
 ``tf.function hand-written``) are factories: called with
 the peer's module only when it is installed (and not in ``--built-only`` runs), they return the callable
-to time. Every callable returns its result; ``measure`` prints the largest difference from the built
-result.
+to time. Every callable returns its result, and ``measure`` checks that each one agrees with the built
+result within the row's ``tolerance`` (``Tolerance``; ``EXACT`` for integers): a row whose built result
+differs from a peer's beyond it fails (``Agreement``), and ``python -m benchmarks`` exits 1, with or
+without ``--strict``: a wrong answer is not a slow one.
 """
 from __future__ import annotations
 
@@ -61,6 +63,8 @@ class Check:
             return None
         return self.ratio <= self.threshold if self.at_most else self.ratio >= self.threshold
 
+    correctness = False           # a speed target; an Agreement is a check of the results
+
     def cells(self) -> list[str]:
         ratio = "-" if self.ratio is None else f"{self.ratio:.3g}{self.unit}"
         if self.threshold is None:
@@ -68,6 +72,64 @@ class Check:
         sign = "<=" if self.at_most else ">="
         status = {True: "PASS", False: "FAIL", None: "n/a"}[self.passed]
         return [f"{self.label} {sign} {self.threshold:g}{self.unit}", ratio, status]
+
+
+class Accuracy(Check):
+    """A check of the results (not of speed) given as a figure against a threshold, e.g. ulps from numpy."""
+    correctness = True
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far another implementation's result may be from the built one, element by element:
+    ``|other - built| <= atol + rtol * |other|`` (NaN only where the other has NaN). ``EXACT`` (both 0):
+    the same values."""
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    def __str__(self) -> str:
+        if not self.rtol and not self.atol:
+            return "exact"
+        return ", ".join(f"{name} {value:g}" for name, value in (("rtol", self.rtol), ("atol", self.atol)) if value)
+
+    def excess(self, result: np.ndarray, built: np.ndarray) -> tuple[float, str | None]:
+        """(how far past the tolerance ``result`` is: max |result - built| / (atol + rtol |result|), at most 1
+        when within it; why they cannot be compared, or None)."""
+        if result.shape != built.shape:
+            return float("inf"), f"shape {result.shape} vs built {built.shape}"
+        if result.dtype.kind in "biu" and built.dtype.kind in "biu":
+            result, built = result.astype(np.int64), built.astype(np.int64)
+        else:
+            result, built = result.astype(np.float64), built.astype(np.float64)
+        nan_r, nan_b = np.isnan(result), np.isnan(built)
+        if not np.array_equal(nan_r, nan_b):
+            return float("inf"), f"NaN at {int(np.sum(nan_r != nan_b))} element(s) where the other is a number"
+        ok = ~nan_r
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = np.abs(result[ok] - built[ok]).astype(np.float64)
+            allowed = self.atol + self.rtol * np.abs(result[ok]).astype(np.float64)
+            ratio = np.where(diff == 0, 0.0, diff / allowed)     # inf where nothing is allowed but they differ
+        return float(np.max(ratio, initial=0.0)), None
+
+
+EXACT = Tolerance()
+
+
+@dataclass
+class Agreement(Check):
+    """The built result against every other implementation's, within ``tolerance``: ``ratio`` is the worst
+    ``Tolerance.excess`` (at most 1 passes)."""
+    tolerance: Tolerance = EXACT
+    others: tuple = ()
+    problems: tuple = ()
+    correctness = True
+
+    def cells(self) -> list[str]:
+        status = {True: "PASS", False: "FAIL", None: "n/a"}[self.passed]
+        names = ", ".join(self.others) or "nothing to compare"
+        figure = "-" if self.ratio is None else f"{self.ratio:.2g} of tol"
+        note = f" ({'; '.join(self.problems)})" if self.problems else ""
+        return [f"built == {names}: {self.tolerance}{note}", figure, status]
 
 
 @dataclass
@@ -84,16 +146,25 @@ class BenchClass:
     name: str
     function: Callable[[Bench], list[Row]]
     wave: str
+    modules: tuple[str, ...]     # the benchmarks/<name>.py modules it times, built before the classes run
 
 
 CLASSES: list[BenchClass] = []
+WAVES = {"first": "SPEC speed targets", "second": "ML workloads (SPEC second wave)",
+         "third": "The same workloads spelled otherwise, tensor and dataset loops (SPEC third wave)",
+         "build": "Build times (SPEC third wave)"}
+_DEFAULT_MODULES = {"first": ("kernels",), "second": ("ml",), "third": ("ml", "variants"), "build": ()}
 
 
-def bench_class(name: str, wave: str = "second") -> Callable:
+def bench_class(name: str, wave: str = "second", modules: tuple[str, ...] | None = None) -> Callable:
     """Register a benchmark class (``wave``: "first" for SPEC's speed targets, "second" for ML workloads, "third"
-    for other spellings of them and tensor loops)."""
+    for other spellings of them and tensor loops, "build" for build times). ``modules``: the built modules it uses
+    (default: the wave's)."""
+    if wave not in WAVES:
+        raise ValueError(f"unknown wave {wave!r}: one of {sorted(WAVES)}")
+
     def register(function):
-        CLASSES.append(BenchClass(name, function, wave))
+        CLASSES.append(BenchClass(name, function, wave, _DEFAULT_MODULES[wave] if modules is None else modules))
         return function
     return register
 
@@ -121,13 +192,39 @@ class Peers:
         return ", ".join(found)
 
 
-def as_array(value) -> np.ndarray:
-    """A result of any implementation (rt / tf / jax tensor, numpy array, scalar) as a numpy array."""
+def as_arrays(value) -> list[np.ndarray]:
+    """A result of any implementation (rt / tf / jax tensors, numpy arrays, scalars, or lists and tuples of
+    them) as the list of its arrays."""
     if isinstance(value, (list, tuple)):
-        value = value[0]
+        return [a for v in value for a in as_arrays(v)]
     if hasattr(value, "numpy"):
         value = value.numpy()
-    return np.asarray(value)
+    return [np.asarray(value)]
+
+
+def agreement(built, others: dict[str, object], tolerance: Tolerance) -> tuple[Agreement, dict[str, float]]:
+    """The check that ``built`` (a result) agrees with each of ``others`` (label -> result) within
+    ``tolerance``, and each one's largest absolute difference from it."""
+    built_arrays = as_arrays(built)
+    worst, problems, diffs = 0.0, [], {}
+    for label, result in others.items():
+        arrays = as_arrays(result)
+        if len(arrays) != len(built_arrays):
+            worst = float("inf")
+            problems.append(f"{label} returns {len(arrays)} values, built {len(built_arrays)}")
+            continue
+        for i, (a, b) in enumerate(zip(arrays, built_arrays)):
+            excess, why = tolerance.excess(a, b)
+            worst = max(worst, excess)
+            if why:
+                problems.append(f"{label}{f' value {i}' if len(arrays) > 1 else ''}: {why}")
+            elif a.size:
+                diffs[label] = max(diffs.get(label, 0.0), float(np.max(np.abs(a.astype(np.float64) - b))))
+            else:
+                diffs.setdefault(label, 0.0)
+    check = Agreement("results", worst if others else None, 1.0 if others else None, at_most=True,
+                      tolerance=tolerance, others=tuple(others), problems=tuple(problems))
+    return check, diffs
 
 
 class Bench:
@@ -158,12 +255,14 @@ class Bench:
     def note(self, text: str) -> None:
         self.notes.append(text)
 
-    def measure(self, name: str, implementations: dict[str, Callable], min_seconds: float = 0.2) -> Row:
-        """Time the implementations (``best_times``: a block each, repeated over rounds) and record each
-        one's largest difference from the built result."""
+    def measure(self, name: str, implementations: dict[str, Callable], min_seconds: float = 0.2,
+                tolerance: Tolerance | None = None) -> Row:
+        """Time the implementations (``best_times``: a block each, repeated over rounds) and check that each
+        one's result agrees with the built result within ``tolerance`` (required when there is anything to
+        compare: the row states it)."""
         row = Row(name)
-        reference = None
         timed: dict[str, Callable] = {}
+        results: dict[str, object] = {}
         for label, make in implementations.items():
             package = peer_package(label)
             if package is not None:
@@ -177,15 +276,21 @@ class Bench:
                 continue
             else:
                 fn = make
-            result = as_array(fn())
-            if label == "built":
-                reference = result
-            elif reference is not None:
-                row.diffs[label] = float(np.max(np.abs(result.astype(np.float64) - reference), initial=0.0))
+            results[label] = fn()
             timed[label] = fn
+        if "built" in results and len(results) > 1:
+            if tolerance is None:
+                raise ValueError(f"{name}: measure() compares results with the built one: give the tolerance")
+            self.agree(row, results.pop("built"), results, tolerance)
         for label, seconds in zip(timed, self.times(list(timed.values()), min_seconds)):
             row.times[label] = seconds
         return row
+
+    def agree(self, row: Row, built, others: dict[str, object], tolerance: Tolerance) -> None:
+        """Check (a row's first check) that ``built`` agrees with each result of ``others`` within ``tolerance``."""
+        check, diffs = agreement(built, others, tolerance)
+        row.checks.insert(0, check)
+        row.diffs.update(diffs)
 
     def faster_than(self, row: Row, peer: str, at_least: float) -> None:
         """Target: ``peer``'s time / built time >= ``at_least`` (built is that many times as fast)."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import runtime as rt
-from benchmarks.harness import Check, Row, bench_class
+from benchmarks.harness import EXACT, Check, Row, bench_class
 
 BUILD_DIR = Path(__file__).resolve().parent / "_build"
 MODULE = "rt_bench_jit"
@@ -139,14 +139,15 @@ def run() -> list:
     return [_row(*case) for case in _cases(_build())]
 
 
-@bench_class("jit_compile", wave="first")
+@bench_class("jit_compile", wave="first", modules=())
 def jit_compile_class(bench) -> list[Row]:
     """The rows of ``run()`` in the main table: built vs jit time, target jit / built <= 1.3x."""
     module = _build()
     rows = []
     for (name, built_fn, jit_fn, args) in _cases(module):
         row = bench.measure(name, {"built": lambda: built_fn(*args)})
-        _row(name, built_fn, jit_fn, args)           # compiles, checks native and equal results
+        _row(name, built_fn, jit_fn, args)           # compiles, checks native
+        bench.agree(row, built_fn(*args), {"jit_compile": jit_fn(*args)}, EXACT)     # one code generator: same bits
         row.times["jit_compile"], row.times["built"] = bench.times([lambda: jit_fn(*args), lambda: built_fn(*args)])
         row.checks.append(Check("jit_compile / built", row.times["jit_compile"] / row.times["built"], THRESHOLD,
                                 at_most=True))

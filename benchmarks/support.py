@@ -16,9 +16,22 @@ from pathlib import Path
 import numpy
 
 from transpiler.codegen import COMPILE_ARGS, LINK_ARGS
+from transpiler.codegen.flags import arch_flags
 
 HERE = Path(__file__).resolve().parent
 BUILD_DIR = HERE / "_build"
+
+
+_ISA_NAMES = {"x86-64-v4": "AVX-512", "x86-64-v3": "AVX2 + FMA, no AVX-512", "x86-64-v2": "SSE4.2, no AVX"}
+
+
+def isa() -> str:
+    """The x86-64 level generated code targets (``-march``; ``RT_MARCH`` chooses another) and what it means."""
+    march = next((f.split("=", 1)[1] for f in arch_flags() if f.startswith("-march=")), None)
+    if march is None:
+        return "the compiler's default (no -march)"
+    return f"{march} ({_ISA_NAMES.get(march, 'as the compiler defines it')})" + \
+        (", chosen by RT_MARCH" if os.environ.get("RT_MARCH") else ", the highest level of this machine")
 
 
 def machine() -> str:

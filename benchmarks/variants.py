@@ -6,6 +6,7 @@ states without a TensorArray. ``python -m benchmarks`` builds this module ahead 
 times each spelling against the best one of its workload, and the ``None`` versions against the peers.
 """
 import runtime as rt
+from benchmarks import ml
 from benchmarks.ml import CLASSES, COLS, DEPTH, FEATURES, HIDDEN, RNN_BATCH, RNN_STEPS, RNN_UNITS
 from benchmarks.training import BATCH, CHANNELS, FILTERS, IMAGE
 
@@ -13,58 +14,23 @@ f32 = rt.float32
 MANDELBROT_STEPS = 100
 
 
-@rt.function(input_signature=[rt.TensorSpec([None, FEATURES], f32), rt.TensorSpec([FEATURES, HIDDEN], f32),
-                              rt.TensorSpec([HIDDEN], f32), rt.TensorSpec([HIDDEN, CLASSES], f32),
-                              rt.TensorSpec([CLASSES], f32)])
-def dense(x, w1, b1, w2, b2):
-    """``ml.dense`` over a batch of any size."""
-    hidden = rt.nn.relu(rt.matmul(x, w1) + b1)
-    return rt.nn.softmax(rt.matmul(hidden, w2) + b2)
+def _spec(*dims, dtype=f32):
+    return rt.TensorSpec(list(dims), dtype)
 
 
-@rt.function(input_signature=[rt.TensorSpec([None, COLS], f32), rt.TensorSpec([COLS], f32),
-                              rt.TensorSpec([COLS], f32)])
-def layer_norm(x, gamma, beta):
-    """``ml.layer_norm`` over any number of rows."""
-    mean = rt.reduce_mean(x, axis=-1, keepdims=True)
-    variance = rt.reduce_mean(rt.square(x - mean), axis=-1, keepdims=True)
-    return (x - mean) / rt.sqrt(variance + 1e-5) * gamma + beta
-
-
-@rt.function(input_signature=[rt.TensorSpec([None, None], f32), rt.TensorSpec([None], f32),
-                              rt.TensorSpec([None], f32)])
-def layer_norm_any(x, gamma, beta):
-    """``ml.layer_norm`` over rows of any length too."""
-    mean = rt.reduce_mean(x, axis=-1, keepdims=True)
-    variance = rt.reduce_mean(rt.square(x - mean), axis=-1, keepdims=True)
-    return (x - mean) / rt.sqrt(variance + 1e-5) * gamma + beta
-
-
-@rt.function(input_signature=[rt.TensorSpec([None, COLS], f32)])
-def softmax(x):
-    """``ml.softmax`` over any number of rows."""
-    e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
-    return e / rt.reduce_sum(e, axis=-1, keepdims=True)
-
-
-@rt.function(input_signature=[rt.TensorSpec([None, None], f32)])
-def softmax_any(x):
-    """``ml.softmax`` over rows of any length too."""
-    e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
-    return e / rt.reduce_sum(e, axis=-1, keepdims=True)
-
-
-@rt.function(input_signature=[rt.TensorSpec([None, 3], f32), rt.TensorSpec([None, 3], f32)])
-def pairwise_distances(a, b):
-    """``ml.pairwise_distances`` for sets of any size."""
-    diff = rt.expand_dims(a, 1) - rt.expand_dims(b, 0)
-    return rt.reduce_sum(diff * diff, axis=-1)
-
-
-@rt.function(input_signature=[rt.TensorSpec([None, DEPTH], f32), rt.TensorSpec([None, DEPTH], f32)])
-def all_dots(x, y):
-    """``ml.all_dots`` for sets of any size."""
-    return rt.reduce_sum(rt.expand_dims(x, 1) * rt.expand_dims(y, 0), axis=-1)
+# ml.py's functions, declared over other sizes: each rt.function of one Python function gets its own code
+dense = rt.function(ml.dense.python_function, input_signature=[
+    _spec(None, FEATURES), _spec(FEATURES, HIDDEN), _spec(HIDDEN), _spec(HIDDEN, CLASSES), _spec(CLASSES)])
+layer_norm = rt.function(ml.layer_norm.python_function, input_signature=[_spec(None, COLS), _spec(COLS),
+                                                                          _spec(COLS)])
+layer_norm_any = rt.function(ml.layer_norm.python_function, input_signature=[_spec(None, None), _spec(None),
+                                                                              _spec(None)])
+softmax = rt.function(ml.softmax.python_function, input_signature=[_spec(None, COLS)])
+softmax_any = rt.function(ml.softmax.python_function, input_signature=[_spec(None, None)])
+pairwise_distances = rt.function(ml.pairwise_distances.python_function, input_signature=[_spec(None, 3),
+                                                                                          _spec(None, 3)])
+all_dots = rt.function(ml.all_dots.python_function, input_signature=[_spec(None, DEPTH), _spec(None, DEPTH)])
+collatz_steps = rt.function(ml.collatz_steps.python_function, input_signature=[_spec(None, dtype=rt.int32)])
 
 
 @rt.function(input_signature=[rt.TensorSpec([], f32), rt.TensorSpec([], rt.int32)])
@@ -76,17 +42,6 @@ def newton_sqrt(a, steps):
         x = 0.5 * (x + a / x)
         i += 1
     return x
-
-
-@rt.function(input_signature=[rt.TensorSpec([None], rt.int32)])
-def collatz_steps(n):
-    """``ml.collatz_steps`` over a vector of any length."""
-    steps = rt.zeros_like(n)
-    while rt.reduce_any(n > 1):
-        active = n > 1
-        n = rt.where(active, rt.where(n % 2 == 0, n // 2, 3 * n + 1), n)
-        steps += rt.cast(active, rt.int32)
-    return steps
 
 
 @rt.function(input_signature=[rt.TensorSpec([None, None, RNN_UNITS], f32), rt.TensorSpec([None, RNN_UNITS], f32),
@@ -150,37 +105,30 @@ model, optimizer = _mlp()
 model_static, optimizer_static = _mlp()       # the same weights, for the static spelling
 
 
-@rt.function(input_signature=[rt.TensorSpec([None, FEATURES], f32), rt.TensorSpec([None], rt.int32)])
-def train_step(x, y):
-    """``training.train_step`` over a batch of any size."""
-    with rt.GradientTape() as tape:
-        loss = loss_fn(y, model(x))
-    grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
+def _training_step(model, optimizer):
+    """``training.train_step`` over ``model`` and ``optimizer``."""
+    def step(x, y):
+        with rt.GradientTape() as tape:
+            loss = loss_fn(y, model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+    return step
 
 
-@rt.function(input_signature=[rt.TensorSpec([BATCH, FEATURES], f32), rt.TensorSpec([BATCH], rt.int32)])
-def train_step_static(x, y):
-    """``training.train_step`` (its own model, starting from the same weights as ``train_step``'s)."""
-    with rt.GradientTape() as tape:
-        loss = loss_fn(y, model_static(x))
-    grads = tape.gradient(loss, model_static.trainable_variables)
-    optimizer_static.apply_gradients(zip(grads, model_static.trainable_variables))
-    return loss
-
+train_step = rt.function(_training_step(model, optimizer), input_signature=[_spec(None, FEATURES),
+                                                                            _spec(None, dtype=rt.int32)])
+train_step_static = rt.function(_training_step(model_static, optimizer_static),
+                                input_signature=[_spec(BATCH, FEATURES), _spec(BATCH, dtype=rt.int32)])
 
 conv_layer = rt.keras.layers.Conv2D(FILTERS, 3)
 conv_layer.build((1, IMAGE, IMAGE, CHANNELS))
 
 
-@rt.function(input_signature=[rt.TensorSpec([None, None, None, CHANNELS], f32)])
-def conv(image):
-    """``training.conv`` over any number of images of any size."""
-    return conv_layer(image)
-
-
-@rt.function(input_signature=[rt.TensorSpec([1, IMAGE, IMAGE, CHANNELS], f32)])
-def conv_static(image):
+def _convolve(image):
     """``training.conv`` with this module's layer."""
     return conv_layer(image)
+
+
+conv = rt.function(_convolve, input_signature=[_spec(None, None, None, CHANNELS)])
+conv_static = rt.function(_convolve, input_signature=[_spec(1, IMAGE, IMAGE, CHANNELS)])

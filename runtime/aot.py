@@ -39,9 +39,11 @@ from runtime._native import NativeFunction
 from runtime.cachedir import append_ledger, build_record, ledger_path
 from runtime.dtypes import as_dtype
 from runtime.graph import SymbolicTensor, all_operations
+from runtime.ops.functional_ops import call_native, replayable
 from runtime.polymorphic_function import (ConcreteFunction, Function, begin_module, input_arrays, set_prebuilt_hook,
-                                          set_trace_hook)
+                                          set_trace_hook, tape_graph)
 from runtime.shapes import TensorSpec
+from runtime.tensor import EagerTensor
 from runtime.variables import Variable
 
 
@@ -418,6 +420,8 @@ class NativeConcreteFunction(ConcreteFunction):
                          entry["input_specs"])
         self._entry = entry
         self._native = None
+        self._replayable = None      # whether the gradient of a call under a tape may run the graph again
+        self._warned = False
 
     def fast_native(self, arguments, convert_scalars: bool):
         """The NativeFunction ``Function.__call__`` tries first (see ``Function.attach``)."""
@@ -441,13 +445,31 @@ class NativeConcreteFunction(ConcreteFunction):
 
     def _call_flat(self, tensors):
         native = self._native or self._native_function()
-        if context.tapes_active():       # recorded as one op (run by the generic executor) for its gradient
+        if context.tapes_active():
+            # Under a tape the native code runs too, recorded as one op whose gradient is the graph's backward
+            # (functional_ops.call_native). A graph with side effects cannot run again for its gradient: it runs
+            # once on the generic executor, keeping what the gradient needs (and says so, once).
             for handle in self._entry["variables"]:
                 if handle.ref is None:
                     handle.bind(resolve_variable(self._entry["module_globals"], handle))
-            return ConcreteFunction._call_flat(self, tensors)
+            if self._replayable is None:
+                self._replayable = replayable(self.graph)
+            if not self._replayable:
+                self._warn_generic_under_tape()
+                return ConcreteFunction._call_flat(self, tensors)
+            tensors = [t if type(t) is EagerTensor else EagerTensor(a, s.dtype)
+                       for t, a, s in zip(tensors, input_arrays(tensors), self.graph.inputs)]
+            return self._pack(call_native(tape_graph(self), tensors, native.call, len(self.graph.outputs)))
         results = native.call(input_arrays(tensors))
         return self._pack(results)
+
+    def _warn_generic_under_tape(self) -> None:
+        if not self._warned:
+            self._warned = True
+            kinds = sorted({op.type for op in all_operations(self.graph) if op.opdef.stateful} - {"ReadVariableOp"})
+            warnings.warn(f"{self._signature_text()}: under a GradientTape this built function runs on the generic "
+                          f"executor, not its native code: its graph has effects ({', '.join(kinds)}) that its "
+                          f"gradient could not run again", RuntimeWarning, stacklevel=4)
 
 
 class GenericBuiltConcreteFunction(ConcreteFunction):

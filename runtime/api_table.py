@@ -14,8 +14,8 @@ when the lowering has a native form for it (``transpiler.lowering.native_op_type
 - ``-``: it creates no op (configuration, classes of the Python layer, dtypes).
 
 Ops only complex tensors reach (``Real``, ``Imag``, ``Conj``, ``ComplexAbs``) are noted apart, for a function whose
-own code has a branch for complex tensors: ``rt.abs`` is ``native (complex: callback)``. ``PartitionedCall`` is a Function called eagerly under a tape; in built code a
-Function calling another traces it inline. The classes of the tracing layer (``rt.Function``, ``rt.Graph`` ...) show
+own code has a branch for complex tensors: ``rt.abs`` is ``native (complex: callback)``. ``PartitionedCall`` is a Function called eagerly under a tape, ``NativeCall`` a
+built function's native code called under a tape; in built code a Function calling another traces it inline. The classes of the tracing layer (``rt.Function``, ``rt.Graph`` ...) show
 ``-``: what runs is the code traced with them.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from transpiler.lowering import native_op_types
 # The namespaces TensorFlow has (tf.math ...); rt's other attributes are its own modules.
 NAMESPACES = ("autograph", "config", "data", "debugging", "dtypes", "errors", "keras", "linalg", "math", "nn",
               "random", "test")
-ALWAYS_NATIVE = {"Placeholder", "Const", "PartitionedCall"}
+ALWAYS_NATIVE = {"Placeholder", "Const", "PartitionedCall", "NativeCall"}
 COMPLEX_ONLY = {"Real", "Imag", "Conj", "ComplexAbs"}
 TRACING = ("runtime.graph", "runtime.polymorphic_function", "runtime.module", "runtime.shapes", "runtime.tensor")
 

@@ -149,9 +149,11 @@ class GradientTape:
         if self._records is None:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of gradients "
                                "(or jacobians)")
-        targets = [convert(t) for t in nest.flatten(target)]
+        # a variable target stays a variable: its gradient with respect to itself is its weight (see _differentiate)
+        targets = [t if isinstance(t, Variable) else convert(t) for t in nest.flatten(target)]
         if output_gradients is None:
-            weights = [array_ops.ones_like(t) if differentiable_dtype(t.dtype) else None for t in targets]
+            weights = [array_ops.ones_like(t) if differentiable_dtype(t.dtype) or isinstance(t, Variable) else None
+                       for t in targets]
         else:
             weights = [None if g is None else convert(g) for g in nest.flatten(output_gradients)]
             if len(weights) != len(targets):
@@ -168,6 +170,8 @@ class GradientTape:
         return nest.pack_sequence_as(sources, results)
 
     def _differentiate(self, targets: list, weights: list, sources: list) -> list:
+        """One gradient per source. A target that is itself a source (a variable, or a tensor the tape does not
+        watch) adds its weight to that source's gradient, as TensorFlow's does: d(v)/d(v) is one."""
         tensors, handles = [], []
         for s in sources:
             if isinstance(s, Variable):
@@ -182,15 +186,27 @@ class GradientTape:
             self.__exit__()
         try:
             watched = [t for t in tensors if id(t) in self._watched]
-            grads, variable_grads = backprop(self._records, targets, weights, watched,
-                                             [h for h in handles if id(h) in self._variables])
+            recorded = [(t, w) for t, w in zip(targets, weights) if not isinstance(t, Variable)]
+            grads, variable_grads = backprop(self._records, [t for t, _ in recorded], [w for _, w in recorded],
+                                             watched, [h for h in handles if id(h) in self._variables])
+            by_tensor = {id(t): g for t, g in zip(watched, grads)}
+            results = [variable_grads.get(id(s.handle)) if isinstance(s, Variable) else by_tensor.get(id(s))
+                       for s in sources]
+            for target, weight in zip(targets, weights):
+                if weight is None:
+                    continue
+                for i, source in enumerate(sources):
+                    if isinstance(target, Variable):
+                        same = isinstance(source, Variable) and source.handle is target.handle
+                    else:       # (a watched tensor's own weight is already in backprop's result)
+                        same = source is target and id(source) not in self._watched
+                    if same:
+                        results[i] = weight if results[i] is None else results[i] + weight
         finally:
             if recording:
                 context.push_tape(self)
                 self._recording = True
-        by_tensor = {id(t): g for t, g in zip(watched, grads)}
-        return [variable_grads.get(id(s.handle)) if isinstance(s, Variable) else by_tensor.get(id(s))
-                for s in sources]
+        return results
 
     def jacobian(self, target, sources, unconnected_gradients="none", parallel_iterations=None,
                  experimental_use_pfor=True):

@@ -19,6 +19,7 @@ class _State(threading.local):
         self.tracing_functions: list = []  # (Function, key) pairs being traced, for recursion checks
         self.tapes: list = []           # active gradient tapes, innermost last
         self.name_scopes: list[str] = []   # full prefixes of the open rt.name_scopes ("a/", "a/b/"), innermost last
+        self.variable_values: dict | None = None   # id(variable) -> the value its reads give (variable_values)
 
 
 _state = _State()
@@ -146,3 +147,25 @@ def variables_accessed(variables) -> None:
 def tapes_watch(tensors, variables=()) -> bool:
     """True when an active tape watches one of ``tensors`` or ``variables``: an op on them must be recorded."""
     return any(tape._watches(tensors, variables) for tape in _state.tapes)
+
+
+# ---------------------------------------------------------------------------
+# Variable values a replay reads. A built function's forward runs natively under a tape; its gradient runs
+# the function's graph again to get the values the backward graph needs, and that replay must read the
+# variables as the call read them (a later update may have changed them since).
+
+@contextlib.contextmanager
+def variable_values(values: dict):
+    """In this thread, while the block runs, a read of variable ``v`` gives ``values[id(v)]`` when it is there."""
+    saved = _state.variable_values
+    _state.variable_values = {**(saved or {}), **values}
+    try:
+        yield
+    finally:
+        _state.variable_values = saved
+
+
+def variable_value(variable):
+    """The value a read of ``variable`` gives in a ``variable_values`` block, or None."""
+    values = _state.variable_values
+    return values.get(id(variable)) if values else None

@@ -972,14 +972,20 @@ class ConcreteFunction:
         return f"<ConcreteFunction {self.signature_text()} at 0x{id(self):X}>"
 
 
-def _call_recorded(concrete, tensors) -> list:
-    """A call under a gradient tape: one recorded op (on a private copy of the graph, which the gradient extends)."""
+def tape_graph(concrete) -> Graph:
+    """The private copy of ``concrete``'s graph that calls under a gradient tape record (its gradient extends it
+    with the values the backward graph uses)."""
     copy = concrete.__dict__.get("_tape_graph")
     if copy is None:
         copy = concrete._tape_graph = copy_graph(concrete.graph)
         copy.finalized = False
+    return copy
+
+
+def _call_recorded(concrete, tensors) -> list:
+    """A call under a gradient tape: one recorded op (on a private copy of the graph, which the gradient extends)."""
     tensors = [t if isinstance(t, Tensor) else _to_tensor(t) for t in tensors]
-    return call_graph(copy, tensors, len(concrete.graph.outputs))
+    return call_graph(tape_graph(concrete), tensors, len(concrete.graph.outputs))
 
 
 def function(func=None, *, input_signature=None, autograph=True, reduce_retracing=False,

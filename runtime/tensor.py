@@ -8,9 +8,10 @@ Conversion to a requested dtype (``rt.constant(v, dtype)``, an ``input_signature
 ConcreteFunction's argument, a Python value next to a tensor) follows one rule, ``to_array``:
 
 - a tensor must already have that dtype (there is no implicit conversion between tensors);
-- a numpy array or numpy scalar converts only when every value survives exactly (an integer
-  in range, a float to an integer only when integral, an int64 to float32 only when
-  representable, a float64 to float32 only when exact); its byte order does not matter;
+- a numeric or bool numpy array or numpy scalar converts as TensorFlow converts it, by a cast
+  whatever its values (floats round to the nearest, floats to integers truncate, integers wrap,
+  nonzero is True): whether it is accepted depends on its dtype and shape only; its byte order
+  does not matter; a numpy array of strings or objects does not convert to a number;
 - a Python number converts by ``tf.constant``'s rules: to an integer dtype only when it is an
   integer in range, to a float dtype always (rounded to the nearest representable value).
 """
@@ -316,8 +317,8 @@ def _same_values(converted: np.ndarray, source: np.ndarray) -> bool:
 def to_array(value, dtype: dtypes.DType | None = None) -> np.ndarray:
     """A numpy array for a Python/numpy value, of ``dtype`` when given (the rule is in the module docstring).
 
-    A value that would change raises ``TypeError`` saying why (``uint32 4000000000`` is out of range for
-    int32; a float64 ``0.1`` is not exact in float32; a Python ``1.5`` is not an integer).
+    A Python value that would change raises ``TypeError`` saying why (a Python ``1.5`` is not an integer,
+    ``300`` is out of range for int8).
     """
     if isinstance(value, EagerTensor):
         array = value._value
@@ -341,11 +342,11 @@ def to_array(value, dtype: dtypes.DType | None = None) -> np.ndarray:
         raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype}")
     with np.errstate(all="ignore"):
         array = source.astype(dtype.np)
-    if _same_values(array, source):
-        return array
-    if not is_numpy and dtype.is_floating and source.dtype.kind in "iuf":
+    if is_numpy or _same_values(array, source):
+        return array                     # numpy values cast, as TensorFlow casts them
+    if dtype.is_floating and source.dtype.kind in "iuf":
         return array                     # Python numbers round to the nearest float, as tf.constant
-    what = f"a numpy value of dtype {source.dtype}" if is_numpy else repr(value)
+    what = repr(value)
     if source.dtype.kind == "f" and dtype.is_integer:
         with np.errstate(all="ignore"):
             integral = bool(np.all(source == np.round(source)))

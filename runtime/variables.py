@@ -13,7 +13,7 @@ import numpy as np
 
 from runtime import context, dtypes, errors
 from runtime.ops.gradients import report_variable_gradient
-from runtime.ops.registry import (OpDef, apply, convert, gradient, not_differentiable, register,
+from runtime.ops.registry import (OpDef, apply, argument_error, convert, gradient, not_differentiable, register,
                                   register_tensor_conversion_function)
 from runtime.tensor import EagerTensor, is_symbolic
 
@@ -98,26 +98,29 @@ class Variable:
 
     value = read_value
 
+    def snapshot(self) -> np.ndarray:
+        """The current value as an array that stays as it is: the array becomes read-only, and a later update
+        writes a new one (assignments replace the array; native code copies a read-only one before writing)."""
+        storage = self._value
+        storage.flags.writeable = False
+        return storage
+
     def numpy(self):
         return self.read_value().numpy()
 
     # -- writing ------------------------------------------------------------
     def _update(self, op_type, value):
+        """``op_type`` with a value of the variable's own shape, as TensorFlow requires in every mode (an update
+        never broadcasts): a shape that differs is an error when it is known, eagerly and while tracing, and
+        when the graph runs otherwise."""
         value = convert(value, self.dtype, f"{self.name}.{op_type}")
+        if not self.shape.is_compatible_with(value.shape):
+            raise argument_error(update_shape_error(self.name, op_type_names[op_type], self.shape, value.shape))
         if context.current_graph() is None:
-            new = _UPDATES[op_type](self._value, value._value)
-            self._check_shape(new.shape)
-            self._value = np.array(new, dtype=self.dtype.np)
+            self._value = np.array(_UPDATES[op_type](self._value, value._value), dtype=self.dtype.np)
             return self
-        if value.shape.rank is not None and not self.shape.is_compatible_with(value.shape) and op_type == "assign":
-            raise ValueError(f"Variable {self.name}: cannot assign a value of shape {value.shape} "
-                             f"to a variable of shape {self.shape}")
         return apply(op_type_names[op_type], [value], {"variable": self.handle, "dtype": self.dtype,
                                                        "shape": self.shape})
-
-    def _check_shape(self, shape):
-        if tuple(shape) != tuple(self.shape.dims):
-            raise ValueError(f"Variable {self.name}: shape {self.shape} cannot change to {tuple(shape)}")
 
     def assign(self, value, read_value=True):
         return self._update("assign", value)
@@ -214,13 +217,18 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
     setattr(Variable, _name, _binary(_name))
 
 _UPDATES = {
-    "assign": lambda old, new: np.broadcast_to(new, old.shape) if new.shape != old.shape and new.size == 1
-    else new,
+    "assign": lambda old, new: new,
     "assign_add": lambda old, new: old + new,
     "assign_sub": lambda old, new: old - new,
 }
 op_type_names = {"assign": "AssignVariableOp", "assign_add": "AssignAddVariableOp",
                  "assign_sub": "AssignSubVariableOp"}
+_METHODS = {op: method for method, op in op_type_names.items()}
+
+
+def update_shape_error(name: str, op_type: str, variable_shape, value_shape) -> str:
+    return (f"Variable '{name}': cannot {_METHODS[op_type]} a value of shape {value_shape} to a variable of shape "
+            f"{variable_shape}; the shapes must be equal (a variable update does not broadcast)")
 
 
 def _var_infer(specs, attrs):
@@ -229,25 +237,34 @@ def _var_infer(specs, attrs):
 
 def _read_kernel(inputs, attrs):
     variable = attrs["variable"].get()
-    return (variable._value.copy(),)
+    value = context.variable_value(variable)
+    return ((variable._value if value is None else value).copy(),)
 
 
-def _update_kernel(update):
+def _update_kernel(op_type, update):
     def run(inputs, attrs):
         variable = attrs["variable"].get()
         with variable.lock:
+            if inputs[0].shape != variable._value.shape:
+                raise errors.InvalidArgumentError(update_shape_error(variable.name, op_type, variable._value.shape,
+                                                                     inputs[0].shape))
             new = np.asarray(update(variable._value, inputs[0]), dtype=variable.dtype.np)
-            if new.shape != variable._value.shape:
-                raise errors.InvalidArgumentError(
-                    f"Variable {variable.name}: shape {variable._value.shape} cannot change to {new.shape}")
             variable._value = new
             return (new.copy(),)
     return run
 
 
+def _update_rule(op_type):
+    def infer(specs, attrs):
+        if not attrs["shape"].is_compatible_with(specs[0].shape):
+            raise ValueError(update_shape_error(attrs["variable"].name, op_type, attrs["shape"], specs[0].shape))
+        return _var_infer(specs, attrs)
+    return infer
+
+
 register(OpDef("ReadVariableOp", "ReadVariableOp", _var_infer, _read_kernel, 0, stateful=True, foldable=False))
 for _kind, _type in op_type_names.items():
-    register(OpDef(_type, _type, _var_infer, _update_kernel(_UPDATES[_kind]), 1, stateful=True,
+    register(OpDef(_type, _type, _update_rule(_type), _update_kernel(_type, _UPDATES[_kind]), 1, stateful=True,
                    side_effect=True, foldable=False))
 
 

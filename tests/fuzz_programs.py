@@ -20,6 +20,17 @@ Two worlds of values keep every mode's control flow identical: *exact* values (i
 hold integers below 2**24 in magnitude, clipped after every assignment) decide every condition and index;
 *approximate* floats (transcendental functions, true division, means, softmax) only flow to outputs and
 compare with a tolerance. Every variable is an output.
+
+Kinds (``KINDS``; ``--kinds all`` runs them round robin, one kind per generated module): ``general`` (the
+above); ``variables`` (mostly Variable updates inside tensor control flow); ``pyfunc`` (py_function and
+numpy_function, ``Tout`` a dtype or a list, also in loops); ``size1`` (inputs of 0 to 2 rows, reductions
+and softmaxes over axes of size 1, keepdims; static ones with the ``size1static`` feature); ``gather1``
+(gathers along axis 1 with run-time indices, also bounding loops); ``gradients`` (a tape inside the
+function differentiates a loss of smooth ops and tensor control flow with respect to float64 inputs and a
+Variable; compared across modes and with central differences); ``datasets`` (loops over pipelines with
+map/filter/batch/shuffle/take/skip/repeat/zip, iterators advanced by ``next(it, default)`` in tensor loops
+and ifs, ``for`` over an iterator left by ``break`` and continued); ``retrace`` (functions without an
+input_signature, built for one signature, called with shapes, ranks and dtypes nobody built).
 """
 from __future__ import annotations
 
@@ -31,6 +42,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +51,7 @@ import runtime as rt
 from runtime import executor
 
 HEADER = '''\
+import numpy as np
 import runtime as rt
 
 F = rt.TensorSpec([None], rt.float32)
@@ -51,6 +64,18 @@ ROW = rt.constant([1.0, -2.0, 3.0])
 VS = rt.Variable(0.0)
 VI = rt.Variable(0)
 VV = rt.Variable(rt.zeros([3]))
+GX = rt.TensorSpec([None], rt.float64)
+GM = rt.TensorSpec([None, 3], rt.float64)
+GW = rt.Variable(rt.constant([0.5, -1.0, 0.25], rt.float64))
+G3 = rt.constant([[0.5, 0.0, -0.5], [0.25, 1.0, 0.0], [-1.0, 0.5, 0.75]], rt.float64)
+
+
+def pyf(a):
+    return a * 2.0 - 1.0
+
+
+def npf(a):
+    return np.floor(a * 0.5)
 '''
 
 SIGNATURE = "x, y, m, v, k, c, w"
@@ -184,15 +209,48 @@ CONDITIONS = ["{J} > {J}", "{S} > 0.0", "rt.reduce_sum({I}) % 2 == 0", "rt.reduc
 BOUNDS = ["k", "rt.minimum(k, 3)", "rt.size(x)", "{J} % 4", "rt.reduce_sum(rt.cast({B}, rt.int32))"]
 
 
+# Expressions and loop bounds a kind adds to the catalogue (see KINDS).
+EXTRA = {
+    # axes of size 1: a keepdims reduction over one feeding an elementwise op (a softmax over one class), a
+    # reduction over an expanded axis, a squeezed slice
+    "size1": {"M": ["{M} - rt.reduce_sum({M}[:, :1], axis=1, keepdims=True)",
+                    "{M} * rt.reduce_max({M}[:, 2:], axis=1, keepdims=True)",
+                    "rt.nn.softmax({M}[:, 1:2] * 0.0, axis=1) * {M}",
+                    "rt.tile({M}[:, :1], [1, 3]) - {M}"],
+              "N": ["rt.reduce_max(rt.expand_dims({N}, 1), axis=1)", "rt.squeeze({M}[:, 1:2], axis=1)",
+                    "rt.reduce_sum(rt.expand_dims({N}, 0), axis=0) - {N}",
+                    "{N} - rt.reduce_sum(rt.expand_dims({N}, 1), axis=1, keepdims=True)[:, 0]"]},
+    # static size-1 axes (w is float32[3]): [3, 1] minus its keepdims reduction, a softmax over one class (issue 19,
+    # item 1: "Sum has no element rule" fails the module's build; --exclude size1static leaves them out)
+    "size1static": {"S": ["rt.reduce_sum((w[:, None] - rt.reduce_sum(w[:, None], axis=1, keepdims=True)) * {S})",
+                    "rt.reduce_sum(rt.nn.softmax(w[:, None] * {S}, axis=1) * w[:, None])",
+                    "rt.reduce_sum(w[:, None] * rt.reduce_max(w[:, None], axis=1, keepdims=True))"]},
+    # gathers along axis 1 with run-time indices, also bounding a loop
+    "gather1": {"M": ["rt.gather({M}, rt.floormod(rt.range(3) + {J}, 3), axis=1)",
+                      "rt.gather({M}, rt.floormod({J:1} + rt.constant([0, 2, 1]), 3), axis=1) * 2.0"],
+                "N": ["rt.gather({M}, rt.floormod({J}, 3), axis=1)",
+                      "rt.reduce_sum(rt.gather({M}, rt.floormod(rt.range(rt.abs({J}) % 3 + 1), 3), axis=1), 1)"]},
+}
+EXTRA_BOUNDS = {"gather1": ["rt.shape(rt.gather(m, rt.floormod(rt.range(k % 3 + 1) + {J}, 3), axis=1))[1]",
+                            "rt.size(rt.gather(m, rt.floormod({J}, 3), axis=1))"]}
+
 PLACEHOLDER = re.compile(r"\{([A-Z]+(?::\w+)?)\}")
 
 
 class Generator:
-    """One program from one seed."""
+    """One program from one seed; ``features`` (of its kind, see KINDS) add expressions and statements."""
 
-    def __init__(self, seed: int, max_depth: int = 2, width: int = 3, expr_depth: int = 2):
+    def __init__(self, seed: int, max_depth: int = 2, width: int = 3, expr_depth: int = 2,
+                 features: frozenset = frozenset()):
         self.rng = random.Random(seed)
         self.max_depth, self.width, self.expr_depth = max_depth, width, expr_depth
+        self.features = features
+        self.catalogue = {kind: list(entries) for kind, entries in CATALOGUE.items()}
+        self.bounds = list(BOUNDS)
+        for feature in sorted(features):
+            for kind, entries in EXTRA.get(feature, {}).items():
+                self.catalogue[kind] += entries * 3           # (often: they are what the kind is about)
+            self.bounds += EXTRA_BOUNDS.get(feature, []) * 2
         self.counter = 0
 
     def name(self, base):
@@ -205,7 +263,7 @@ class Generator:
         if depth <= 0 or rng.random() < 0.3:
             leaves = LEAVES[kind] + (scalars if kind == "J" else [])
             return rng.choice(leaves)
-        text = self._fill(rng.choice(CATALOGUE[kind]), depth - 1, scalars)
+        text = self._fill(rng.choice(self.catalogue[kind]), depth - 1, scalars)
         if kind in EXACT_FLOATS:     # every exact float stays an integer far below 2**24: no rounding anywhere
             bound = EXACT_FLOATS[kind]
             return f"rt.clip_by_value({text}, -{bound}, {bound})"
@@ -246,6 +304,10 @@ class Generator:
             return ["    " + s for s in self.block(depth + 1, scalars_, in_loop_, jumps_, growing_)]
         for _ in range(rng.randint(1, self.width)):
             kinds = ["assign"] * 4 + ["ta", "var"]
+            if "variables" in self.features:
+                kinds += ["var"] * 4
+            if "pyfunc" in self.features:
+                kinds += ["py"] * 3
             if growing:
                 kinds.append("grow")
             if depth < self.max_depth:
@@ -268,6 +330,13 @@ class Generator:
                     (f"VV.assign(rt.clip_by_value(rt.floor(VV * 0.5) + rt.reduce_sum({self.expr('M', 1, scalars)}, "
                      "axis=0), -100.0, 100.0))"),
                     "VI.assign_add(1)", "VS.assign_sub(0.5)"]))
+            elif kind == "py":       # Python called on every run (in loops too): exact values in, exact out
+                lines.append(rng.choice([
+                    (f"fx = rt.clip_by_value(rt.reshape(rt.py_function(pyf, [{self.expr('N', 1, scalars)}], "
+                     "rt.float32), [-1]), -300.0, 300.0)"),
+                    f"fx = rt.reshape(rt.numpy_function(npf, [{self.expr('N', 1, scalars)}], [rt.float32])[0], [-1])",
+                    (f"fs = rt.clip_by_value(rt.reduce_sum(rt.py_function(pyf, [{self.expr('S', 1, scalars)}], "
+                     "[rt.float32])[0]), -300.0, 300.0)")]))
             elif kind == "grow":
                 lines.append(f"g = rt.concat([g, rt.reshape({self.expr('S', 1, scalars)}, [1])], 0)")
                 lines.append("g = rt.clip_by_value(g[-4:], -300.0, 300.0)")
@@ -280,7 +349,7 @@ class Generator:
             elif kind in ("for", "foreach", "dataset", "while"):
                 i = self.name("i")
                 if kind == "for":
-                    lines.append(f"for {i} in rt.range({self._fill(rng.choice(BOUNDS), 1, scalars)}):")
+                    lines.append(f"for {i} in rt.range({self._fill(rng.choice(self.bounds), 1, scalars)}):")
                 elif kind == "foreach":
                     lines.append(f"for {i} in {rng.choice(['v', 'iv', 'rt.cast(x, rt.int32)', 'v[::-1]'])}:")
                 elif kind == "dataset":
@@ -308,20 +377,276 @@ class Generator:
         return lines
 
 
-def program(seed: int, max_depth: int = 2, width: int = 3) -> str:
-    """The body of one program (statements, not indented)."""
-    gen = Generator(seed, max_depth, width)
+def program(seed: int, max_depth: int = 2, width: int = 3, kind: str = "general", exclude=()) -> str:
+    """The body of one program of ``kind`` (statements, not indented), without the features ``exclude`` names."""
+    spec = KINDS[kind]
+    if spec.generate is not None:
+        return spec.generate(seed, max_depth, width)
+    gen = Generator(seed, max_depth, width, features=spec.features - frozenset(exclude))
     body = gen.block(0, [], False, True, False)
     return "\n".join(PROLOGUE + body + [f"return {RESULT}"]) + "\n"
 
 
-def function_source(name: str, body: str, decorated: bool = True) -> str:
-    head = f"@rt.function(input_signature={INPUT_SIGNATURE})\n" if decorated else ""
-    return head + f"def {name}({SIGNATURE}):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+# ---------------------------------------------------------------------------------------------------
+# Gradients: a tape inside the function differentiates a loss built with smooth ops and tensor control flow
+# with respect to float64 inputs and a variable; modes are compared, and with central differences.
+
+GRAD_CATALOGUE = {
+    "A": ["rt.tanh({A})", "rt.sin({A}) * 0.5", "{A} * {A} * 0.1", "{A} + rt.reduce_sum({B}, axis=1) * 0.1",
+          "rt.sigmoid({A})", "{A} * {S}", "rt.matmul({B}, rt.reshape(GW, [3, 1]))[:, 0]", "{A}[::-1] * 0.5",
+          "rt.where(gx > 0.0, {A}, {A} * 0.5)", "rt.cumsum({A}) * 0.1", "rt.exp(rt.tanh({A})) * 0.1",
+          "rt.gather({A}, rt.floormod(rt.range(rt.size({A})) + 1, rt.maximum(rt.size({A}), 1)))",
+          "rt.concat([{A}[1:], {A}[:1]], 0)", "rt.reduce_sum({B} * GW, axis=1)", "rt.square({A}) * {S}"],
+    "B": ["rt.tanh({B})", "{B} * GW", "{B} + rt.expand_dims({A}, 1) * 0.1", "rt.matmul({B}, G3) * 0.3",
+          "rt.nn.softmax({B})", "{B} * {S}", "rt.transpose(rt.transpose({B})) * 0.5",
+          "rt.concat([{B}[:, 1:], {B}[:, :1]], 1)", "rt.sigmoid({B}) - 0.5", "{B} * rt.gather(GW, [2, 0, 1])"],
+    "S": ["rt.reduce_sum({A}) * 0.1", "rt.reduce_mean({B})", "{S} * {S} * 0.1", "rt.tanh({S})",
+          "GW[0] * {S}", "rt.reduce_sum(GW * GW) * {S} * 0.1", "rt.reduce_sum(rt.matmul({B}, G3)) * 0.05",
+          "rt.reduce_max(rt.abs({A})) * 0.1"],
+}
+GRAD_LEAVES = {"A": ["a", "gx"], "B": ["b", "gm"], "S": ["s"]}
+GRAD_VARIABLES = {"a": "A", "b": "B", "s": "S"}
+GRAD_CONDITIONS = ["rt.reduce_sum(gx) > 0.0", "k % 2 == 0", "rt.reduce_max(gm) > 0.5", "{S} > 0.0", "k > 2"]
+GRAD_RESULT = "loss, grads[0], grads[1], grads[2]"
 
 
-def module_source(bodies: list[str]) -> str:
-    return HEADER + "".join("\n\n" + function_source(f"prog_{i}", body) for i, body in enumerate(bodies))
+def _gradient_program(seed: int, max_depth: int = 2, width: int = 3) -> str:
+    rng = random.Random(seed)
+
+    def expr(kind, depth):
+        if depth <= 0 or rng.random() < 0.3:
+            return rng.choice(GRAD_LEAVES[kind])
+        return "(" + PLACEHOLDER.sub(lambda m: expr(m.group(1), depth - 1), rng.choice(GRAD_CATALOGUE[kind])) + ")"
+
+    def bounded(var):        # tanh keeps every value small, so nothing overflows however often loops repeat
+        return f"{var} = rt.tanh({expr(GRAD_VARIABLES[var], 2)})"
+
+    def block(depth):
+        lines = []
+        for _ in range(rng.randint(1, width)):
+            kinds = ["assign"] * 3 + (["if", "for", "while"] if depth < max_depth else [])
+            kind = rng.choice(kinds)
+            if kind == "assign":
+                lines.append(bounded(rng.choice(sorted(GRAD_VARIABLES))))
+                continue
+            body = ["    " + line for line in block(depth + 1)]
+            if kind == "if":
+                condition = PLACEHOLDER.sub(lambda m: expr(m.group(1), 1), rng.choice(GRAD_CONDITIONS))
+                lines += [f"if {condition}:"] + body
+                if rng.random() < 0.5:
+                    lines += ["else:"] + ["    " + line for line in block(depth + 1)]
+            elif kind == "for":
+                lines += [f"for _ in rt.range(k % {rng.randint(2, 4)}):"] + body
+            else:
+                w = f"w{depth}"
+                lines += [f"{w} = rt.constant(0)", f"while {w} < rt.minimum(k, {rng.randint(1, 3)}):",
+                          f"    {w} += 1"] + body
+        return lines
+
+    lines = ["with rt.GradientTape(persistent=True) as tape:",
+             "    tape.watch([gx, gm])",
+             "    a = rt.tanh(gx * 0.5)",
+             "    b = rt.tanh(gm * GW)",
+             "    s = rt.reduce_sum(a) * 0.1"]
+    lines += ["    " + line for line in block(0)]
+    lines += ["    loss = rt.reduce_sum(a * a) + rt.reduce_sum(rt.tanh(b) * G3[0]) + s * s",
+              "grads = tape.gradient(loss, [gx, gm, GW], unconnected_gradients='zero')",
+              f"return {GRAD_RESULT}"]
+    return "\n".join(lines) + "\n"
+
+
+def _gradient_inputs(seed: int) -> list[tuple]:
+    """Continuous values (no ties for max, no kinks at 0), n from 1 to 9."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice((1, 1, 2, 3, 5, 9)))
+    return [(rng.standard_normal(n), rng.standard_normal((n, 3)), np.asarray(np.int32(rng.integers(0, 5))))]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Datasets: loops over pipelines, iterators advanced by next() in tensor loops and ifs, break out of them.
+
+DATASETS = ["rt.data.Dataset.from_tensor_slices(x)", "rt.data.Dataset.from_tensor_slices(x).map(lambda e: e * 2.0)",
+            "rt.data.Dataset.from_tensor_slices(x).filter(lambda e: e > 0.0)",
+            "rt.data.Dataset.from_tensor_slices(rt.cast(v, rt.float32)).skip(1).take(k)",
+            "rt.data.Dataset.range(k).map(lambda e: rt.cast(e, rt.float32) - 1.5)",
+            "rt.data.Dataset.from_tensor_slices(x).repeat(2).take(5)",
+            "rt.data.Dataset.from_tensor_slices((x, rt.cast(v, rt.float32))).map(lambda a, b: a * b)"]
+BATCHED = ["rt.data.Dataset.from_tensor_slices(x).batch(2)", "rt.data.Dataset.from_tensor_slices(x).batch(3, True)",
+           "rt.data.Dataset.from_tensor_slices(rt.cast(v, rt.float32)).shuffle(4, seed=7).batch(2)"]
+
+
+def _dataset_program(seed: int, max_depth: int = 2, width: int = 3) -> str:
+    rng = random.Random(seed)
+    counter = iter(range(1000))
+
+    def update(e):
+        return rng.choice([f"s = rt.clip_by_value(s * 2.0 + {e}, -1000.0, 1000.0)", f"s = s + {e}",
+                           f"t = t * 3 % 1009 + rt.cast({e}, rt.int32)", f"s = rt.maximum(s, {e}) - 1.0"])
+
+    def block(depth, iterators):
+        lines = []
+        for _ in range(rng.randint(2 if depth == 0 else 1, width)):
+            kinds = ["update"] + (["loop", "loop", "batched", "iter", "iter"] if depth < max_depth else [])
+            kinds += ["next"] * 4 if iterators else []
+            kind = rng.choice(kinds)
+            n = next(counter)
+            if kind == "update" or (kind == "next" and not iterators):
+                lines.append(update(rng.choice(["rt.reduce_sum(x)", "rt.cast(k, rt.float32)", "1.0"])))
+            elif kind == "loop":
+                lines.append(f"for e{n} in {rng.choice(DATASETS)}:")
+                lines += ["    " + line for line in [update(f"e{n}")] + block(depth + 1, iterators)]
+                if rng.random() < 0.4:
+                    lines += [f"    if s > {rng.choice(['3.0', '0.0', 'rt.cast(k, rt.float32)'])}:", "        break"]
+            elif kind == "batched":
+                lines.append(f"for e{n} in {rng.choice(BATCHED)}:")
+                lines += ["    " + update(f"rt.reduce_sum(e{n})"), "    t = t + rt.size(e" + f"{n})"]
+            elif kind == "iter":
+                it = f"it{n}"
+                lines.append(f"{it} = iter({rng.choice(DATASETS)})")
+                lines += block(depth, iterators + [it])
+                if rng.random() < 0.3:
+                    lines += [f"for e{n} in {it}:", "    " + update(f"e{n}"),
+                              f"    if e{n} > 1.0:", "        break"]
+            else:
+                it = rng.choice(iterators)
+                default = rng.choice(["-1.0", "rt.constant(-2.0)", "0.5"])
+                taken = rng.choice([f"next({it}, {default})", f"next({it}, {default}) * 2.0"])
+                shape = rng.choice(["for", "if", "while", "plain"])
+                if shape == "for":
+                    lines += [f"for i{n} in rt.range(k % 4):", "    " + update(taken)]
+                elif shape == "if":
+                    lines += [f"if rt.reduce_sum(x) > {rng.choice(['0.0', '2.0'])}:", "    " + update(taken)]
+                elif shape == "while":
+                    lines += [f"e{n} = {taken}", f"c{n} = 0",
+                              f"while e{n} > -1.0 and c{n} < 6:", "    " + update(f"e{n}"), f"    c{n} += 1",
+                              f"    e{n} = next({it}, -5.0)"]
+                else:
+                    lines.append(update(taken))
+        return lines
+
+    lines = ["s = rt.constant(0.0)", "t = rt.constant(0)"] + block(0, []) + ["return s, t"]
+    return "\n".join(lines) + "\n"
+
+
+def _dataset_inputs(seed: int) -> list[tuple]:
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice((0, 1, 2, 3, 4, 6, 9)))
+    return [(rng.integers(-3, 4, n).astype(np.float32), rng.integers(-3, 4, n).astype(np.int32),
+             np.asarray(np.int32(rng.integers(0, 5))))]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Retracing: functions without an input_signature, built for one signature, then called with shapes and dtypes
+# nobody built (they retrace at run time), in an order that revisits built and traced signatures.
+
+RETRACE_STATEMENTS = ["y = y + x", "y = rt.maximum(y, x * 2)", "y = y[::-1] - x", "s = s + rt.reduce_sum(y)",
+                      "y = rt.abs(y) + rt.cast(rt.size(v), y.dtype)", "s = s * 2 + rt.reduce_max(x)",
+                      "y = rt.where(y > x, y, x)", "s = s + rt.cast(rt.reduce_sum(v), s.dtype)",
+                      "y = rt.reduce_sum(rt.expand_dims(y, 0), 0)", "y = rt.stack([y, x])[1] + y"]
+
+
+def _retrace_program(seed: int, max_depth: int = 2, width: int = 3) -> str:
+    rng = random.Random(seed)
+
+    def block(depth):
+        lines = []
+        for _ in range(rng.randint(1, width)):
+            kind = rng.choice(["stmt"] * 3 + (["if", "for"] if depth < max_depth else []))
+            if kind == "stmt":
+                lines.append(rng.choice(RETRACE_STATEMENTS))
+            elif kind == "if":
+                lines += [f"if rt.reduce_sum(y) > {rng.choice(['0', 's', 'rt.reduce_min(x)'])}:"]
+                lines += ["    " + line for line in block(depth + 1)]
+            else:
+                lines += [f"for _ in rt.range(rt.size(v) % {rng.randint(2, 4)}):"]
+                lines += ["    " + line for line in block(depth + 1)]
+        return lines
+    lines = ["y = x * 1", "s = rt.reduce_sum(x)"] + block(0)
+    lines += ["y = rt.clip_by_value(y, -1000, 1000)", "s = rt.clip_by_value(s, -10000, 10000)", "return y, s"]
+    return "\n".join(lines) + "\n"
+
+
+RETRACE_DTYPES = (np.float32, np.float64, np.int32, np.int64)
+
+
+def _retrace_inputs(seed: int) -> list[tuple]:
+    """Argument sets of several shapes and dtypes (the built one first and again later)."""
+    rng = np.random.default_rng(seed)
+    sets = []
+    for dtype, shape in [(np.float32, (int(rng.integers(0, 6)),)),
+                         (RETRACE_DTYPES[int(rng.integers(0, 4))], (int(rng.integers(1, 5)),)),
+                         (RETRACE_DTYPES[int(rng.integers(0, 4))], (int(rng.integers(0, 4)), 2)),
+                         (np.float32, (int(rng.integers(0, 7)),))]:
+        x = rng.integers(-4, 5, shape).astype(dtype)
+        v = rng.integers(-4, 5, int(rng.integers(0, 5))).astype(np.int32)
+        sets.append((x, v))
+    return sets
+
+
+# ---------------------------------------------------------------------------------------------------
+# Kinds of programs. A kind gives its programs' parameters and input_signature (None: retraced at run time,
+# one signature built), the bodies (``generate``, or the common generator with ``features``), argument sets
+# (a list per seed) and which outputs compare exactly.
+
+@dataclass(frozen=True)
+class Kind:
+    signature: str
+    input_signature: str | None
+    generate: object = None
+    features: frozenset = frozenset()
+    inputs: object = None
+    exact: tuple = EXACT
+    built: str | None = None           # without an input_signature: the signature the module builds
+
+
+def _general_inputs(seed):
+    return [inputs(seed)]
+
+
+def _small_inputs(seed):
+    return [inputs(seed, n=int(np.random.default_rng(seed).choice((0, 1, 1, 2))))]
+
+
+KINDS = {
+    "general": Kind(SIGNATURE, INPUT_SIGNATURE, inputs=_general_inputs),
+    "variables": Kind(SIGNATURE, INPUT_SIGNATURE, features=frozenset({"variables"}), inputs=_general_inputs),
+    "pyfunc": Kind(SIGNATURE, INPUT_SIGNATURE, features=frozenset({"pyfunc"}), inputs=_general_inputs),
+    "size1": Kind(SIGNATURE, INPUT_SIGNATURE, features=frozenset({"size1", "size1static"}), inputs=_small_inputs),
+    "gather1": Kind(SIGNATURE, INPUT_SIGNATURE, features=frozenset({"gather1"}), inputs=_general_inputs),
+    "gradients": Kind("gx, gm, k", "[GX, GM, K]", generate=_gradient_program, inputs=_gradient_inputs,
+                      exact=(False, False, False, False)),
+    "datasets": Kind("x, v, k", "[F, I, K]", generate=_dataset_program, inputs=_dataset_inputs,
+                     exact=(True, True)),
+    "retrace": Kind("x, v", None, generate=_retrace_program, inputs=_retrace_inputs, exact=(True, True),
+                    built="rt.TensorSpec([None], rt.float32), I"),
+}
+
+
+def kind_of(seed: int, kinds=None) -> str:
+    """The kind of program ``seed`` in a run over ``kinds`` (all by default): round robin."""
+    kinds = list(kinds or KINDS)
+    return kinds[seed % len(kinds)]
+
+
+def function_source(name: str, body: str, decorated: bool = True, kind: str = "general") -> str:
+    spec = KINDS[kind]
+    head = ""
+    if decorated:
+        head = "@rt.function\n" if spec.input_signature is None else \
+            f"@rt.function(input_signature={spec.input_signature})\n"
+    text = head + f"def {name}({spec.signature}):\n" + "".join(f"    {line}\n" for line in body.splitlines())
+    if decorated and spec.built is not None:
+        text += f"\n\n{name}.get_concrete_function({spec.built})\n"
+    return text
+
+
+def module_source(bodies: list[str], kinds: list[str] | None = None) -> str:
+    """A module of ``prog_<i>`` for each body (of kind ``kinds[i]``, general by default); ``PROG_KINDS`` lists
+    them for ``run_modes``."""
+    kinds = list(kinds) if kinds is not None else ["general"] * len(bodies)
+    return (HEADER + "".join("\n\n" + function_source(f"prog_{i}", body, kind=kind)
+                             for i, (body, kind) in enumerate(zip(bodies, kinds)))
+            + f"\n\nPROG_KINDS = {kinds!r}\n")
 
 
 SIZES = (1, 1, 2, 3, 4, 5, 0, 6, 7, 8, 9, 12, 16, 17)
@@ -356,14 +681,15 @@ def reset_variables(module) -> None:
     module.VS.assign(0.0)
     module.VI.assign(0)
     module.VV.assign(np.zeros(3, np.float32))
+    module.GW.assign(np.array([0.5, -1.0, 0.25]))
 
 
-def differences(expected, actual) -> list[str]:
+def differences(expected, actual, exact_outputs=EXACT) -> list[str]:
     """Output-by-output differences (exact outputs exactly, approximate ones within a tolerance)."""
     if not isinstance(actual, tuple) or len(actual) != len(expected):
         return [f"{len(expected)} outputs vs {actual!r}"]
     problems = []
-    for i, (e, a, exact) in enumerate(zip(expected, actual, EXACT)):
+    for i, (e, a, exact) in enumerate(zip(expected, actual, exact_outputs)):
         e, a = np.asarray(e), np.asarray(a)
         if e.shape != a.shape or e.dtype != a.dtype:
             problems.append(f"output {i}: {e.dtype}{list(e.shape)} vs {a.dtype}{list(a.shape)}")
@@ -409,52 +735,106 @@ def _error_type(outcome: str) -> str:
     return _ERROR_FAMILIES.get(name, name)
 
 
-def _same(expected, actual) -> list[str]:
+def _same(expected, actual, exact_outputs=EXACT) -> list[str]:
     """Differences of two runs' outcomes (values, or an error's ``"Type: message"``): errors match by type."""
     if isinstance(expected, str) or isinstance(actual, str):
         if isinstance(expected, str) and isinstance(actual, str) and _error_type(expected) == _error_type(actual):
             return []
         return [f"{expected!r} vs {actual!r}"] if expected != actual else []
-    return differences(expected, actual)
+    return differences(expected, actual, exact_outputs)
 
 
-def run_modes(module, index: int, seeds, native=None, counts: dict | None = None) -> list[str]:
+def _describe_args(seed, args) -> str:
+    shapes = ", ".join(f"{np.asarray(a).dtype}{list(np.shape(a))}" for a in args)
+    return f"seed {seed}, {shapes}, contiguous={all(np.asarray(a).flags.c_contiguous for a in args)}"
+
+
+def _finite_differences(prog, module, args, eager_result) -> list[str]:
+    """The gradients a ``gradients`` program returns (of its loss, output 0) against central differences of the
+    loss, eagerly in float64, for its inputs ``gx``, ``gm`` and the variable ``GW``."""
+    eps, problems = 1e-6, []
+
+    def loss(values):
+        return float(prog.python_function(*[rt.constant(a) for a in values])[0].numpy())
+    for position, grad in ((0, eager_result[1]), (1, eager_result[2])):
+        numeric = np.zeros_like(args[position])
+        for index in np.ndindex(args[position].shape):
+            plus, minus = [a.copy() for a in args], [a.copy() for a in args]
+            plus[position][index] += eps
+            minus[position][index] -= eps
+            numeric[index] = (loss(plus) - loss(minus)) / (2 * eps)
+        if not np.allclose(grad, numeric, rtol=1e-5, atol=1e-7):
+            problems.append(f"gradient of input {position}: {np.asarray(grad)!r} vs finite differences {numeric!r}")
+    base = module.GW.numpy()
+    numeric = np.zeros_like(base)
+    try:
+        for j in range(base.size):
+            step = np.zeros_like(base)
+            step[j] = eps
+            module.GW.assign(base + step)
+            up = loss(args)
+            module.GW.assign(base - step)
+            numeric[j] = (up - loss(args)) / (2 * eps)
+    finally:
+        module.GW.assign(base)
+    if not np.allclose(eager_result[3], numeric, rtol=1e-5, atol=1e-7):
+        problems.append(f"gradient of GW: {np.asarray(eager_result[3])!r} vs finite differences {numeric!r}")
+    return problems
+
+
+def run_modes(module, index: int, seeds, native=None, counts: dict | None = None,
+              finite_differences: bool = True) -> list[str]:
     """Run ``prog_<index>`` of ``module`` eagerly, traced (generic and reference executors) and, with a built
-    ``native`` module, natively, on the argument sets of ``seeds``; the disagreements found.
+    ``native`` module, natively, on the argument sets of ``seeds`` (its kind's, see KINDS); the disagreements
+    found. A ``gradients`` program's gradients are also compared with central differences (on the first seed's
+    arguments, when ``finite_differences``).
 
     When the eager run raises, the graph modes are compared with the traced run instead: a traced function
     drops ops whose values nothing uses, so an error in dead code is raised eagerly only (as in TensorFlow).
     ``counts`` (mode -> runs) is updated.
     """
+    kind = getattr(module, "PROG_KINDS", None)
+    kind = kind[index] if kind is not None else "general"
+    spec = KINDS[kind]
     prog = getattr(module, f"prog_{index}")
     traced = rt.function(prog.python_function, input_signature=prog.input_signature)
     modes = {"eager": (module, lambda args: prog.python_function(*[rt.constant(a) for a in args])),
              "traced": (module, lambda args: traced(*args)),
              "reference": (module, lambda args: _on_reference_executor(traced, args))}
     if native is not None:
-        modes["native"] = (native, getattr(native, f"prog_{index}"))
+        native_prog = getattr(native, f"prog_{index}")
+        modes["native"] = (native, lambda args: native_prog(*args))
     found = []
-    for seed in seeds:
-        args = inputs(seed)
-        where = f"seed {seed}, n={len(args[0])}, c={len(args[5])}, contiguous={args[0].flags.c_contiguous}"
-        results = {}
-        for label, (variables, run) in modes.items():
-            reset_variables(variables)
-            if counts is not None:
-                counts[label] = counts.get(label, 0) + 1
-            try:
-                results[label] = values(run(*args) if label == "native" else run(args))
-            except Exception as e:  # noqa: BLE001 -- a crash is a finding
-                results[label] = f"{type(e).__name__}: {e}"
-        base_label = "eager"
-        if isinstance(results["eager"], str) and not isinstance(results["traced"], str):
-            del results["eager"]
-            base_label = "traced"
-        base = results.pop(base_label)
-        for label, got in results.items():
-            problems = _same(base, got)
-            if problems:
-                found.append(f"{label} vs {base_label} ({where}): " + "; ".join(problems))
+    for seed_index, seed in enumerate(seeds):
+        for args in spec.inputs(seed):
+            where = _describe_args(seed, args)
+            results = {}
+            for label, (variables, run) in modes.items():
+                reset_variables(variables)
+                if counts is not None:
+                    counts[label] = counts.get(label, 0) + 1
+                try:
+                    results[label] = values(run(args))
+                except Exception as e:  # noqa: BLE001 -- a crash is a finding
+                    results[label] = f"{type(e).__name__}: {e}"
+            base_label = "eager"
+            if isinstance(results["eager"], str) and not isinstance(results["traced"], str):
+                del results["eager"]
+                base_label = "traced"
+            base = results.pop(base_label)
+            for label, got in results.items():
+                problems = _same(base, got, spec.exact)
+                if problems:
+                    found.append(f"{label} vs {base_label} ({where}): " + "; ".join(problems))
+            if kind == "gradients" and finite_differences and seed_index == 0 and base_label == "eager" \
+                    and not isinstance(base, str):
+                found += [f"eager vs finite differences ({where}): {p}"
+                          for p in _finite_differences(prog, module, list(args), base)]
+    if kind == "retrace" and native is not None:
+        concrete = native_prog.get_concrete_function(rt.TensorSpec([None], rt.float32),
+                                                     rt.TensorSpec([None], rt.int32))
+        if not concrete.native:
+            found.append("native: the built signature does not run native code")
     return found
 
 
@@ -499,38 +879,62 @@ def main(argv=None) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=2, help="modules built in parallel (default 2)")
     parser.add_argument("--depth", type=int, default=3, help="control-flow nesting depth (default 3)")
     parser.add_argument("--width", type=int, default=4, help="statements per block, at most (default 4)")
+    parser.add_argument("--kinds", default="general",
+                        help=f"kinds of programs, round robin over the seeds: 'all' or a comma-separated list of "
+                             f"{', '.join(KINDS)} (default general)")
+    parser.add_argument("--exclude", default="", help="features left out (comma-separated), e.g. size1static")
     parser.add_argument("--out", default=None, help="directory for the generated modules (default: a temporary one)")
     args = parser.parse_args(argv)
+    exclude = [f.strip() for f in args.exclude.split(",") if f.strip()]
+    kinds = list(KINDS) if args.kinds == "all" else [k.strip() for k in args.kinds.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        parser.error(f"unknown kinds {unknown}; choose from {', '.join(KINDS)}")
     out = Path(args.out or tempfile.mkdtemp(prefix="rt_fuzz_"))
     out.mkdir(parents=True, exist_ok=True)
     batches = []
-    for batch_start in range(args.start, args.start + args.count, args.per_module):
-        seeds = list(range(batch_start, min(batch_start + args.per_module, args.start + args.count)))
-        bodies = [program(s, args.depth, args.width) for s in seeds]
-        name = f"rt_fuzz_{batch_start}"
-        (out / f"{name}.py").write_text(module_source(bodies))
-        batches.append((name, seeds, bodies))
-    print(f"{args.count} programs in {len(batches)} modules under {out}", flush=True)
+    for kind in kinds:        # one kind per module: a module that does not build names its kind
+        kind_seeds = [s for s in range(args.start, args.start + args.count) if kind_of(s, kinds) == kind]
+        for at in range(0, len(kind_seeds), args.per_module):
+            seeds = kind_seeds[at:at + args.per_module]
+            bodies = [program(s, args.depth, args.width, kind, exclude) for s in seeds]
+            name = f"rt_fuzz_{kind}_{seeds[0]}"
+            (out / f"{name}.py").write_text(module_source(bodies, [kind] * len(seeds)))
+            batches.append((name, seeds, [kind] * len(seeds), bodies))
+    print(f"{args.count} programs ({', '.join(kinds)}) in {len(batches)} modules under {out}", flush=True)
+    unbuilt = set()
     if args.native:
         failed = build(out, args.jobs)
-        if failed:
+        if failed:       # the build reports each failing module; the others were built
             print(f"BUILD FAILED:\n{failed}", flush=True)
-            return args.count
-    failures, counts = 0, {}
-    for name, seeds, bodies in batches:
+            unbuilt = {name for name, *_ in batches if not list(out.glob(f"{name}.*.so"))}
+    failures, counts, by_kind = 0, {}, {}
+    for name, seeds, seed_kinds, bodies in batches:
         module = load(out / f"{name}.py", name + "_py")
-        native = import_built(out, name) if args.native else None
-        for i, (seed, body) in enumerate(zip(seeds, bodies)):
+        native = None
+        if args.native and name not in unbuilt:
+            native = import_built(out, name)
+        for i, (seed, kind, body) in enumerate(zip(seeds, seed_kinds, bodies)):
+            tally = by_kind.setdefault(kind, [0, 0, 0])
+            tally[0] += 1
+            if args.native and native is None:
+                tally[2] += 1
+                failures += 1
+                continue
             try:
                 found = run_modes(module, i, [seed + 100_000 * r for r in range(args.runs)], native, counts)
             except Exception as e:  # noqa: BLE001 -- a harness failure is reported like a finding
                 found = [f"harness: {type(e).__name__}: {e}"]
             if found:
                 failures += 1
-                print(f"=== program seed {seed} ({out / name}.py, prog_{i})\n{body}" + "\n".join(found[:6]) + "\n",
-                      flush=True)
+                tally[1] += 1
+                print(f"=== program seed {seed} ({kind}; {out / name}.py, prog_{i})\n{body}" + "\n".join(found[:6])
+                      + "\n", flush=True)
         print(f"{name}: seeds {seeds[0]}..{seeds[-1]} done, {failures} failing so far", flush=True)
-    print(f"runs per mode: {counts}; {failures} of {args.count} programs disagree", flush=True)
+    for kind, (total, disagree, not_built) in by_kind.items():
+        print(f"  {kind}: {total} programs, {disagree} disagree" + (f", {not_built} in modules that did not build"
+                                                                   if not_built else ""), flush=True)
+    print(f"runs per mode: {counts}; {failures} of {args.count} programs disagree or did not build", flush=True)
     return failures
 
 

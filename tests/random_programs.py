@@ -14,9 +14,11 @@ expression, compared with a tolerance.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 HEADER = '''\
@@ -145,6 +147,23 @@ def programs(draw, max_depth: int = 2, width: int = 3) -> str:
     statements, control flow nested up to ``max_depth`` deep (code size grows quickly with both)."""
     body = draw(_block(_Names(), 0, "a", False, True, max_depth, width))
     return "\n".join(PROLOGUE + body + [f"return {RESULT}"]) + "\n"
+
+
+@functools.cache
+def draw_programs(count: int) -> tuple[str, ...]:
+    """``count`` distinct program bodies (``programs(max_depth=2, width=2)``), the same on every run: derandomized
+    hypothesis draws, so that tests can split them into batches and a failure names a program that stays."""
+    bodies: list[str] = []
+
+    @settings(max_examples=3 * count, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+    @given(programs(max_depth=2, width=2))
+    def collect(body):
+        if body not in bodies and len(bodies) < count:
+            bodies.append(body)
+    collect()
+    assert len(bodies) == count, f"hypothesis drew only {len(bodies)} distinct programs"
+    return tuple(bodies)
 
 
 def function_source(name: str, body: str, decorated: bool = True) -> str:

@@ -14,14 +14,13 @@ import os
 import sys
 from typing import Callable, Sequence
 
-import libcst as cst
-from libcst.metadata import PositionProvider
-
 from transpiler.build.cli import add_build, add_graph, add_ledger
 from transpiler.lazy import lazy_import
 
 conversion = lazy_import("transpiler.conversion")       # the runtime and the converters: only to_code needs them
 tf_compat = lazy_import("runtime.tf_compat")            # the runtime: only run needs it
+cst = lazy_import("libcst")                             # only to_code parses: `build` starts without it
+cst_metadata = lazy_import("libcst.metadata")
 
 
 # -- to_code -------------------------------------------------------------------
@@ -52,7 +51,7 @@ def find_functions(source: str, name: str | None) -> list[tuple[str, int, int]]:
     or, without a name, of every function decorated with ``rt.function`` or passed to ``rt.function(...)``."""
     module = cst.parse_module(source)
     wrapper = cst.MetadataWrapper(module)
-    positions = wrapper.resolve(PositionProvider)
+    positions = wrapper.resolve(cst_metadata.PositionProvider)
     found: list[tuple[str, int, int, bool]] = []
     wrapped: set[str] = set()
 

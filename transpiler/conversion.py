@@ -100,6 +100,7 @@ def convert_source(source: str, filename: str = "<string>", first_line: int = 1,
         hit = _cache.get(key)
         if hit is not None:
             return hit
+    user_source = source          # columns are the user's file's, before the dedent
     source = textwrap.dedent(source)
     module = origin_info.mark_origins(_parse_function(source), first_line)
     fn_def = next(s for s in module.body if isinstance(s, cst.FunctionDef))
@@ -123,7 +124,7 @@ def convert_source(source: str, filename: str = "<string>", first_line: int = 1,
     line_map = origin_info.source_map(marked_code)
     module_code = origin_info.strip_marker_comments(marked_code)
     readable = origin_info.strip_marker_comments(cst.Module(body=[fn_node]).code)
-    code_obj = _compile_mapped(module_code, line_map, filename, source, first_line)
+    code_obj = _compile_mapped(module_code, line_map, filename, user_source, first_line)
     result = Converted(readable, code_obj, line_map, filename, fn_node.name.value)
     with _lock:
         _cache[key] = result
@@ -143,30 +144,44 @@ def conversions_in_file(filename: str) -> dict[tuple, Converted]:
 
 
 def _compile_mapped(code: str, line_map: dict[int, int], filename: str, source: str, first_line: int):
-    """Compile ``code`` so that its line numbers are the user's (columns shifted by the indentation change)."""
+    """Compile ``code`` so that its positions are the user's.
+
+    Lines come from ``line_map``. Columns are the user's where a converted line is the user's line re-indented
+    (the shift is the change of indentation); on a line the converters rewrote there is no column to point at, and
+    a node starting or ending there gets none (-1, as Python's own generated code has), so any layout compiles."""
     tree = ast.parse(code)
     conv_lines = code.splitlines()
-    orig_lines = source.splitlines()
+    user_lines = source.splitlines()
 
     def indent(s):
         return len(s) - len(s.lstrip())
 
+    shifts: dict[int, int | None] = {}
+
     def shift(conv_line):
-        orig = line_map.get(conv_line, first_line) - first_line
-        if 0 <= orig < len(orig_lines) and 0 < conv_line <= len(conv_lines):
-            return indent(conv_lines[conv_line - 1]) - indent(orig_lines[orig])
-        return 0
+        if conv_line not in shifts:
+            user = line_map.get(conv_line, first_line) - first_line
+            conv = conv_lines[conv_line - 1] if 0 < conv_line <= len(conv_lines) else None
+            same = conv is not None and 0 <= user < len(user_lines) and conv.strip() == user_lines[user].strip()
+            shifts[conv_line] = indent(conv) - indent(user_lines[user]) if same else None
+        return shifts[conv_line]
 
     for node in ast.walk(tree):
-        if hasattr(node, "lineno") and node.lineno is not None:
-            start = node.lineno
-            end = getattr(node, "end_lineno", None) or start
-            node.lineno = line_map.get(start, first_line)
-            node.end_lineno = max(line_map.get(end, node.lineno), node.lineno)
-            if hasattr(node, "col_offset") and node.col_offset is not None:
-                node.col_offset = max(0, node.col_offset - shift(start))
-            if getattr(node, "end_col_offset", None) is not None:
-                node.end_col_offset = max(0, node.end_col_offset - shift(end))
+        if getattr(node, "lineno", None) is None:
+            continue
+        start = node.lineno
+        end = getattr(node, "end_lineno", None) or start
+        node.lineno = line_map.get(start, first_line)
+        node.end_lineno = max(line_map.get(end, node.lineno), node.lineno)
+        if getattr(node, "col_offset", None) is None:
+            continue
+        first, last = shift(start), shift(end)
+        columns = None
+        if first is not None and last is not None and node.end_col_offset is not None:
+            columns = (node.col_offset - first, node.end_col_offset - last)
+            if columns[0] < 0 or (node.lineno == node.end_lineno and columns[0] > columns[1]):
+                columns = None      # generated code moved the node's end before its start (reordered statements)
+        node.col_offset, node.end_col_offset = columns if columns is not None else (-1, -1)
     return compile(tree, filename, "exec", dont_inherit=True)
 
 

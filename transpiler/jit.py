@@ -1,7 +1,7 @@
 """``rt.function(jit_compile=True)``: compile each newly traced signature to native code at run time.
 
 For a new signature the traced graph is optimized, emitted with the build's code generator
-(``emit_function``), rendered through ``templates/jit_module.pyx.tmpl`` and compiled with the
+(``emit_function``), rendered through ``templates/jit_module.c.tmpl`` and compiled with the
 build's compile helper and flags (``transpiler/build/compile.py``); the call then runs through
 the same ``runtime._native.NativeFunction`` capsule path as ahead-of-time built functions
 (with the same C fast path for plain tensor signatures).
@@ -59,7 +59,7 @@ except ImportError:  # not POSIX: atomic renames alone keep concurrent builds co
     fcntl = None
 
 C_NAME = "rt_jit_fn"
-TEMPLATE_FILES = ("jit_module.pyx.tmpl", "jit_native.h.tmpl")
+TEMPLATE_FILES = ("jit_module.c.tmpl", "jit_native.h.tmpl")
 
 # What this process did, for tests and diagnostics: compilations run, entries loaded from disk,
 # entries found corrupted (and rebuilt).
@@ -173,7 +173,7 @@ def compile_concrete(concrete):
 
 
 class _NoCompiler(RuntimeError):
-    """No C compiler (or no Cython) in this process."""
+    """No C compiler in this process."""
 
 
 def _warn_no_compiler(reason: str) -> None:
@@ -246,8 +246,6 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")[0]
     if shutil.which(compiler) is None:
         raise _NoCompiler(f"no C compiler ({compiler}) on PATH")
-    if importlib.util.find_spec("Cython") is None:     # an optional dependency at run time: only compiling needs it
-        raise _NoCompiler("Cython is not installed")
     code, variables, report = emit_function(graph, C_NAME)
     handles = _variable_handles(graph)
     position = {id(h): i for i, h in enumerate(handles)}
@@ -257,12 +255,12 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     name = so.name.split(".")[0]
     header = f"{name}_native.h"
     files = {
-        f"{name}.pyx": render("jit_module.pyx.tmpl", graph_hash=("c_comment", hash_text),
-                              graph_hash_literal=("py", hash_text), metadata=("py", metadata),
-                              header=("raw", header)),
+        f"{name}.c": render("jit_module.c.tmpl", graph_hash=("c_comment", hash_text),
+                            graph_hash_string=("c_string", hash_text), metadata=("c_string", metadata),
+                            header=("c_string", header), module_name=("c_string", name), init_name=("ident", name)),
         header: render("jit_native.h.tmpl", graph_hash=("c_comment", hash_text), function=("raw", code)),
     }
-    rendered = types.SimpleNamespace(files=files, pyx=f"{name}.pyx", include_dirs=[KERNELS_DIR],
+    rendered = types.SimpleNamespace(files=files, source=f"{name}.c", include_dirs=[KERNELS_DIR],
                                      extra_compile_args=list(COMPILE_ARGS), extra_link_args=list(LINK_ARGS),
                                      libraries=[])
     so.parent.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,15 @@
 """Where each converted line comes from.
 
 Before conversion every statement gets a trailing comment ``# rt__L<line>`` (its
-line in the user's file); converters carry the marker over to the statements they
-generate. After conversion ``source_map`` reads the markers back (converted line ->
-original line) and ``strip_markers`` removes them. This pass also canonicalizes
-``elif`` into ``else: if`` and one-line suites into indented blocks, so every
-statement has a place for its marker.
+line in the user's file), or ``# rt__L<first>-<last>`` when the statement (or a
+compound statement's header) spans several lines: the lines come from libcst's
+``PositionProvider``, whatever the layout. Converters carry the marker over to the
+statements they generate (as ``# rt__L<first>``: generated code has its own layout).
+After conversion ``source_map`` reads the markers back (converted line -> original
+line; a statement that kept its number of lines maps line by line) and
+``strip_markers`` removes them. This pass also canonicalizes ``elif`` into
+``else: if`` and one-line suites into indented blocks, so every statement has a
+place for its marker.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 
-_MARKER = re.compile(r"\s*#?\s*rt__L(\d+)\s*$")
+_MARKER = re.compile(r"\s*#?\s*rt__L(\d+)(?:-(\d+))?\s*$")
 
 
 class _Mark(cst.CSTTransformer):
@@ -28,11 +32,21 @@ class _Mark(cst.CSTTransformer):
         super().__init__()
         self.offset = line_offset
 
-    def _line(self, node) -> int:
-        return self.get_metadata(PositionProvider, node).start.line + self.offset
+    def _lines(self, node) -> tuple[int, int]:
+        """The user's first and last line of a simple statement, or of a compound statement's header."""
+        span = self.get_metadata(PositionProvider, node)
+        body = getattr(node, "body", None)
+        if isinstance(body, cst.IndentedBlock):
+            last = self.get_metadata(PositionProvider, body.header).start.line    # the line of the colon
+        elif isinstance(body, cst.SimpleStatementSuite):
+            last = self.get_metadata(PositionProvider, body).start.line
+        else:
+            last = span.end.line
+        return span.start.line + self.offset, last + self.offset
 
-    def _mark(self, original, updated, line):
-        marker = f"# rt__L{line}"
+    def _mark(self, original, updated, lines):
+        first, last = lines
+        marker = f"# rt__L{first}" if last == first else f"# rt__L{first}-{last}"
         if isinstance(updated, cst.SimpleStatementLine):
             old = updated.trailing_whitespace.comment
             text = f"{old.value}  {marker}" if old is not None else marker
@@ -52,7 +66,7 @@ class _Mark(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         if isinstance(updated_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Else,
                                      cst.ExceptHandler, cst.Finally)):
-            updated_node = self._mark(original_node, updated_node, self._line(original_node))
+            updated_node = self._mark(original_node, updated_node, self._lines(original_node))
         if isinstance(updated_node, cst.If) and isinstance(updated_node.orelse, cst.If):
             inner = updated_node.orelse
             updated_node = updated_node.with_changes(orelse=cst.Else(body=cst.IndentedBlock(body=[inner])))
@@ -64,8 +78,9 @@ def mark_origins(module: cst.Module, first_line: int) -> cst.Module:
     return cst.MetadataWrapper(module).visit(_Mark(first_line - 1))
 
 
-def _marker_comments(code: str) -> dict[int, tuple[int, int, str]]:
-    """Per line of ``code`` that ends with a marker comment: (marked line, comment column, comment text).
+def _marker_comments(code: str) -> dict[int, tuple[tuple[int, int], int, str]]:
+    """Per line of ``code`` that ends with a marker comment: ((first, last) marked line, comment column, comment
+    text).
 
     Comments are found with ``tokenize`` (a ``#`` inside a string is not a comment)."""
     found = {}
@@ -73,15 +88,18 @@ def _marker_comments(code: str) -> dict[int, tuple[int, int, str]]:
         if token.type == tokenize.COMMENT:
             m = _MARKER.search(token.string)
             if m:
-                found[token.start[0]] = (int(m.group(1)), token.start[1], token.string)
+                first = int(m.group(1))
+                found[token.start[0]] = ((first, int(m.group(2) or first)), token.start[1], token.string)
     return found
 
 
 def source_map(code: str) -> dict[int, int]:
     """Converted line -> original line, from the markers in ``code`` (every line gets the closest marker).
 
-    A statement's marker is on its last line (a simple statement) or on its header (a compound one):
-    every line the statement or header spans maps to it. Uses ``ast`` for the statements' extents."""
+    A statement's marker is on its last line (a simple statement) or on its header (a compound one). A statement
+    (or header) that spans as many lines as the user's maps line by line (the layout of a multi-line literal or
+    call is kept); otherwise every line it spans maps to the user's first line. Uses ``ast`` for the statements'
+    extents."""
     markers = _marker_comments(code)
     mapping: dict[int, int] = {}
     for node in ast.walk(ast.parse(code)):
@@ -93,9 +111,11 @@ def source_map(code: str) -> dict[int, int]:
         last = max(last, node.lineno)
         hits = [markers[i][0] for i in range(last, node.lineno - 1, -1) if i in markers]
         if hits:
+            first, user_last = hits[0]
+            line_by_line = user_last - first == last - node.lineno
             for i in range(node.lineno, last + 1):
-                mapping.setdefault(i, hits[0])
-    for line, (marked, _, _) in markers.items():
+                mapping.setdefault(i, first + (i - node.lineno if line_by_line else 0))
+    for line, ((marked, _), _, _) in markers.items():
         mapping.setdefault(line, marked)
     n_lines = code.count("\n") + 1
     last_seen = None

@@ -8,10 +8,13 @@ Example:
 """
 from types import SimpleNamespace
 
-from runtime.data.dataset_ops import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, Iterator
+from runtime.data.dataset_ops import (
+    AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, DatasetSpec, Iterator,
+)
 
 # tf.data.experimental's constants, where older guides spell them (``rt.data.experimental.AUTOTUNE``).
 experimental = SimpleNamespace(AUTOTUNE=AUTOTUNE, INFINITE_CARDINALITY=INFINITE_CARDINALITY,
                                UNKNOWN_CARDINALITY=UNKNOWN_CARDINALITY)
 
-__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "Iterator", "experimental"]
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "Dataset", "DatasetSpec", "Iterator",
+           "experimental"]

@@ -11,7 +11,7 @@ import threading
 
 from runtime import context, dtypes, errors, nest
 from runtime.composite import CompositeValue, TypeSpec
-from runtime.data import lowering
+from runtime.data import index_stages, lowering
 from runtime.ops.dataset_ops import box
 from runtime.ops.registry import apply, convert
 from runtime.shapes import TensorSpec
@@ -32,8 +32,6 @@ def leaves_of(structure) -> list:
     return nest.flatten(structure) if nest.is_sequence(structure) else [structure]
 
 
-leaves_of = leaves_of
-
 
 def element_key(element_spec) -> tuple:
     return (nest.structure_key(element_spec), tuple(spec_key(s) for s in leaves_of(element_spec)))
@@ -50,10 +48,11 @@ class Iterator(CompositeValue):
     ``IteratorGetNext`` op that calls back into Python for one element per call.
     """
 
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset):
         self.element_spec = dataset.element_spec
         self._flat = leaves_of(dataset.element_spec)
         self._elements = dataset._eager({})
+        self._user_element = dataset._user_element
         self._lock = threading.Lock()
 
     def __iter__(self):
@@ -69,6 +68,22 @@ class Iterator(CompositeValue):
             raise StopIteration
         return self._pack(flat)
 
+    def _rt_next_or_default(self, default):
+        if context.current_graph() is None:
+            return next(self, default)
+        return _GraphSideIterator(convert(EagerTensor(box(self), dtypes.variant)), self.element_spec) \
+            ._rt_next_or_default(default)
+
+    # -- inside graph control flow, as its graph side: no state to carry (each ``next()`` is an op)
+    def _rt_state_components(self) -> list:
+        return []
+
+    def _rt_from_state_components(self, components: list) -> Iterator:
+        return self
+
+    def _rt_state_key(self):
+        return id(self)
+
     def get_next(self):
         """The next element; the end of the data is an ``rt.errors.OutOfRangeError``."""
         try:
@@ -77,7 +92,7 @@ class Iterator(CompositeValue):
             raise errors.OutOfRangeError("End of sequence") from None
 
     def _pack(self, flat):
-        return lowering.pack(self.element_spec, [EagerTensor(a, s.dtype) for a, s in zip(flat, self._flat)])
+        return self._user_element([EagerTensor(a, s.dtype) for a, s in zip(flat, self._flat)])
 
     def _next_flat(self) -> list | None:
         with self._lock:
@@ -124,6 +139,21 @@ class _GraphSideIterator:
     def get_next(self):
         return self.__next__()
 
+    def _rt_next_or_default(self, default):
+        out = lowering.as_list(apply("IteratorGetNext", [self.handle], self._attrs(True)))
+        return lowering.pack(self.element_spec, lowering.element_or_default(out[0], out[1:], self.element_spec, default))
+
     def _rt_graph_loop(self):
-        stage = lowering.IteratorStage(self._flat, self.handle, self._attrs(True))
-        return lowering.DatasetLoop(stage, self.element_spec)
+        stage = index_stages.IteratorStage(self._flat, self.handle, self._attrs(True))
+        return lowering.DatasetLoop(stage, self.element_spec, continues=True)
+
+    # -- graph control flow carries no state for it: its position lives in the Python iterator, and each
+    # ``IteratorGetNext`` (an op in the loop body) moves it at run time
+    def _rt_state_components(self) -> list:
+        return []
+
+    def _rt_from_state_components(self, components: list) -> _GraphSideIterator:
+        return self
+
+    def _rt_state_key(self):
+        return id(self)

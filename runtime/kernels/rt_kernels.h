@@ -522,6 +522,26 @@ static inline int rt_list_add(rt_ctx *ctx, rt_list *a, const rt_list *b, const c
     return 0;
 }
 
+/* ---- datasets ------------------------------------------------------------------------------- */
+
+/* shuffle(window) over a pass of n indices, as a permutation (runtime/ops/dataset_ops.py's shuffle_positions
+ * is the same algorithm): step t draws from the MINSTD state and swaps position t with t + draw mod
+ * min(window, n - t). `out` may be `in`. Returns the state after the n draws (the next pass starts there). */
+static inline int64_t rt_shuffle_indices(const int64_t *in, int64_t *out, int64_t n, int64_t window, int64_t rng) {
+    if (out != in && n > 0) memcpy(out, in, (size_t)n * sizeof(int64_t));
+    if (window < 1) window = 1;
+    for (int64_t t = 0; t < n; t++) {
+        rng = rng * 48271 % 2147483647;
+        if (rng < 0) rng += 2147483647;            /* the floor modulo numpy takes */
+        const int64_t left = n - t;
+        const int64_t j = t + rng % (left < window ? left : window);
+        const int64_t x = out[t];
+        out[t] = out[j];
+        out[j] = x;
+    }
+    return rng;
+}
+
 /* ---- scalar helpers used by elementwise expressions (one definition per C type) ---------- */
 
 #define RT_DEFINE_INT_HELPERS(T, S) \

@@ -19,6 +19,7 @@ from runtime.autograph.converted_code import is_converted_code
 from runtime.graph import Graph
 from runtime.operators.variables import Undefined, UndefinedReturnValue, Untracked, is_undefined
 from runtime.ops import api as rt
+from runtime.shapes import as_shape
 from runtime.tensor import is_symbolic, is_tensor
 
 
@@ -184,10 +185,58 @@ def _check_trackable(values, statement: str, where_: str) -> None:
                              f"and store it in '{name}' after the {statement}{where_}")
 
 
+# ---------------------------------------------------------------------------
+# State held by an object in tensors (a dataset iterator's position)
+#
+# An object with ``_rt_state_components()`` (its tensors), ``_rt_from_state_components(tensors)`` (the same object
+# at another position) and ``_rt_state_key()`` (what it iterates, to tell another object apart) enters a graph
+# conditional or loop as the tuple of its components and leaves it rebuilt from the outputs: ``next(it)`` in the
+# body (which makes ``it`` state, see the converter) then takes one element per iteration. A Python iterator cannot
+# be carried so: its position would move once, while tracing.
+
+def _componentwise(get_state, set_state, names, statement: str, where_: str):
+    """``get_state``/``set_state`` that give/take the components of the state objects in ``get_state()``."""
+    templates = {}
+    for i, (name, value) in enumerate(zip(names, get_state())):
+        if is_undefined(value) or is_tensor(value):
+            continue
+        if hasattr(type(value), "_rt_state_components"):
+            templates[i] = value
+        elif hasattr(type(value), "__next__"):
+            raise TypeError(f"'{name}' is a Python iterator ({type(value).__name__}) advanced inside this tensor "
+                            f"{statement}, whose body is traced once: its position cannot move per iteration or "
+                            f"branch at run time. Iterate over a tensor or an rt.data.Dataset (iter(dataset) "
+                            f"gives an iterator whose position is graph state) instead{where_}")
+    if not templates:
+        return get_state, set_state
+
+    def get():
+        values = list(get_state())
+        for i, template in templates.items():
+            value = values[i]
+            kind = hasattr(type(value), "_rt_state_components")
+            if not kind or value._rt_state_key() != template._rt_state_key():
+                other = "another iterator" if kind else f"a {type(value).__name__}"
+                raise TypeError(f"'{names[i]}' is an iterator before this tensor {statement} and is rebound to {other} "
+                                f"inside it; a graph {statement} can only carry the position of one iterator{where_}")
+            values[i] = tuple(value._rt_state_components())
+        return tuple(values)
+
+    def set_(values):
+        values = list(values)
+        for i, template in templates.items():
+            if isinstance(values[i], tuple):
+                values[i] = template._rt_from_state_components(list(values[i]))
+        set_state(tuple(values))
+
+    return get, set_
+
+
 def _tf_if_stmt(cond, body, orelse, get_state, set_state, symbol_names, nouts):
-    init = tuple(get_state())
     names = symbol_names[:nouts]
     where_ = where()
+    get_state, set_state = _componentwise(get_state, set_state, symbol_names, "`if`", where_)
+    init = tuple(get_state())
     _check_trackable(init, "`if`", where_)
     trace = _IfTrace(init, names, nouts, set_state, get_state, where_)
     with _located(where_):
@@ -327,20 +376,23 @@ def _flat_names(names, values):
     return out
 
 
+def _invariant_of(opts, leaf, value, n_leaves: int):
+    """The shape ``set_loop_options(shape_invariants=[(var, shape), ...])`` gives one leaf of a loop variable
+    (matched by identity), or None."""
+    found = None
+    for var, shape in opts.get("shape_invariants") or ():
+        if var is leaf or (var is value and n_leaves == 1):
+            found = shape
+    return found
+
+
 def _shape_invariants(opts, names, values):
-    """``set_loop_options(shape_invariants=[(var, shape), ...])`` matched to the loop variables by identity."""
-    pairs = opts.get("shape_invariants") or ()
+    """The user's shape invariants of the loop variables' leaves (None when there are none)."""
     flat = []
-    found = False
     for v in values:
         leaves = nest.flatten(v)
-        for leaf in leaves:
-            inv = None
-            for var, shape in pairs:
-                if var is leaf or (var is v and len(leaves) == 1):
-                    inv, found = shape, True
-            flat.append(inv)
-    return flat if found else None
+        flat.extend(_invariant_of(opts, leaf, v, len(leaves)) for leaf in leaves)
+    return flat if any(inv is not None for inv in flat) else None
 
 
 def _placeholder_name(name: str) -> str:
@@ -349,11 +401,13 @@ def _placeholder_name(name: str) -> str:
     return cleaned or "loop_var"
 
 
-def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
+def _infer_undefined(body_fn, get_state, set_state, init, names, where_, opts):
     """Trace one iteration in a scratch graph to learn the type of the loop variables that are undefined
     before the loop. Returns, per variable, an initial value of that type (zeros: never read, the loop
     runs at least once or the value is a return value guarded by its flag) and the shape invariant of
-    each of its leaves (the probe's shape, where a dim is not static)."""
+    each of its leaves (the probe's shape, where a dim is not static). The probe's loop variables have
+    the shapes the loop gives them: the user's shape invariants where there are some (a return value
+    taken from a variable whose invariant is ``[None]`` has an unknown length too)."""
     outer = context.current_graph()
     scratch = Graph(f"{outer.name}_loop_probe" if outer is not None else "loop_probe", outer)
     try:
@@ -363,7 +417,9 @@ def _infer_undefined(body_fn, get_state, set_state, init, names, where_):
             for name, v in zip(names, init):
                 if (is_tensor(v) or _is_python_number(v)) and not isinstance(v, rt.TensorArray):
                     t = v if is_tensor(v) else rt.convert_to_tensor(v)
-                    v = scratch.add_placeholder(_placeholder_name(name), t.dtype, t.shape)
+                    shape = _invariant_of(opts, v, v, 1) if is_tensor(v) else None
+                    v = scratch.add_placeholder(_placeholder_name(name), t.dtype,
+                                                t.shape if shape is None else as_shape(shape))
                 probe_init.append(v)
             set_state(probe_init)
             body_fn()
@@ -403,6 +459,7 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
     ``body(extra) -> new extra`` see the state through get_state/set_state. ``relax_shapes``: a loop
     variable may change its shape (a dataset loop, as in TensorFlow), see ``rt.while_loop``."""
     names = list(symbol_names)
+    get_state, set_state = _componentwise(get_state, set_state, names, "loop", where_)
     init = list(get_state())
     _check_trackable(init, "loop", where_)
     _check_loop_vars(names, init, where_)
@@ -414,7 +471,7 @@ def _run_tensor_loop(test, body, get_state, set_state, symbol_names, opts, extra
     returns_none = []                     # return values the loop sets to None: None after it
     if undefined:
         placeholders, inferred = _infer_undefined(lambda: body(list(extra_vars)), get_state, set_state, init,
-                                                  names, where_)
+                                                  names, where_, opts)
         still = [names[i] for i, v in enumerate(placeholders) if is_undefined(v)]
         for i in undefined:
             if is_undefined(placeholders[i]):
@@ -631,7 +688,8 @@ def _tf_iterable_for_stmt(graph_loop, extra_test, body, get_state, set_state, sy
 
     The iterable's ``_rt_graph_loop()`` gives an object with ``initial()`` (its flat loop variables),
     ``valid(vars)`` (a scalar bool tensor: is there an element), ``element(vars)`` and
-    ``advance(vars)`` (the loop variables of the next element).
+    ``advance(vars)`` (the loop variables of the next element); a loop over an iterator (``continues``) also
+    has ``stop(vars)`` (the variables of a loop left early) and ``finish(vars)`` (leave the iterator there).
     """
     where_ = where()
 
@@ -645,11 +703,23 @@ def _tf_iterable_for_stmt(graph_loop, extra_test, body, get_state, set_state, sy
                 c = rt.logical_and(c, rt.constant(False))
         return c
 
+    continues = getattr(graph_loop, "continues", False)
+
     def loop_body(extra):
         body(graph_loop.element(extra))
-        return graph_loop.advance(extra)
+        if extra_test is None or not continues:
+            return graph_loop.advance(extra)
+        # an iterator the loop may leave early: fetch the next element only when it goes on, so that the
+        # iterator stops just past the element the body saw
+        go = extra_test()
+        if not is_tensor(go):
+            return graph_loop.advance(extra) if go else graph_loop.stop(extra)
+        return list(rt.cond(go, lambda: list(graph_loop.advance(extra)), lambda: list(graph_loop.stop(extra))))
 
     # tf.data's loops relax a state variable's shape when an iteration changes it (the element shapes of a
     # dataset are often unknown): no shape error here, unlike other tensor loops
-    _run_tensor_loop(test, _Bound(loop_body, body), get_state, set_state, symbol_names, opts,
-                     tuple(graph_loop.initial()), where_, relax_shapes=True)
+    final = _run_tensor_loop(test, _Bound(loop_body, body), get_state, set_state, symbol_names, opts,
+                             tuple(graph_loop.initial()), where_, relax_shapes=True)
+    finish = getattr(graph_loop, "finish", None)
+    if finish is not None:
+        finish(final)           # an iterator continues where the loop left it

@@ -1,4 +1,4 @@
-"""Python builtins that need a tensor-aware version inside converted code: ``range``, ``len``."""
+"""Python builtins that need a tensor-aware version inside converted code: ``range``, ``len``, ``iter``, ``next``."""
 from __future__ import annotations
 
 import builtins
@@ -33,4 +33,16 @@ def iter_(x, *args):
     return iterator if iterator is not None else builtins.iter(x, *args)
 
 
-OVERRIDES = {builtins.range: range_, builtins.len: len_, builtins.iter: iter_}
+_NO_DEFAULT = object()
+
+
+def next_(iterator, default=_NO_DEFAULT):
+    """``next(it[, default])``: a dataset iterator while tracing gives the default past its end at run time (a
+    graph conditional on whether there is an element)."""
+    if default is _NO_DEFAULT:
+        return next(iterator)
+    staged = getattr(iterator, "_rt_next_or_default", None)
+    return staged(default) if staged is not None else next(iterator, default)
+
+
+OVERRIDES = {builtins.range: range_, builtins.len: len_, builtins.iter: iter_, builtins.next: next_}

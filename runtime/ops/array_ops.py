@@ -433,7 +433,7 @@ register(OpDef("ConcatV2", "concat", _concat_infer,
 
 
 def concat(values, axis, name=None):
-    values = convert_same("ConcatV2", list(values))
+    values = convert_same("ConcatV2", list(values), list_input=True)
     return apply("ConcatV2", values, {"axis": int(axis)}, name=name)
 
 
@@ -478,7 +478,7 @@ register(OpDef("Pack", "stack", _pack_infer, lambda inputs, attrs: (np.stack(inp
 
 
 def stack(values, axis=0, name=None):
-    values = convert_same("Pack", list(values))
+    values = convert_same("Pack", list(values), list_input=True)
     return apply("Pack", values, {"axis": int(axis)}, name=name)
 
 

@@ -1,8 +1,13 @@
-"""The dataset ops that call back into Python: ``from_generator`` sources and iterator arguments.
+"""The dataset ops: the shuffle's permutation, and the ops that call back into Python.
 
 In-memory pipelines (``from_tensors``, ``from_tensor_slices``, ``range`` and their transformations)
-lower to ordinary graph ops (``runtime/data/lowering.py``); only these ops run Python on every
-element, through the native callback that takes the GIL:
+lower to ordinary graph ops (``runtime/data/lowering.py``) and one op of their own:
+
+- ``ShuffleIndices(indices, window, rng) -> (permuted, rng)``: ``shuffle(buffer_size)`` over a pass of
+  known length, as a permutation of the pass's indices (a windowed Fisher-Yates shuffle, see
+  ``shuffle_positions``); native code runs it in C (``rt_shuffle_indices``).
+
+Only these ops run Python on every element, through the native callback that takes the GIL:
 
 - ``GeneratorInit(source) -> handle``: calls the ``from_generator`` function, keeps its iterator;
 - ``GeneratorNext(handle) -> (valid, *element)``: the next element, converted and checked against
@@ -19,9 +24,46 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes, errors, nest
-from runtime.ops.registry import OpDef, not_differentiable, register
+from runtime.ops.registry import OpDef, apply, not_differentiable, register
 from runtime.ops.script_ops import user_error
 from runtime.tensor import EagerTensor, to_array
+
+# MINSTD (Park-Miller): products stay below 2**47, so int64 arithmetic gives the same numbers in numpy, in
+# graphs and in C. Every shuffle draws from it, eagerly and in graphs alike.
+RNG_MULTIPLIER = 48271
+RNG_MODULUS = 2147483647
+
+
+def rng_start(seed: int) -> int:
+    """The generator's first state for a seed (in [1, RNG_MODULUS - 1])."""
+    return seed % (RNG_MODULUS - 1) + 1
+
+
+def shuffle_positions(values: list, window: int, rng: int) -> int:
+    """Shuffle ``values`` in place as ``shuffle(window)`` emits them; returns the generator's state after.
+
+    Step ``t`` draws ``j`` in ``[0, min(window, n - t))`` and swaps positions ``t`` and ``t + j``: the
+    element emitted ``t``-th is one of the ``window`` not yet emitted among the first ``t + window`` (tf.data's
+    buffer semantics, each candidate equally likely); a window of ``n`` or more is a uniform permutation
+    (Fisher-Yates). A buffer of ``window`` slots filled from the stream (``data/lowering.py``'s ring) gives
+    the same order for the same draws.
+
+    Example:
+        >>> v = list(range(6)); shuffle_positions(v, 1, 5) > 0 and v
+        [0, 1, 2, 3, 4, 5]
+    """
+    n = len(values)
+    window = max(int(window), 1)
+    for t in range(n):
+        rng = rng * RNG_MULTIPLIER % RNG_MODULUS
+        j = t + rng % (n - t if n - t < window else window)
+        values[t], values[j] = values[j], values[t]
+    return rng
+
+
+def shuffle_indices(indices, window, rng):
+    """``(permuted indices, generator state after)``: the ``ShuffleIndices`` op (see ``shuffle_positions``)."""
+    return tuple(apply("ShuffleIndices", [indices, window, rng]))
 
 
 def box(value) -> np.ndarray:
@@ -102,6 +144,22 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _shuffle_infer(specs, attrs):
+    indices, window, rng = specs
+    if indices.dtype is not dtypes.int64 or indices.shape.rank not in (1, None):
+        raise TypeError(f"ShuffleIndices: indices must be an int64 vector, got {indices.dtype} {indices.shape}")
+    for what, spec in (("window", window), ("rng", rng)):
+        if spec.dtype is not dtypes.int64 or spec.shape.rank not in (0, None):
+            raise TypeError(f"ShuffleIndices: {what} must be an int64 scalar, got {spec.dtype} {spec.shape}")
+    return [(dtypes.int64, indices.shape.dims), (dtypes.int64, ())]
+
+
+def _shuffle_kernel(inputs, attrs):
+    values = inputs[0].tolist()
+    rng = shuffle_positions(values, int(inputs[1]), int(inputs[2]))
+    return np.array(values, np.int64).reshape(inputs[0].shape), np.array(rng, np.int64)
+
+
 def _element_infer(specs, attrs):
     return [(dtypes.bool_, ())] + [(d, s.dims) for d, s in zip(attrs["Tout"], attrs["output_shapes"])]
 
@@ -136,10 +194,12 @@ def _iterator_next_kernel(inputs, attrs):
     return tuple(flat)
 
 
+register(OpDef("ShuffleIndices", "ShuffleIndices", _shuffle_infer, _shuffle_kernel, 3))
 register(OpDef("GeneratorInit", "GeneratorInit", lambda specs, attrs: [(dtypes.variant, ())], _generator_init_kernel,
                1, stateful=True, side_effect=True, foldable=False))
 register(OpDef("GeneratorNext", "GeneratorNext", _element_infer, _generator_next_kernel, 1, stateful=True,
                side_effect=True, foldable=False))
 register(OpDef("IteratorGetNext", "IteratorGetNext", _iterator_infer, _iterator_next_kernel, 1, stateful=True,
                side_effect=True, foldable=False))
-not_differentiable("GeneratorInit", "GeneratorNext", "IteratorGetNext")   # data sources: no inputs to reach
+# data sources and the order of their indices: no gradient to take
+not_differentiable("ShuffleIndices", "GeneratorInit", "GeneratorNext", "IteratorGetNext")

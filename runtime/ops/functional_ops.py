@@ -5,6 +5,13 @@ A Function called eagerly under a gradient tape runs through ``call_graph``: the
 differentiating the forward graph symbolically; the forward graph then also returns the values the
 backward graph uses (TensorFlow's forward/backward function pair), so nothing is recomputed.
 Called under a tape itself, the backward graph is recorded the same way (higher-order gradients).
+
+A built function called under a tape runs its native code through ``call_native``: the tape records one
+``NativeCall`` op. Native code returns only the function's outputs, so the op's gradient first runs the
+forward graph again on the same inputs and on the variable values the call read (kept by
+``Variable.snapshot``), for the values the backward graph uses, then runs the same backward graph. A graph
+with side effects or random numbers cannot run again: ``replayable`` tells its caller to use
+``call_graph`` instead.
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ import numpy as np
 
 from runtime import context
 from runtime.executor import execute
-from runtime.graph import Graph
+from runtime.graph import Graph, all_operations
 from runtime.ops.gradients import (backprop, differentiable_dtype, graph_variables_read, or_zeros,
                                    report_variable_gradient)
 from runtime.ops.registry import OpDef, apply, gradient, register
@@ -118,17 +125,79 @@ def call_graph(graph: Graph, tensors: list, num_outputs: int | None = None) -> l
 
 @gradient("PartitionedCall")
 def _call_grad(op, *grads):
-    forward = op.attrs["f"]
+    return _backward(op.attrs["f"], len(op.inputs), list(op.outputs), grads)
+
+
+def _backward(forward: Graph, num_inputs: int, outputs: list, grads) -> list:
+    """The gradients of a call of ``forward`` (with ``num_inputs`` inputs) that gave ``outputs`` (its own outputs,
+    then the values its backward graph uses), for the gradients ``grads`` of its outputs."""
     pair = _pair_of(forward)
     higher = any(g is not None for g in grads[pair.num_outputs:])
     info = _full_backward(forward, pair) if higher else pair.first
-    weights = [or_zeros(grads[k], op.outputs[k]) for k in info.weighted]
-    saved = {id(t): value for t, value in zip(forward.outputs, op.outputs)}
+    weights = [or_zeros(grads[k] if k < len(grads) else None, outputs[k]) for k in info.weighted]
+    saved = {id(t): value for t, value in zip(forward.outputs, outputs)}
     feeds = weights + [saved[id(outer)] for outer, _ in info.graph.captures]
     results = call_graph(info.graph, feeds, len(info.sources) + len(info.handles))
-    out = [None] * len(op.inputs)
+    out = [None] * num_inputs
     for j, g in zip(info.sources, results):
         out[j] = g
     for h, g in zip(info.handles, results[len(info.sources):]):
         report_variable_gradient(h, g)
     return out
+
+
+# ---------------------------------------------------------------------------
+# Built native code under a tape.
+
+_REPLAYABLE_STATEFUL = {"ReadVariableOp", "Assert", "CheckNumerics"}     # reads and checks: the same again
+
+
+def replayable(graph: Graph) -> bool:
+    """Whether running ``graph`` again gives what its first run gave, with no effect of its own: no variable
+    update, print, Python callback, data source or random number, in it or in its subgraphs."""
+    return all(not op.opdef.stateful or op.type in _REPLAYABLE_STATEFUL for op in all_operations(graph))
+
+
+def _native_call_infer(specs, attrs):
+    return [(t.dtype, t.shape.dims) for t in attrs["f"].outputs[:attrs["num_outputs"]]]
+
+
+def _native_call_kernel(inputs, attrs):
+    return tuple(attrs["run"](list(inputs)))
+
+
+register(OpDef("NativeCall", "NativeCall", _native_call_infer, _native_call_kernel, None, stateful=True,
+               foldable=False))
+
+
+_READS: "weakref.WeakKeyDictionary[Graph, dict]" = weakref.WeakKeyDictionary()   # the variables a graph reads
+
+
+def call_native(graph: Graph, tensors: list, run, num_outputs: int) -> list:
+    """Run a built function's native code, ``run(arrays) -> arrays`` (its ``num_outputs`` outputs), on ``tensors``;
+    under a tape that watches them (or a variable ``graph`` reads), recorded as one ``NativeCall`` op whose
+    gradient is ``graph``'s backward. ``graph`` (replayable, see ``replayable``) is a private copy of the function's
+    graph that the backward may extend with outputs, as ``call_graph``'s."""
+    arrays = [t._value for t in tensors]
+    if context.tapes_active():
+        handles = _READS.get(graph)
+        if handles is None:
+            handles = _READS[graph] = graph_variables_read(graph)
+        variables = [h.get() for h in handles.values()]
+        context.variables_accessed(variables)
+        if context.tapes_watch(tensors, handles.values()):
+            # the values the call reads, for the gradient's replay (a later update writes another array)
+            snapshot = {id(v): v.snapshot() for v in variables}
+            out = apply("NativeCall", list(tensors), {"f": graph, "run": run, "num_outputs": num_outputs,
+                                                      "variables": snapshot})
+            return list(out) if isinstance(out, tuple) else [out]
+    return [EagerTensor(r, t.dtype) for r, t in zip(run(arrays), graph.outputs[:num_outputs])]
+
+
+@gradient("NativeCall")
+def _native_call_grad(op, *grads):
+    forward = op.attrs["f"]
+    _pair_of(forward)       # the forward graph returns what the backward graph uses
+    with context.variable_values(op.attrs["variables"]):
+        replay = call_graph(forward, list(op.inputs))
+        return _backward(forward, len(op.inputs), replay, grads)

@@ -29,9 +29,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from runtime import dtypes
-from runtime.graph import Graph
+from runtime import context, dtypes
+from runtime.graph import Graph, SymbolicTensor
 from runtime.ops import array_ops, math_ops
+from runtime.ops.registry import get_opdef
 from runtime.tensor_array import list_add, list_zeros_like
 
 
@@ -58,6 +59,22 @@ def add(a, b):
     return list_add(a, b) if a.dtype is dtypes.variant else math_ops.add(a, b)
 
 
+def with_shape_of(grad, tensor):
+    """``grad`` (a gradient of ``tensor``) stating ``tensor``'s static shape where its own shape rule lost it (the
+    gradient of ``x[:, 2]`` for an ``x`` of shape [1, None] is built from ``rt.shape(x)``: (None, None)): a sum of
+    such gradients in a backward loop then keeps the shape its loop variable has."""
+    if not isinstance(grad, SymbolicTensor) or grad.dtype is dtypes.variant or tensor.shape.rank is None:
+        return grad
+    if grad.shape == tensor.shape or not grad.shape.is_compatible_with(tensor.shape):
+        return grad
+    shape = grad.shape.merge_with(tensor.shape)
+    if shape == grad.shape:
+        return grad
+    graph = context.current_graph() or grad.op.graph
+    return graph.create_op(get_opdef("Identity"), [graph.internalize(grad)], name="gradient_shape",
+                           output_specs=[(grad.dtype, shape.dims)]).outputs[0]
+
+
 def aggregate(parts: list):
     """The sum of the partial gradients of one tensor (None when there are none)."""
     if not parts:
@@ -71,11 +88,20 @@ def aggregate(parts: list):
 # ---------------------------------------------------------------------------
 # Variables read by an op (also inside its subgraphs).
 
+def variable_handle(handle):
+    """The handle that stands for a variable in gradients: the variable's own (a built module's graphs hold
+    handles of their own, bound to the same variables when the module imports)."""
+    ref = getattr(handle, "ref", None)
+    variable = ref() if ref is not None else None
+    own = getattr(variable, "handle", None)
+    return own if own is not None else handle
+
+
 def variables_read(op) -> dict:
     """``{id(handle): handle}`` of the variables ``op`` reads, itself or in its subgraphs (recursively)."""
     found: dict = {}
     if op.type == "ReadVariableOp":
-        handle = op.attrs["variable"]
+        handle = variable_handle(op.attrs["variable"])
         found[id(handle)] = handle
     for sub in op.subgraphs():
         found.update(graph_variables_read(sub))
@@ -106,6 +132,7 @@ def report_variable_gradient(handle, grad) -> None:
     """Add ``grad`` to the gradient of the variable behind ``handle`` in the backward pass being built."""
     if grad is None or not _frames.stack:
         return
+    handle = variable_handle(handle)
     entry = _frames.stack[-1].setdefault(id(handle), (handle, []))
     entry[1].append(grad)
 
@@ -160,7 +187,7 @@ def backprop(ops: Iterable, targets: list, target_grads: list, sources: list, va
             in_grads = _call_gradient(op, out_grads)
             for t, g in zip(op.inputs, in_grads):
                 if g is not None and id(t) in reached and differentiable_dtype(t.dtype):
-                    partials.setdefault(id(t), []).append(g)
+                    partials.setdefault(id(t), []).append(with_shape_of(g, t))
         reported = _frames.stack[-1]
     finally:
         _frames.stack.pop()

@@ -143,7 +143,7 @@ def convert(value, dtype: dtypes.DType | None = None, name: str = "value"):
     if isinstance(value, _tensor_like):
         return convert(_conversion_of(value)(value), dtype, name)
     if isinstance(value, (list, tuple)) and any(_is_tensor_like(v) for v in value):
-        return apply("Pack", convert_same("Pack", [convert(v, dtype, name) for v in value]), {"axis": 0})
+        return _pack_list(value, dtype, name)
     array = to_array(value, dtype)
     return EagerTensor(array, dtype)
 
@@ -153,17 +153,64 @@ def _is_tensor_like(value) -> bool:
         isinstance(value, (list, tuple)) and any(_is_tensor_like(v) for v in value))
 
 
-def convert_same(op_name: str, values: list, dtype: dtypes.DType | None = None) -> list:
+def _first_tensor_dtype(values) -> dtypes.DType | None:
+    """The dtype of the first tensor in a nested list, depth first."""
+    for v in values:
+        if isinstance(v, _tensor_like):
+            return v.dtype
+        if isinstance(v, (list, tuple)):
+            found = _first_tensor_dtype(v)
+            if found is not None:
+                return found
+    return None
+
+
+def _pack_list(value, dtype: dtypes.DType | None, name: str):
+    """A (nested) list holding tensors as one tensor, as TensorFlow packs it: of ``dtype`` when one is asked for,
+    every tensor of another dtype cast to it (``tf.concat([int32 tensor, [int64 scalar]], 0)`` is int32), else
+    of the first tensor's dtype, where a tensor of another dtype is a TypeError; Python values take the dtype
+    by the usual rules (``[int32 tensor, 3.5]`` is an error)."""
+    inferred = _first_tensor_dtype(value)
+    cast = dtype is not None and dtype is not inferred
+    dtype = dtype or inferred
+
+    def pack(items):
+        elements = []
+        for v in items:
+            if isinstance(v, _tensor_like):
+                t = convert(v)
+                if t.dtype is not dtype:
+                    if not cast:
+                        raise TypeError(f"{name}: cannot convert a list holding a {t.dtype} tensor to {dtype} "
+                                        f"({t}); use rt.cast")
+                    t = apply("Cast", [t], {"DstT": dtype})
+            elif isinstance(v, (list, tuple)) and _is_tensor_like(v):
+                t = pack(v)
+            else:
+                t = convert(v, dtype, name)
+            elements.append(t)
+        return apply("Pack", elements, {"axis": 0})
+
+    return pack(value)
+
+
+def convert_same(op_name: str, values: list, dtype: dtypes.DType | None = None, list_input: bool = False) -> list:
     """Convert values that must share one dtype: tensors fix it, Python values adopt it.
 
-    With no tensor among them, the first value converts by the default rules and the
-    others adopt its dtype (``rt.maximum(0., [1, -1])`` is float32). Two tensors of
-    different dtypes are a ``TypeError`` naming the op (no implicit promotion).
+    The first tensor fixes it; among separate inputs (not the items of one ``list_input``, as ``concat``'s), a
+    list holding tensors that comes before fixes it too, as TensorFlow's first input does (``rt.add([int64
+    tensor], int32 tensor)`` is a TypeError, ``rt.add(int32 tensor, [int64 tensor])`` int32: a list holding
+    tensors converts to the dtype as TensorFlow converts it, see ``_pack_list``). With no tensor among them, the
+    first value converts by the default rules and the others adopt its dtype (``rt.maximum(0., [1, -1])`` is
+    float32). Two tensors of different dtypes are a ``TypeError`` naming the op (no implicit promotion).
     """
     if dtype is None:
         for v in values:
             if isinstance(v, _tensor_like):
                 dtype = v.dtype
+                break
+            if not list_input and isinstance(v, (list, tuple)) and _is_tensor_like(v):
+                dtype = _first_tensor_dtype(v)
                 break
     out = []
     for i, v in enumerate(values):

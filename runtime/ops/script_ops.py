@@ -118,18 +118,23 @@ def user_error(what: str, error: Exception) -> errors.OpError:
     return result
 
 
+def returned_values(result) -> list:
+    """The outputs a function's return value gives, as TensorFlow reads it whatever ``Tout`` is: a list or tuple
+    one per item, None none, any other value one (``Tout=[rt.float32]`` and a returned tensor: that tensor)."""
+    if isinstance(result, (list, tuple)):
+        return list(result)
+    return [] if result is None else [result]
+
+
 def _check_outputs(name: str, result, attrs) -> tuple:
     touts, shapes = attrs["Tout"], attrs["output_shapes"]
-    if attrs["single"]:
-        result = (result,)
-    elif not touts:
-        return ()
-    elif not isinstance(result, (list, tuple)) or len(result) != len(touts):
+    values = returned_values(result)
+    if len(values) != len(touts):
         raise errors.InvalidArgumentError(
-            f"py_function '{name}' returned {_describe(result)}; it must return {len(touts)} value(s) "
-            f"of dtypes {[str(d) for d in touts]}")
+            f"py_function '{name}' returned {len(values)} value(s) ({_describe(result)}); its Tout declares "
+            f"{len(touts)}: {[str(d) for d in touts]}")
     out = []
-    for index, (value, dtype, shape) in enumerate(zip(result, touts, shapes)):
+    for index, (value, dtype, shape) in enumerate(zip(values, touts, shapes)):
         array = _as_output(name, index, value, dtype)
         if not shape.is_compatible_with(array.shape):
             raise errors.InvalidArgumentError(
@@ -190,9 +195,8 @@ def register_gradient_tape(tape_class) -> None:
 class PyFunctionGradient:
     """The backward function of a py_function: ``(*inputs, *output_grads) -> grads of the float inputs``."""
 
-    def __init__(self, forward: PythonCallable, num_inputs: int, sources: tuple, weighted: tuple, single: bool):
-        self.forward, self.num_inputs, self.sources, self.weighted, self.single = \
-            forward, num_inputs, sources, weighted, single
+    def __init__(self, forward: PythonCallable, num_inputs: int, sources: tuple, weighted: tuple):
+        self.forward, self.num_inputs, self.sources, self.weighted = forward, num_inputs, sources, weighted
         self.__name__ = f"{forward.name}_grad"
 
     def __call__(self, *args):
@@ -201,7 +205,7 @@ class PyFunctionGradient:
         with _TAPE_CLASS[0]() as tape:
             tape.watch(watched)
             result = self.forward.get()(*inputs)
-        outputs = [result] if self.single else list(result)
+        outputs = returned_values(result)
         targets = [convert(outputs[k]) for k in self.weighted]
         return tape.gradient(targets, watched, output_gradients=upstream, unconnected_gradients="zero")
 
@@ -212,11 +216,11 @@ def _py_function_grad(op, *grads):
     weighted = tuple(k for k, t in enumerate(op.outputs) if differentiable_dtype(t.dtype))
     if not sources or not weighted or not _TAPE_CLASS:
         return [None] * len(op.inputs)
-    backward = PyFunctionGradient(op.attrs["func"], len(op.inputs), sources, weighted, op.attrs["single"])
+    backward = PyFunctionGradient(op.attrs["func"], len(op.inputs), sources, weighted)
     feeds = list(op.inputs) + [or_zeros(grads[k], op.outputs[k]) for k in weighted]
     attrs = {"func": PythonCallable(backward), "Tin": tuple(x.dtype for x in feeds),
              "Tout": tuple(op.inputs[i].dtype for i in sources),
-             "output_shapes": tuple(op.inputs[i].shape for i in sources), "single": False}
+             "output_shapes": tuple(op.inputs[i].shape for i in sources)}
     results = apply("EagerPyFunc", feeds, attrs)
     results = list(results) if isinstance(results, (list, tuple)) else [results]
     out = [None] * len(op.inputs)
@@ -239,7 +243,7 @@ def _call(op_type: str, func, inp, Tout, output_shapes, name):
             raise ValueError(f"{op_type}: {len(listed)} output_shapes for {len(touts)} outputs")
         shapes = tuple(as_shape(s) for s in listed)
     attrs = {"func": PythonCallable(func), "Tin": tuple(x.dtype for x in inputs), "Tout": touts,
-             "output_shapes": shapes, "single": single}
+             "output_shapes": shapes}
     result = apply(op_type, inputs, attrs, name=name)
     if Tout is None:
         return None
@@ -252,7 +256,8 @@ def py_function(func, inp, Tout, name=None, output_shapes=None):
     """Run ``func`` on eager tensors every time the op runs (eagerly, in graphs and in native code).
 
     Args:
-        func: a Python function taking ``len(inp)`` ``rt.Tensor``s and returning values of ``Tout``.
+        func: a Python function taking ``len(inp)`` ``rt.Tensor``s and returning values of ``Tout``: a list or
+            tuple of them, or one value (for one output, also when ``Tout`` is a list of one), or None.
         inp: the input tensors (a list, or one tensor).
         Tout: one dtype (one output tensor), a list of dtypes (a list of tensors) or None (no output).
         name: the op's name.

@@ -31,11 +31,45 @@ def answer():
     return 42
 '''
 
+_STANDIN_C = '''\
+/* Stand-in build of {module_name} (tests only). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
 
-def render_standin(module, source_path, module_name):
-    """A tiny stand-in for ``transpiler.codegen.render_module`` (the tests of the driver must not depend on
-    the code generator): traces every ``input_signature`` like the real one, and renders a small .pyx that
-    records which signatures it saw."""
+static const char *signatures[] = {{{signatures}}};
+
+static PyObject *answer(PyObject *module, PyObject *unused) {{
+    return PyLong_FromLong(42);
+}}
+
+static int exec_module(PyObject *module) {{
+    PyObject *list = PyList_New(0);
+    if (list == NULL) return -1;
+    for (size_t i = 0; i < sizeof(signatures) / sizeof(*signatures) - 1; i++) {{
+        PyObject *text = PyUnicode_FromString(signatures[i]);
+        if (text == NULL || PyList_Append(list, text) < 0) {{ Py_XDECREF(text); Py_DECREF(list); return -1; }}
+        Py_DECREF(text);
+    }}
+    if (PyModule_AddObject(module, "SIGNATURES", list) < 0) {{ Py_DECREF(list); return -1; }}
+    if (PyModule_AddStringConstant(module, "BUILT_BY", "stand-in") < 0) return -1;
+    return PyModule_AddStringConstant(module, "MODULE_NAME", "{module_name}");
+}}
+
+static PyMethodDef methods[] = {{{{"answer", answer, METH_NOARGS, NULL}}, {{NULL, NULL, 0, NULL}}}};
+static PyModuleDef_Slot slots[] = {{{{Py_mod_exec, (void *)exec_module}}, {{0, NULL}}}};
+static struct PyModuleDef module_def = {{PyModuleDef_HEAD_INIT, "{module_name}", NULL, 0, methods, slots}};
+
+PyMODINIT_FUNC PyInit_{stem}(void) {{
+    return PyModuleDef_Init(&module_def);
+}}
+'''
+
+
+def _c_string(text: str) -> str:
+    return "".join(c if c.isalnum() or c in " _.:,[]()-" else f"\\{b:03o}" for c in text for b in c.encode())
+
+
+def _standin_signatures(module) -> list[str]:
     import runtime as rt
     signatures = []
     for name, value in sorted(vars(module).items()):
@@ -43,22 +77,44 @@ def render_standin(module, source_path, module_name):
             if value.input_signature is not None:
                 value.get_concrete_function()
             signatures += [f"{name}: {c.signature_text()}" for c in value.concrete_functions()]
+    return signatures
+
+
+def render_standin(module, source_path, module_name):
+    """A tiny stand-in for ``transpiler.codegen.render_module`` (the tests of the driver must not depend on
+    the code generator): traces every ``input_signature`` like the real one, and renders a small C extension
+    that records which signatures it saw."""
+    signatures = _standin_signatures(module)
+    stem = module_name.rpartition(".")[2]
+    text = _STANDIN_C.format(module_name=module_name, stem=stem,
+                             signatures="".join(f'"{_c_string(s)}", ' for s in signatures) + "NULL")
+    return types.SimpleNamespace(
+        files={f"{stem}.c": text}, source=f"{stem}.c", include_dirs=[], extra_compile_args=["-O0", "-g0"],
+        extra_link_args=[], libraries=[],
+        report=[f"stand-in: {len(signatures)} signature(s)"] + [f"  {s}" for s in signatures])
+
+
+def render_standin_pyx(module, source_path, module_name):
+    """The stand-in as Cython (a renderer may hand over a .pyx, which Cython translates to C first)."""
+    signatures = _standin_signatures(module)
     stem = module_name.rpartition(".")[2]
     pyx = f"{stem}.pyx"
-    text = _STANDIN_PYX.format(module_name=module_name, signatures=signatures)
     return types.SimpleNamespace(
-        files={pyx: text}, pyx=pyx, include_dirs=[], extra_compile_args=["-O0", "-g0"], extra_link_args=[],
-        libraries=[], report=[f"stand-in: {len(signatures)} signature(s)"] + [f"  {s}" for s in signatures])
+        files={pyx: _STANDIN_PYX.format(module_name=module_name, signatures=signatures)}, pyx=pyx, include_dirs=[],
+        extra_compile_args=["-O0", "-g0"], extra_link_args=[], libraries=[],
+        report=[f"stand-in: {len(signatures)} signature(s)"] + [f"  {s}" for s in signatures])
 
 
 def render_uncompilable(module, source_path, module_name):
-    """A stand-in renderer whose .pyx does not compile (for the compile-error report)."""
+    """A stand-in renderer whose C does not compile (for the compile-error report)."""
     rendered = render_standin(module, source_path, module_name)
-    rendered.files[rendered.pyx] += "\ncdef int broken = undefined_in_generated_code\n"
+    rendered.files[rendered.source] += "\nstatic int broken = undefined_in_generated_code;\n"
     return rendered
 
 
 UNCOMPILABLE = f"{Path(__file__).resolve()}:render_uncompilable"
+STANDIN_PYX = f"{Path(__file__).resolve()}:render_standin_pyx"
+
 
 
 def render_planted(module, source_path, module_name, ledger=None):

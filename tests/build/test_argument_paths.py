@@ -1,6 +1,7 @@
 """Arguments reach built native code by the same conversion rule as every other path: a big-endian
-float32 array is float32 (never read as little-endian garbage), an out-of-range uint32 array is
-rejected for an int32 signature, and a numpy scalar is a 0-d tensor that runs the built code.
+float32 array is float32 (never read as little-endian garbage), a numpy array of another dtype is cast
+as TensorFlow casts it whatever its values (an out-of-range uint32 array wraps for an int32 signature,
+float64 0.1 rounds for a float32 one), and a numpy scalar is a 0-d tensor that runs the built code.
 Native code also gives numpy's NaN/inf results (relu, sign, floor division and remainder)."""
 from __future__ import annotations
 
@@ -57,12 +58,20 @@ def test_big_endian_float32_on_the_native_paths(built):
     assert built.scale.experimental_get_tracing_count() == 0
 
 
-def test_out_of_range_unsigned_is_rejected_by_the_built_function(built):
-    with pytest.raises(ValueError, match="out of range"):
-        built.increment(np.array([4000000000], np.uint32))
-    with pytest.raises(rt.errors.InvalidArgumentError, match="out of range"):
-        built.increment.get_concrete_function()(np.array([4000000000], np.uint32))
+def test_numpy_arrays_of_another_dtype_are_cast_by_the_built_function(built):
+    big = np.array([4000000000], np.uint32)
+    wrapped = big.astype(np.int32) + 1
+    np.testing.assert_array_equal(built.increment(big).numpy(), wrapped)
+    np.testing.assert_array_equal(built.increment.get_concrete_function()(big).numpy(), wrapped)
     np.testing.assert_array_equal(built.increment(np.array([7], np.uint32)).numpy(), [8])
+    for value in ([0.1, 0.5], [1e300, -2.0]):          # acceptance does not depend on the values
+        with np.errstate(all="ignore"):
+            expected = np.array(value).astype(np.float32) * 2.0 + 1.0
+        np.testing.assert_array_equal(built.scale(np.array(value)).numpy(), expected)
+        np.testing.assert_array_equal(built.scale.get_concrete_function()(np.array(value)).numpy(), expected)
+    with pytest.raises(ValueError, match="incompatible"):
+        built.scale(rt.constant([0.1], rt.float64))     # a tensor never converts implicitly
+    assert built.scale.experimental_get_tracing_count() == 0
 
 
 def test_numpy_scalar_runs_the_built_code_like_a_0d_array(built):

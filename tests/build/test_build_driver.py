@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import STANDIN_PYX
 from transpiler.build.compile import TMP_SUFFIX, extension_filename, install_file, remove_stale_temporaries
 from transpiler.build.discovery import FactsCache, discover, module_name_for, scan_source
 from runtime.cachedir import build_log, build_record
@@ -186,6 +187,14 @@ def test_local_dependencies_follow_imports(tmp_path):
     (module,) = discover([tmp_path / "pkg"])
     deps = local_dependencies(module, FactsCache())
     assert sorted(deps) == ["pkg", "pkg.layers", "pkg.sub", "pkg.sub.deep", "pkg.util"]
+
+
+def test_local_dependencies_stop_at_rt_itself():
+    """The examples sit beside runtime/ in a checkout: their ``import runtime`` is rt's, which the toolchain
+    fingerprint covers, not a local module to scan and hash (a hundred files)."""
+    (module,) = discover([PROJECT / "examples" / "function_basics.py"])
+    deps = local_dependencies(module, FactsCache())
+    assert deps and not [name for name in deps if name.split(".")[0] in ("runtime", "transpiler")], sorted(deps)
 
 
 def test_module_hash_tracks_source_and_dependencies(tmp_path):
@@ -508,15 +517,17 @@ def test_interrupted_build_leaves_no_partial_output(tmp_path, standin, whole_gro
 
 
 @pytest.mark.build
-def test_rt_debug_keeps_the_build_dir(tmp_path, run_cli, standin, rt_cache_dir):
-    _package(tmp_path)
-    result = run_cli("build", "src", "--renderer", standin, cwd=tmp_path, env={"RT_DEBUG": "1"})
+def test_rt_debug_keeps_the_build_dir(tmp_path, run_cli, import_fresh, rt_cache_dir):
+    """With a renderer that hands over Cython (a .pyx, translated to C first)."""
+    root = _package(tmp_path)
+    result = run_cli("build", "src", "--renderer", STANDIN_PYX, cwd=tmp_path, env={"RT_DEBUG": "1"})
     assert result.returncode == 0
     (line,) = [line for line in result.stdout.splitlines() if "RT_DEBUG:" in line]
     build_dir = Path(line.split(" kept in ", 1)[1].strip())
     assert build_dir == rt_cache_dir.joinpath(*build_dir.relative_to(rt_cache_dir).parts)  # in the cache
-    assert (build_dir / "src" / "models.pyx").is_file()
-    again = run_cli("build", "src", "--renderer", standin, "--force", cwd=tmp_path, env={"RT_DEBUG": "1"})
+    assert (build_dir / "src" / "models.pyx").is_file() and (build_dir / "src" / "models.c").is_file()
+    assert import_fresh(root, "pkg.models").stdout.split()[-1] == "stand-in"
+    again = run_cli("build", "src", "--renderer", STANDIN_PYX, "--force", cwd=tmp_path, env={"RT_DEBUG": "1"})
     assert again.returncode == 0 and (build_dir / "src" / "models.pyx").is_file()   # replaced, not piled up
 
 

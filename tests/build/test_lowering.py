@@ -42,6 +42,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 PROGRAMS = '''
 import runtime as rt
+from runtime.ops.dataset_ops import shuffle_indices
 
 F = rt.float32
 
@@ -551,6 +552,13 @@ def library_ops(m, ids):
                    + rt.cast(rt.math.is_nan(m), F) + rt.cast(rt.math.is_inf(m), F) + rt.cast(rt.math.is_finite(m), F))
     return (seeded + stateless, solved, rt.sort(m) + rt.cast(rt.argsort(m), F), top.values, top.indices, picked,
             where + arg[0], rt.ensure_shape(m, [None, None]) + elementwise)
+
+
+@rt.function(input_signature=[spec(1, rt.int64), rt.TensorSpec([], rt.int64), rt.TensorSpec([], rt.int64)])
+def shuffled_indices(values, window, rng):
+    """A dataset shuffle's permutation of a pass (ShuffleIndices), of values computed in the function."""
+    perm, state = shuffle_indices(values * 3 + 1, window, rng)
+    return perm, state
 '''
 
 
@@ -1213,6 +1221,13 @@ def test_library_ops_natively(programs, rows, cols, data):
     signature = (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None, 2], rt.int32))
     check(programs.library_ops, signature, [m, ids], atol=1e-4)
     check(programs.library_ops, signature, [m, rt.constant(np.array([[0, cols]], np.int32))])    # out of bounds
+
+@given(st.integers(0, 40), st.integers(-1, 50), st.integers(1, 2**31 - 2), st.data())
+def test_shuffle_indices(programs, n, window, rng, data):
+    values = _tensor([n], data, st.integers(-1000, 1000), np.int64)
+    check(programs.shuffled_indices, (rt.TensorSpec([None], rt.int64), rt.TensorSpec([], rt.int64),
+                                      rt.TensorSpec([], rt.int64)),
+          [values, rt.constant(window, rt.int64), rt.constant(rng, rt.int64)])
 
 
 # ---------------------------------------------------------------------------

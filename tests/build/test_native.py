@@ -483,7 +483,7 @@ def test_generated_code_is_dumped_with_rt_debug(tmp_path):
     kept_dir = Path(kept[-1].strip(".:"))
     try:
         assert kept_dir.exists(), text
-        assert list(kept_dir.rglob("*.pyx")) and list(kept_dir.rglob("*_rt_native.h")), text
+        assert list(kept_dir.rglob("*.c")) and list(kept_dir.rglob("*_rt_native.h")), text
         loops = list(kept_dir.rglob("*.loops.txt"))
         assert loops and "function rt_fn_0(x: int32[]):" in loops[0].read_text(), text
     finally:

@@ -119,7 +119,7 @@ def test_non_editable_install_builds(builder, tmp_path):
     assert probe.returncode == 0, probe.stderr
     runtime_file, templates = probe.stdout.splitlines()
     assert runtime_file.startswith(str(builder.path)), "rt comes from the installed wheel, not from the checkout"
-    assert "module.pyx.tmpl" in templates and "native.h.tmpl" in templates
+    assert "module.c.tmpl" in templates and "native.h.tmpl" in templates
     project = _user_project(tmp_path / "project", with_setup_py=False)
     built = builder.run("rt build mymodels/", cwd=project)                        # the console script
     assert built.returncode == 0 and "building mymodels.models ... ok" in built.stdout, built.stdout + built.stderr

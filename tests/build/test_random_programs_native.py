@@ -16,12 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 
 import runtime as rt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from random_programs import inputs, module_source, programs, same_results  # noqa: E402
+from random_programs import draw_programs, inputs, module_source, same_results  # noqa: E402
 
 pytestmark = pytest.mark.build
 
@@ -29,25 +28,10 @@ PROJECT = Path(__file__).resolve().parents[2]
 MODULES, PER_MODULE = 4, 50
 
 
-def _draw_programs(count: int) -> list[str]:
-    """``count`` distinct program bodies, the same on every run (derandomized hypothesis draws)."""
-    bodies: list[str] = []
-
-    @settings(max_examples=3 * count, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck), phases=[Phase.generate])
-    @given(programs(max_depth=2, width=2))
-    def collect(body):
-        if body not in bodies and len(bodies) < count:
-            bodies.append(body)
-    collect()
-    assert len(bodies) == count, f"hypothesis drew only {len(bodies)} distinct programs"
-    return bodies
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """(program bodies, built modules): builds the 4 modules once."""
-    bodies = _draw_programs(MODULES * PER_MODULE)
+    bodies = draw_programs(MODULES * PER_MODULE)
     root = tmp_path_factory.mktemp("random_programs")
     names = [f"rt_random_programs_{i}" + ("_o3" if i == 0 else "") for i in range(MODULES)]
     for i, name in enumerate(names):

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import PROJECT, plugin_env, readme_blocks, readme_commands, readme_files, run_command
 
 pytestmark = pytest.mark.build
@@ -55,12 +54,20 @@ def project(tmp_path_factory) -> Path:
 
 
 def test_readme_rt_check_of_the_examples(tmp_path):
+    """The README's commands, run where the README runs them: beside this repository's pytest settings
+    (``--doctest-modules`` collects the examples too), and it checks as many signatures as the README says."""
     shutil.copytree(PROJECT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    shutil.copy(PROJECT / "pyproject.toml", tmp_path / "pyproject.toml")
     build, check, _ = readme_commands(TESTING)
     _run(build, cwd=tmp_path)
     result = _run(check, cwd=tmp_path)
     summary = result.stdout.strip().splitlines()[-1]
-    assert re.fullmatch(r"=+ \d+ passed(, \d+ warnings?)? in .*", summary), result.stdout   # nothing skipped
+    # nothing skipped, nothing failing to collect; the helper modules' doctests are deselected (only the check runs)
+    passed = re.fullmatch(r"=+ (\d+) passed(, \d+ deselected)?(, \d+ warnings?)? in .*", summary)
+    assert passed, result.stdout
+    claimed = re.search(r"reports each\s+signature as a test \((\d+) for the examples\)",
+                        (PROJECT / "README.md").read_text(encoding="utf-8"))
+    assert claimed and int(passed.group(1)) == int(claimed.group(1)), (summary, claimed and claimed.group(0))
     # the README's first command, on the same build: every example matches eager execution, natively
     examples = _run("python -m examples", cwd=tmp_path)
     assert re.search(r"(\d+) of \1 examples match eager execution and run natively", examples.stdout)

@@ -10,6 +10,12 @@ canonical source (AutoGraph's qualified names): ``d['b'] = 1``, ``self.x += 1`` 
 constant, a name or an attribute chain (``d[k + 1]``, ``a[1:3]``) cannot be named that
 way: it is recorded as untracked.
 
+``next(it)`` (also as converted code writes it, ``rt__.converted_call(next, (it,), None)``) records ``it``
+as advanced: the call changes the iterator's position, which a tensor loop or ``if`` must then carry
+(the control-flow converter makes a local ``it`` part of the statement's state). ``for x in it`` records
+``it`` as iterated (it advances ``it`` when ``it`` is an iterator: ``iterator_names`` gives the names a
+function binds to ``iter(...)``).
+
 ``ActivityProvider`` attaches an ``Activity`` to every ``If``, ``While``,
 ``For`` and ``FunctionDef`` (for loops and ifs: the activity of their bodies).
 """
@@ -32,6 +38,8 @@ class Activity:
     composites: frozenset[str] = frozenset()       # items/attributes assigned: "d['b']", "self.x"
     untracked: frozenset[str] = frozenset()        # items/attributes assigned with a computed key: "d[k + 1]"
     deleted: frozenset[str] = frozenset()          # names removed by `del`
+    advanced: frozenset[str] = frozenset()         # names `it` with `next(it)` calls
+    iterated: frozenset[str] = frozenset()         # names `it` of `for x in it` loops
 
 
 def _key_code(node: cst.BaseExpression) -> str | None:
@@ -60,6 +68,24 @@ def composite_name(node: cst.BaseExpression, allow_name: bool = False) -> str | 
     return None
 
 
+def _advanced_iterator(node: cst.Call) -> str | None:
+    """``it`` of ``next(it[, default])`` or of its converted form ``rt__.converted_call(next, (it, ...), ...)``."""
+    args = node.args
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value == "converted_call" \
+            and isinstance(node.func.value, cst.Name) and node.func.value.value == "rt__" and len(args) >= 2:
+        if not (isinstance(args[0].value, cst.Name) and args[0].value.value == "next"
+                and isinstance(args[1].value, cst.Tuple) and args[1].value.elements):
+            return None
+        first = args[1].value.elements[0]
+        value = None if isinstance(first, cst.StarredElement) else first.value
+    elif isinstance(node.func, cst.Name) and node.func.value == "next" and args and not args[0].star \
+            and args[0].keyword is None:
+        value = args[0].value
+    else:
+        return None
+    return value.value if isinstance(value, cst.Name) else None
+
+
 def composite_parts(code: str) -> tuple[str | None, frozenset[str]]:
     """(root name, names used in keys) of a composite's source: ``d[k].x`` -> ('d', {'k'})."""
     node = cst.parse_expression(code)
@@ -82,6 +108,8 @@ class _ActivityVisitor(cst.CSTVisitor):
         self.composites: set[str] = set()
         self.untracked: set[str] = set()
         self.deleted: set[str] = set()
+        self.advanced: set[str] = set()
+        self.iterated: set[str] = set()
 
     # -- bindings --------------------------------------------------------
     def bind(self, target: cst.BaseExpression) -> None:
@@ -125,6 +153,8 @@ class _ActivityVisitor(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> bool:
         node.iter.visit(self)
+        if isinstance(node.iter, cst.Name):
+            self.iterated.add(node.iter.value)
         self.bind(node.target)
         node.body.visit(self)
         if node.orelse is not None:
@@ -191,6 +221,8 @@ class _ActivityVisitor(cst.CSTVisitor):
         inner = activity_of(node.body.body)
         params = {p.name.value for p in _all_params(node.params)}
         self.read |= inner.read - inner.modified - params
+        self.advanced |= inner.advanced - inner.modified - params
+        self.iterated |= inner.iterated - inner.modified - params
         self.modified.add(node.name.value)
         return False      # (its item/attribute writes happen when it is called: not this block's state)
 
@@ -209,6 +241,8 @@ class _ActivityVisitor(cst.CSTVisitor):
         inner = _ActivityVisitor()
         node.body.visit(inner)
         self.read |= inner.read - params
+        self.advanced |= inner.advanced - params      # (a lambda called in the block advances them too)
+        self.iterated |= inner.iterated - params
         return False
 
     def _comprehension(self, node) -> bool:
@@ -216,6 +250,8 @@ class _ActivityVisitor(cst.CSTVisitor):
         for child in node.children:
             child.visit(inner)
         self.read |= inner.read - inner.modified
+        self.advanced |= inner.advanced - inner.modified
+        self.iterated |= inner.iterated - inner.modified
         return False
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
@@ -233,6 +269,9 @@ class _ActivityVisitor(cst.CSTVisitor):
         if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)
                 and f.attr.value in ("append", "extend", "insert")):
             self.appended.add(f.value.value)
+        iterator = _advanced_iterator(node)
+        if iterator is not None:
+            self.advanced.add(iterator)
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         node.value.visit(self)      # keyword names are not variables
@@ -262,7 +301,38 @@ def activity_of(nodes: cst.CSTNode | Sequence[cst.CSTNode] | None) -> Activity:
     for n in nodes:
         n.visit(visitor)
     return Activity(frozenset(visitor.read), frozenset(visitor.modified), frozenset(visitor.appended),
-                    frozenset(visitor.composites), frozenset(visitor.untracked), frozenset(visitor.deleted))
+                    frozenset(visitor.composites), frozenset(visitor.untracked), frozenset(visitor.deleted),
+                    frozenset(visitor.advanced), frozenset(visitor.iterated))
+
+
+def _is_iter_call(node: cst.BaseExpression) -> bool:
+    """``iter(x)``, or its converted form ``rt__.converted_call(iter, (x,), None)``."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "converted_call" and node.args:
+        func = node.args[0].value
+    return isinstance(func, cst.Name) and func.value == "iter"
+
+
+def iterator_names(nodes: Sequence[cst.CSTNode]) -> frozenset[str]:
+    """Names the code binds to ``iter(...)`` (``it = iter(dataset)``), nested scopes excluded."""
+    found: set[str] = set()
+
+    class _Iterators(cst.CSTVisitor):
+        def visit_FunctionDef(self, node):
+            return False
+
+        def visit_Lambda(self, node):
+            return False
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if _is_iter_call(node.value):
+                found.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+
+    for n in nodes:
+        n.visit(_Iterators())
+    return frozenset(found)
 
 
 def declared_names(body: Iterable[cst.CSTNode]) -> tuple[frozenset[str], frozenset[str]]:
@@ -319,7 +389,7 @@ class ActivityProvider(BatchableMetadataProvider[Activity]):
         t.bind(node.target)
         self.set_metadata(node, Activity(a.read | t.read, a.modified | t.modified, a.appended_lists,
                                          a.composites | frozenset(t.composites), a.untracked | frozenset(t.untracked),
-                                         a.deleted))
+                                         a.deleted, a.advanced, a.iterated))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.set_metadata(node, activity_of(list(node.body.body)))

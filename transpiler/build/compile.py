@@ -1,4 +1,4 @@
-"""Compile a rendered module (Cython + setuptools) and install the extension atomically.
+"""Compile a rendered module (C, or Cython then C) and install the extension atomically.
 
 The compile happens in a private build directory; the finished extension is copied next to its
 destination under a hidden temporary name and then ``os.replace``d into place, so an interrupted build
@@ -7,7 +7,9 @@ never leaves a half-written extension where Python would import it.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import subprocess
 import sysconfig
 from pathlib import Path
 
@@ -39,46 +41,82 @@ def write_files(files: dict[str, str | bytes], directory: Path) -> None:
             path.write_text(content, encoding="utf-8")
 
 
+def compiler_command() -> tuple[list[str], list[str]]:
+    """``(compile-and-link command, its flags)`` for a CPython extension, as setuptools' ``build_ext`` makes it
+    from Python's own configuration (``sysconfig``) and the environment: ``LDSHARED`` (``gcc -shared ...``, or
+    ``$CC`` in its place) runs the compiler, with ``CFLAGS`` + ``CCSHARED`` and the environment's ``CFLAGS``,
+    ``CPPFLAGS`` and ``LDFLAGS``. Python's ``-g`` is turned off (``-g0``) unless ``RT_DEBUG`` is set: debug
+    information made a fifth of a small module's compile time."""
+    config = sysconfig.get_config_vars()
+    cc = os.environ.get("CC") or config.get("CC") or "cc"
+    ldshared = os.environ.get("LDSHARED") or config.get("LDSHARED") or f"{cc} -shared"
+    if os.environ.get("CC") and not os.environ.get("LDSHARED") and config.get("CC") \
+            and ldshared.startswith(config["CC"]):
+        ldshared = os.environ["CC"] + ldshared[len(config["CC"]):]     # as distutils' customize_compiler
+    flags = shlex.split(config.get("CFLAGS") or "") + shlex.split(config.get("CCSHARED") or "")
+    for name in ("CFLAGS", "CPPFLAGS", "LDFLAGS"):
+        flags += shlex.split(os.environ.get(name, ""))
+    flags.append("-g" if os.environ.get("RT_DEBUG") else "-g0")
+    return shlex.split(ldshared), flags
+
+
 def compile_extension(rendered, module_name: str, build_dir: Path) -> Path:
-    """Cythonize and compile ``rendered`` (a ``render_module`` result) into an extension named
-    ``module_name``; returns the path of the built file inside ``build_dir``.
+    """Compile ``rendered`` (a ``render_module`` result) into an extension named ``module_name``; returns the
+    path of the built file inside ``build_dir``.
 
-    Cython and compiler messages go to this process's stdout/stderr (the build log).
+    ``rendered.source`` names the main file among ``rendered.files``: C (the code generator's modules: the
+    CPython glue of ``templates/module.c.tmpl`` and the generated functions), or Cython (``.pyx``, which
+    Cython translates to C first; ``rendered.pyx`` is the older name of the attribute). One compiler process
+    compiles and links it (no setuptools in between: its command objects cost half a second a module).
+    The commands and the compiler's messages go to this process's stdout/stderr (the build log).
     """
-    from Cython.Build import cythonize
-    from setuptools import Extension
-    from setuptools.dist import Distribution
-
     src = build_dir / "src"
     src.mkdir(parents=True, exist_ok=True)
     write_files(dict(rendered.files), src)
-    pyx = src / rendered.pyx
-    if not pyx.is_file():
-        raise FileNotFoundError(f"render_module named {rendered.pyx!r} as the main .pyx, but did not render it")
+    main_name = getattr(rendered, "source", None) or getattr(rendered, "pyx", None)
+    main = src / str(main_name)
+    if not main_name or not main.is_file():
+        raise FileNotFoundError(f"the renderer named {main_name!r} as the main source, but did not render it")
     include_dirs = [str(d) for d in (getattr(rendered, "include_dirs", None) or [])]
-    extension = Extension(
-        module_name, [str(pyx)],
-        include_dirs=include_dirs + [str(src)],
-        extra_compile_args=list(getattr(rendered, "extra_compile_args", None) or []),
-        extra_link_args=list(getattr(rendered, "extra_link_args", None) or []),
-        libraries=list(getattr(rendered, "libraries", None) or []),
-    )
-    extensions = cythonize(
-        [extension], language_level=3, include_path=[str(src)] + include_dirs, force=True, quiet=True,
-        annotate=bool(os.environ.get("RT_DEBUG")),
-    )
-    distribution = Distribution({"name": module_name, "ext_modules": extensions})
-    distribution.script_name = "rt-build"
-    command = distribution.get_command_obj("build_ext")
-    command.build_lib = str(build_dir / "lib")
-    command.build_temp = str(build_dir / "tmp")
-    command.inplace = False
-    command.ensure_finalized()
-    command.run()
-    built = Path(command.get_ext_fullpath(module_name))
+    if main.suffix == ".pyx":
+        main = _cythonize(main, module_name, include_dirs + [str(src)])
+    elif main.suffix != ".c":
+        raise ValueError(f"cannot compile {main.name}: the main source is C (.c) or Cython (.pyx)")
+    lib = build_dir / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    built = lib / extension_filename(module_name)
+    driver, flags = compiler_command()
+    includes = [f"-I{d}" for d in include_dirs + [str(src), sysconfig.get_paths()["include"],
+                                                    sysconfig.get_paths()["platinclude"]]]
+    command = (driver + flags + includes + list(getattr(rendered, "extra_compile_args", None) or [])
+               + [main.name, "-o", str(built)] + list(getattr(rendered, "extra_link_args", None) or [])
+               + [f"-l{name}" for name in (getattr(rendered, "libraries", None) or [])])
+    print(shlex.join(command), flush=True)
+    # in the source directory: an assembler .incbin names a file beside the source
+    result = subprocess.run(command, cwd=src, check=False)
+    if result.returncode != 0:
+        raise CompileError(f"{shlex.join(command[:1])} failed with exit status {result.returncode}")
     if not built.is_file():
         raise FileNotFoundError(f"the compiler reported success but {built} does not exist")
     return built
+
+
+class CompileError(RuntimeError):
+    """The C compiler (or Cython) failed; its messages are in the build log."""
+
+
+def _cythonize(pyx: Path, module_name: str, include_path: list[str]) -> Path:
+    """Translate a ``.pyx`` to C with Cython (imported only here: the code generator's modules do not need it)."""
+    from Cython.Build import cythonize
+    from setuptools import Extension
+
+    extension = Extension(module_name, [str(pyx)])
+    cythonize([extension], language_level=3, include_path=include_path, force=True, quiet=True,
+              annotate=bool(os.environ.get("RT_DEBUG")))
+    c_file = pyx.with_suffix(".c")
+    if not c_file.is_file():
+        raise CompileError(f"Cython did not translate {pyx.name}")
+    return c_file
 
 
 def temporary_name(dest: Path) -> Path:

@@ -1,4 +1,4 @@
-"""Find the modules that define ``rt.function``s, statically (libcst, no import).
+"""Find the modules that define ``rt.function``s, statically (libcst, no import; ``scanning.py``).
 
 A module qualifies when it applies ``runtime.function`` (or ``runtime.Function``)
 under any alias: ``@rt.function``, ``@rt.function(...)``, ``@runtime.function``,
@@ -22,62 +22,20 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
+from transpiler.build.facts import FUNCTION_QUALNAMES, TF_FUNCTION_QUALNAMES, FileFacts, FoundFunction, Import
+from transpiler.lazy import lazy_import
 
-# The names ``rt.function`` resolves to, whichever way it is imported.
-FUNCTION_QUALNAMES = frozenset({
-    "runtime.function", "runtime.Function",
-    "runtime.polymorphic_function.function", "runtime.polymorphic_function.Function",
-})
+# libcst, loaded only for files whose facts are not cached: a no-op build needs none of it
+scanning = lazy_import("transpiler.build.scanning")
 
-# What ``tf.function`` resolves to in a program written against TensorFlow: under ``--tf-compat``, rt.function.
-TF_FUNCTION_QUALNAMES = frozenset({"tensorflow.function"})
+__all__ = ["FUNCTION_QUALNAMES", "TF_FUNCTION_QUALNAMES", "FactsCache", "FileFacts", "FoundFunction", "Import", "ModuleInfo", "discover",
+           "is_skipped_dir", "iter_python_files", "module_name_for", "scan_source"]
 
 # Directories never searched: build outputs, caches, virtual environments.
 SKIPPED_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages", "venv"})
 
 # Bump when the analysis changes, so cached facts are recomputed.
 _FACTS_VERSION = 2
-
-
-@dataclasses.dataclass(frozen=True)
-class FoundFunction:
-    """One ``rt.function`` application: the function's name and the line of the decorator or call."""
-    name: str
-    line: int
-
-
-@dataclasses.dataclass(frozen=True)
-class Import:
-    """A statically visible import: ``module`` (dotted, may be empty for ``from . import x``),
-    ``names`` imported from it (empty for ``import a.b``) and the relative ``level``."""
-    module: str
-    names: tuple[str, ...] = ()
-    level: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class FileFacts:
-    """What the build needs to know about one source file: its ``rt.function`` applications, its
-    ``tf.function`` ones (which count under ``--tf-compat``) and its imports."""
-    functions: tuple[FoundFunction, ...]
-    imports: tuple[Import, ...]
-    tf_functions: tuple[FoundFunction, ...] = ()
-    compiles: tuple[FoundFunction, ...] = ()       # Keras ``model.compile(optimizer=..., loss=...)`` calls
-
-    def to_json(self) -> dict:
-        return {"functions": [[f.name, f.line] for f in self.functions],
-                "tf_functions": [[f.name, f.line] for f in self.tf_functions],
-                "compiles": [[f.name, f.line] for f in self.compiles],
-                "imports": [[i.module, list(i.names), i.level] for i in self.imports]}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "FileFacts":
-        return cls(tuple(FoundFunction(n, line) for n, line in data["functions"]),
-                   tuple(Import(m, tuple(names), level) for m, names, level in data["imports"]),
-                   tuple(FoundFunction(n, line) for n, line in data.get("tf_functions", ())),
-                   tuple(FoundFunction(n, line) for n, line in data.get("compiles", ())))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,107 +56,9 @@ class ModuleInfo:
         return self.name if self.is_package else self.name.rpartition(".")[0]
 
 
-class _FactsCollector(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (QualifiedNameProvider, PositionProvider)
-
-    def __init__(self):
-        super().__init__()
-        self.functions: list[FoundFunction] = []
-        self.tf_functions: list[FoundFunction] = []
-        self.compiles: list[FoundFunction] = []
-        self.imports: list[Import] = []
-        self._decorator_calls: set[int] = set()
-
-    def _kind(self, node: cst.CSTNode) -> list[FoundFunction] | None:
-        """The list an application of ``node`` goes to: rt.function's, tf.function's, or None."""
-        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
-        if names & FUNCTION_QUALNAMES:
-            return self.functions
-        if names & TF_FUNCTION_QUALNAMES:
-            return self.tf_functions
-        return None
-
-    def _is_rt_function(self, node: cst.CSTNode) -> bool:
-        return self._kind(node) is not None
-
-    def _line(self, node: cst.CSTNode) -> int:
-        return self.get_metadata(PositionProvider, node).start.line
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        for decorator in node.decorators:
-            target = decorator.decorator
-            if isinstance(target, cst.Call):
-                self._decorator_calls.add(id(target))
-                target = target.func
-            found = self._kind(target)
-            if found is not None:
-                found.append(FoundFunction(node.name.value, self._line(decorator)))
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if id(node) in self._decorator_calls:
-            return
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "compile" and any(
-                arg.keyword is not None and arg.keyword.value in ("optimizer", "loss") for arg in node.args):
-            owner = func.value.value if isinstance(func.value, cst.Name) else "<expression>"
-            self.compiles.append(FoundFunction(f"{owner}.compile", self._line(node)))
-            return
-        found = self._kind(func)
-        if isinstance(func, cst.Call) and self._is_rt_function(func.func):
-            self._decorator_calls.add(id(func))  # rt.function(input_signature=...)(f)
-            found = self._kind(func.func)
-        elif found is None:
-            return
-        positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
-        name = "<decorator>"
-        if positional:
-            first = positional[0]
-            name = first.value if isinstance(first, cst.Name) else \
-                first.attr.value if isinstance(first, cst.Attribute) else "<expression>"
-        found.append(FoundFunction(name, self._line(node)))
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for alias in node.names:
-            self.imports.append(Import(_dotted(alias.name)))
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        names: tuple[str, ...] = ()
-        if not isinstance(node.names, cst.ImportStar):
-            names = tuple(_dotted(alias.name) for alias in node.names)
-        module = _dotted(node.module) if node.module is not None else ""
-        self.imports.append(Import(module, names, len(node.relative)))
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    raise TypeError(f"not a dotted name: {node!r}")
-
-
 def scan_source(source: str) -> FileFacts:
-    """The ``rt.function`` (and ``tf.function``) applications and the imports of one module's source."""
-    module = cst.parse_module(source)
-    if "runtime" not in source and "tensorflow" not in source and "keras" not in source:
-        # Cheap path: without the words, nothing can resolve to runtime.function or tensorflow.function, and no
-        # Keras model is compiled.
-        return FileFacts((), tuple(_imports_only(module)))
-    facts = _FactsCollector()
-    MetadataWrapper(module, unsafe_skip_copy=True).visit(facts)
-    return FileFacts(tuple(facts.functions), tuple(facts.imports), tuple(facts.tf_functions), tuple(facts.compiles))
-
-
-def _imports_only(module: cst.Module) -> list[Import]:
-    class Imports(cst.CSTVisitor):
-        def __init__(self):
-            super().__init__()
-            self.imports: list[Import] = []
-        visit_Import = _FactsCollector.visit_Import
-        visit_ImportFrom = _FactsCollector.visit_ImportFrom
-    visitor = Imports()
-    module.visit(visitor)
-    return visitor.imports
+    """The ``rt.function`` applications and the imports of one module's source (``scanning.scan_source``)."""
+    return scanning.scan_source(source)
 
 
 class FactsCache:
@@ -226,15 +86,7 @@ class FactsCache:
         entry = self._entries.get(key)
         if entry is not None and entry.get("sha256") == digest:
             return FileFacts.from_json(entry["facts"])
-        try:
-            facts = scan_source(source.decode("utf-8"))
-        except cst.ParserSyntaxError as error:
-            try:  # CPython's own message is the one users know ("'(' was never closed")
-                compile(source, str(path), "exec", dont_inherit=True)
-            except SyntaxError as python_error:
-                raise python_error from None
-            raise SyntaxError(str(error).splitlines()[0] if str(error) else "invalid syntax",
-                              (str(path), error.raw_line, error.raw_column + 1, "")) from None
+        facts = scanning.scan_file(source, path)
         self._entries[key] = {"sha256": digest, "facts": facts.to_json()}
         self._dirty = True
         return facts

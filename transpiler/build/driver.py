@@ -31,6 +31,7 @@ from runtime.cachedir import build_log, build_record, build_state_dir, ledger_pa
 from transpiler.build import ledger as ledgers
 from transpiler.build.compile import TMP_SUFFIX, extension_filename, install_file
 from transpiler.build.discovery import FactsCache, ModuleInfo, discover, is_skipped_dir, module_name_for
+from transpiler.build.forkserver import ForkServer
 from transpiler.build.hashing import hash_bytes, module_hash, module_inputs, toolchain_fingerprint
 
 DEFAULT_RENDERER = "transpiler.codegen:render_module"  # "module:function" or "file.py:function"
@@ -192,7 +193,8 @@ _TOOLCHAIN_PATH = str(Path(__file__).resolve().parents[2])
 
 
 class _Workers:
-    """Runs worker processes; remembers the live ones so an interrupt can stop them."""
+    """Runs worker processes (forked by a ``ForkServer`` where the platform forks); remembers the live ones
+    so an interrupt can stop them."""
 
     def __init__(self, renderer: str, user_roots: list[Path], progress: "Progress | None" = None,
                  strict: bool = False, tf_compat: bool = False):
@@ -201,9 +203,25 @@ class _Workers:
         self.tf_compat = tf_compat
         self.progress = progress
         self.user_roots = [str(p) for p in user_roots]
-        self._live: set[subprocess.Popen] = set()
+        self._live: set = set()
         self._lock = threading.Lock()
+        self._server: ForkServer | None = None
         self.stopping = False
+
+    def _start(self, request_path: Path, log_path: Path, env: dict):
+        """A worker process for one request (called with the lock held)."""
+        if not hasattr(os, "fork"):
+            with open(log_path, "wb") as log:
+                return subprocess.Popen([sys.executable, "-m", "transpiler.build.worker", str(request_path)],
+                                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+        if self._server is None:
+            self._server = ForkServer(env)
+        return self._server.spawn(str(request_path), str(log_path))
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
 
     def run(self, job: Job) -> Outcome:
         started = time.monotonic()
@@ -220,21 +238,18 @@ class _Workers:
             request_path.write_text(json.dumps(request))
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(p for p in (_TOOLCHAIN_PATH, env.get("PYTHONPATH")) if p)
-            with open(job.log, "wb") as log:
+            with self._lock:
+                if self.stopping:
+                    return Outcome(job, "interrupted", name=job.module.name)
+                process = self._start(request_path, job.log, env)
+                self._live.add(process)
+            if self.progress is not None:
+                self.progress.started(job.module.name)
+            try:
+                returncode = process.wait()
+            finally:
                 with self._lock:
-                    if self.stopping:
-                        return Outcome(job, "interrupted", name=job.module.name)
-                    process = subprocess.Popen(
-                        [sys.executable, "-m", "transpiler.build.worker", str(request_path)],
-                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
-                    self._live.add(process)
-                if self.progress is not None:
-                    self.progress.started(job.module.name)
-                try:
-                    returncode = process.wait()
-                finally:
-                    with self._lock:
-                        self._live.discard(process)
+                    self._live.discard(process)
             seconds = time.monotonic() - started
             try:
                 result = json.loads(result_path.read_text())
@@ -515,6 +530,7 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
         return 130
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        workers.close()
 
     progress.finish()
     counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "failed")}

@@ -19,12 +19,14 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import Cython
-import numpy
-
 from runtime import version
 from transpiler.build.discovery import FactsCache, Import, ModuleInfo
-from transpiler.codegen.render import TEMPLATES
+
+# The code generator's templates: the package data of transpiler.templates when installed, the checkout's
+# templates/ otherwise (as transpiler.codegen.render finds them, without importing the code generator).
+_PACKAGE = Path(__file__).resolve().parents[1]
+TEMPLATES = next((d for d in (_PACKAGE / "templates", _PACKAGE.parent / "templates") if d.is_dir()),
+                 _PACKAGE / "templates")
 
 # Compiler environment variables that change the generated object code.
 COMPILER_ENV = ("CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED", "ARCHFLAGS",
@@ -72,12 +74,11 @@ def toolchain_fingerprint(options: dict | None = None) -> str:
     add("runtime", version.__version__)
     add("python", sys.version)
     add("ext_suffix", sysconfig.get_config_var("EXT_SUFFIX"))
-    add("cython", Cython.__version__)
-    add("numpy", numpy.__version__)
-    try:
-        add("setuptools", importlib.metadata.version("setuptools"))
-    except importlib.metadata.PackageNotFoundError:
-        add("setuptools", "?")
+    for package in ("Cython", "numpy", "setuptools"):       # read from their metadata, without importing them
+        try:
+            add(package.lower(), importlib.metadata.version(package))
+        except importlib.metadata.PackageNotFoundError:
+            add(package.lower(), "?")
     for name in COMPILER_ENV:
         add(name, os.environ.get(name, ""))
     for key, value in sorted((options or {}).items()):
@@ -124,7 +125,11 @@ def _imported_modules(imp: Import, package: str) -> list[str]:
 
 def local_dependencies(module: ModuleInfo, cache: FactsCache) -> dict[str, Path]:
     """Dotted name -> file of every module under ``module.root`` that ``module`` imports, transitively
-    (the parent packages' ``__init__.py`` included)."""
+    (the parent packages' ``__init__.py`` included), but rt's own (``runtime``, ``transpiler``: the toolchain
+    fingerprint covers them). A tree beside rt's packages (the examples in a checkout) imports ``runtime``
+    from its root: following it scanned the runtime's hundred modules with libcst on every cold build (8 s
+    of the examples' 17) and made every import of a built module hash them for its staleness check."""
+    toolchain = [d.resolve() for d in toolchain_directories()]
     found: dict[str, Path] = {}
     pending: list[tuple[Path, str]] = [(module.path, module.package)]
     parents = module.name.split(".")[:-1] if not module.is_package else module.name.split(".")[:-1]
@@ -145,7 +150,7 @@ def local_dependencies(module: ModuleInfo, cache: FactsCache) -> dict[str, Path]
                 if name in found or name == module.name:
                     continue
                 dep = module_file(module.root, name)
-                if dep is None:
+                if dep is None or any(d in dep.resolve().parents for d in toolchain):
                     continue
                 found[name] = dep
                 pending.append((dep, name if dep.name == "__init__.py" else name.rpartition(".")[0]))

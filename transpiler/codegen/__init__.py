@@ -1,11 +1,12 @@
-"""Code generation for the ahead-of-time build: a module's traced graphs -> a Cython extension.
+"""Code generation for the ahead-of-time build: a module's traced graphs -> a C extension module.
 
 ``render_module`` collects every built signature of the module's ``rt.function``s (``targets.build_targets``:
 module-level ones, methods of the instances the module creates, Functions stored on objects), optimizes each
 graph (``runtime.optimizer``), lowers it to loop nests (``transpiler.lowering``), prints them as C
-(``transpiler.codegen.c``), and renders the extension's ``.pyx`` and C header from ``templates/``. A signature
-that fails to trace or lower is reported (``Failure``) and, when its graph exists, embedded without native code:
-the built module runs it on the generic executor, and the module's other signatures are native as usual.
+(``transpiler.codegen.c``), and renders the extension's C (its CPython glue and the header of the
+generated functions) from ``templates/``. A signature that fails to trace or lower is reported (``Failure``)
+and, when its graph exists, embedded without native code: the built module runs it on the generic executor, and
+the module's other signatures are native as usual.
 ``emit_function`` does the middle part for one graph (what a JIT needs).
 """
 from __future__ import annotations
@@ -49,8 +50,8 @@ LINK_ARGS = ["-fopenmp", "-lm"]
 class RenderedModule:
     """Files for one extension module and how to compile them."""
     name: str
-    files: dict
-    pyx: str
+    files: dict           # file name -> text (or bytes), written into the build's source directory
+    source: str           # the main file among them: C, or Cython (.pyx) that is translated to C first
     include_dirs: list = field(default_factory=list)
     extra_compile_args: list = field(default_factory=list)
     extra_link_args: list = field(default_factory=list)
@@ -187,8 +188,7 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
                     f"{k} x{v}" for k, v in sorted(function_report.callbacks.items()))
                 callbacks[_signature_label(target, concrete)] = dict(function_report.callbacks)
             report.append(line)
-    # compressed: the C compiler reads the payload as a string literal of 4 characters a byte (a module of 50
-    # control-flow-heavy functions made a 130 MB C file), and pickled graphs compress about 7 times
+    # compressed: pickled graphs compress about 7 times (the extension is assembled from the file as it is)
     payload = zlib.compress(pickle.dumps({"source": source, "filename": os.path.abspath(source_path),
                             "conversions": _conversions(source_path),
                             "source_hash": hashlib.sha256(source.encode("utf-8")).hexdigest(),
@@ -200,13 +200,15 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
                     functions=("raw", "\n\n".join(functions_c)),
                     table=("raw", ", ".join(f"(void *)rt_fn_{i}" for i in range(len(functions_c))) or "NULL"),
                     count=("raw", str(len(functions_c))))
-    pyx = render("module.pyx.tmpl", source_name=("c_comment", os.path.basename(source_path)),
-                 header=("raw", header_name), payload=("py", payload))
-    files = {f"{short}.pyx": pyx, header_name: header}
+    glue = render("module.c.tmpl", source_name=("c_comment", os.path.basename(source_path)),
+                  module_name_comment=("c_comment", module_name), module_name=("c_string", module_name),
+                  init_name=("ident", short), header=("c_string", header_name),
+                  payload_file=("c_string", f"{short}.payload"))
+    files = {f"{short}.c": glue, header_name: header, f"{short}.payload": payload}
     if debug:
         files[f"{short}.graphs.txt"] = "\n".join(debug)
         files[f"{short}.loops.txt"] = "\n".join(debug_loops)
-    return RenderedModule(name=module_name, files=files, pyx=f"{short}.pyx",
+    return RenderedModule(name=module_name, files=files, source=f"{short}.c",
                           include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
                           extra_link_args=list(LINK_ARGS), report=report, failures=failures, notes=notes,
                           callbacks=callbacks)

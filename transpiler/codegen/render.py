@@ -2,8 +2,8 @@
 
 Every value is escaped for the place it goes: ``py`` values become Python literals
 (``repr``: quotes, newlines, backslashes and non-ASCII are escaped), ``c_comment``
-text cannot close a comment, ``ident`` must be an identifier, ``raw`` is generated
-code that the emitters already made safe.
+text cannot close a comment, ``c_string`` text goes inside a C string literal, ``ident`` must
+be an identifier, ``raw`` is generated code that the emitters already made safe.
 """
 from __future__ import annotations
 
@@ -31,13 +31,26 @@ def c_comment(text: str) -> str:
     return text.replace("*/", "* /").replace("\n", " ").encode("ascii", "replace").decode("ascii")
 
 
+def c_string(text: str) -> str:
+    """The inside of a C string literal: backslashes, quotes, ``?`` (trigraphs) and everything but printable
+    ASCII escaped (as three-digit octal, which no following digit can extend)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        char = chr(byte)
+        if char in '\\"?' or not 32 <= byte < 127:
+            out.append(f"\\{byte:03o}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def ident(text: str) -> str:
     if not text.isidentifier() or not text.isascii():
         raise ValueError(f"not a safe identifier: {text!r}")
     return text
 
 
-ESCAPERS = {"py": py_literal, "c_comment": c_comment, "ident": ident, "raw": str}
+ESCAPERS = {"py": py_literal, "c_comment": c_comment, "c_string": c_string, "ident": ident, "raw": str}
 
 
 def render(template_name: str, **values) -> str:

@@ -7,7 +7,10 @@
                               rt__.if_stmt(c, rt__if_body, rt__else_body, rt__get_state, rt__set_state, ('y',), 1)
 
 The state of a statement (what the runtime passes through a graph conditional or
-loop) is the set of names it modifies that are live on entry or exit. A state
+loop) is the set of names it modifies that are live on entry or exit; a local iterator
+the statement advances (``next(it)``, or ``for x in it`` when the function binds ``it``
+to ``iter(...)``) is modified too: its position is state (a dataset iterator's position
+lives in tensors the loop must carry). A state
 name that is not certainly bound is initialized with ``rt__.Undefined('y')`` at
 the top of the user's function, so the runtime can say which branch forgot it.
 
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from transpiler.analysis import ActivityProvider, DefinednessProvider, LivenessProvider, declared_names
-from transpiler.analysis.activity import _ActivityVisitor, composite_parts, param_names
+from transpiler.analysis.activity import _ActivityVisitor, activity_of, composite_parts, iterator_names, param_names
 from transpiler.converters.base import (Converter, body_of, expr, is_docstring, marker_of, mark_all, names_tuple, stmt,
                                         strings_tuple, with_marker)
 from transpiler.converters.jumps import is_generator
@@ -38,6 +41,8 @@ from transpiler.naming import is_generated
 @dataclass
 class _Frame:
     bound: frozenset[str]            # names bound at the function's own level (not inside if/while/for)
+    local: frozenset[str]            # every name the function binds (its parameters too)
+    iterators: frozenset[str]        # names the function binds to iter(...)
     globals: frozenset[str]
     nonlocals: frozenset[str]
     skip: bool = False
@@ -146,7 +151,9 @@ class ControlFlowTransformer(Converter):
     # -- functions: collect the names that need an rt__.Undefined initial value
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         globals_, nonlocals = declared_names(body_of(node.body))
-        frame = _Frame(top_level_bindings(node), globals_, nonlocals, skip=is_generator(node))
+        local = activity_of(body_of(node.body)).modified | frozenset(param_names(node.params))
+        frame = _Frame(top_level_bindings(node), local, iterator_names(body_of(node.body)), globals_, nonlocals,
+                       skip=is_generator(node))
         self.frames.append(frame)
         return not frame.skip
 
@@ -172,7 +179,8 @@ class ControlFlowTransformer(Converter):
         act = self.get_metadata(ActivityProvider, node)
         live = self.get_metadata(LivenessProvider, node)
         defined = self.get_metadata(DefinednessProvider, node)
-        modified = act.modified - frame.globals - frame.nonlocals
+        advanced = (act.advanced | (act.iterated & frame.iterators)) & frame.local
+        modified = (act.modified | advanced) - frame.globals - frame.nonlocals
         # A deleted name is state even when dead: the body's `del` must reach the function's own binding.
         deleted = act.deleted - frame.globals - frame.nonlocals
         state = (modified & (live.live_in | live.live_out)) | deleted

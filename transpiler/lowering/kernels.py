@@ -23,7 +23,7 @@ import numpy as np
 from runtime.config import PARALLEL_MIN_ELEMENTS
 from transpiler.lowering.ir import (
     Apply, Assign, CExpr, Declare, Expr, For, If, Index, Lit, Load, Poly, Store, Var, literal, map_expr, product,
-    walk_expr, walk_stmts,
+    render_expr, walk_expr, walk_stmts,
 )
 from transpiler.lowering.values import Array, Obj, Scalar
 
@@ -395,9 +395,53 @@ def wrap_loops(loops: list, body: list, parallel=None, simd: bool = True, reduct
     for k in reversed(range(len(loops))):
         var, extent, _ = loops[k]
         inner = k == len(loops) - 1
-        body = [For(var, Poly.of(0), extent, body, parallel=parallel if k == parallel_at else None,
-                    simd=simd and inner, reductions=list(reductions or []) if inner else [])]
+        before = []
+        if inner and simd and len(loops) > 1:
+            before, body = hoist_row_indices(var, body)
+        body = before + [For(var, Poly.of(0), extent, body, parallel=parallel if k == parallel_at else None,
+                             simd=simd and inner, reductions=list(reductions or []) if inner else [])]
     return body
+
+
+def hoist_row_indices(var: str, body: list) -> tuple[list, list]:
+    """``(declarations, body)``: a gather's index that the vectorised loop over ``var`` does not change (the
+    row of ``x[idx[r], j]`` in the loop over ``j``) read once, into a local declared before that loop. GCC
+    does not move such a load out of an ``omp simd`` loop itself and leaves the loop scalar: a batch of rows
+    gathered by a permutation and summed ran at a quarter of the speed of contiguous rows."""
+    if not all(isinstance(s, (Declare, Assign, Store)) for s in body):
+        return [], body
+    hoisted: dict[str, Var] = {}
+    declarations: list = []
+    local = {var} | {s.name for s in body if isinstance(s, (Declare, Assign))}
+
+    def invariant(e) -> bool:
+        return all(var not in p.symbols() for node in walk_expr(e) for p in node.polys()) and \
+            not any(isinstance(node, Var) and node.name in local for node in walk_expr(e))
+
+    def on_node(e):
+        if not (isinstance(e, Load) and e.indirect and any(invariant(x) for x, _ in e.indirect)):
+            return None
+        terms = []
+        for x, multiplier in e.indirect:
+            if invariant(x):
+                key = render_expr(x)
+                if key not in hoisted:
+                    hoisted[key] = Var(f"{var}_row{len(hoisted)}", "int64_t")
+                    declarations.append(Declare(hoisted[key].name, "int64_t", CExpr("((int64_t){0})", (x,), "int64_t")))
+                x = hoisted[key]
+            terms.append((x, multiplier))
+        return Load(e.ptr, e.index, e.ctype, tuple(terms))
+
+    out = []
+    for s in body:
+        if isinstance(s, Declare) and isinstance(s.init, Expr):
+            s = Declare(s.name, s.ctype, map_expr(s.init, on_node=on_node), s.size)
+        elif isinstance(s, Assign) and isinstance(s.value, Expr):
+            s = Assign(s.name, map_expr(s.value, on_node=on_node))
+        elif isinstance(s, Store) and isinstance(s.value, Expr):
+            s = Store(s.ptr, s.index, map_expr(s.value, on_node=on_node))
+        out.append(s)
+    return declarations, out
 
 
 def pad_inner(lw, loops: list, body: list, live: Var | None = None) -> tuple[list, list, list]:

@@ -70,7 +70,9 @@ def _used_once(graph: Graph, t, readers: dict, writers: dict) -> bool:
     """A list version that is written (or passed on) is read by nothing else, except reads that copy out of it
     (its length, an item) and that can run before the writer (``order_constraints`` makes them): they do not
     depend on what it writes (``i = ta.size(); ta = ta.write(i, x)``, or a gradient reading an item and then
-    clearing it)."""
+    clearing it). A version passed on out of a loop body or branch (a result of the subgraph) may be read there
+    too: those reads run before the subgraph ends, and whatever writes the list afterwards runs after it (a
+    dataset's loop reading its shuffle's permutation, a table it does not change)."""
     written = writers.get(id(t), [])
     others = [op for op in readers.get(id(t), []) if op not in written]
     if not others and len(written) > 1 and t.op.type == "TensorListReserve" and \
@@ -78,9 +80,9 @@ def _used_once(graph: Graph, t, readers: dict, writers: dict) -> bool:
         return True        # a new list passed to several loop variables (merged by CSE): each gets a copy
     if not written or not others:
         return len(written) <= 1
-    if len(written) > 1 or written[0] is None or any(op is None or op.type not in COPYING_READS for op in others):
+    if len(written) > 1 or any(op is None or op.type not in COPYING_READS for op in others):
         return False
-    return all(id(written[0]) not in _ancestors(graph, op) for op in others)
+    return written[0] is None or all(id(written[0]) not in _ancestors(graph, op) for op in others)
 
 
 def order_constraints(graph: Graph) -> list[tuple]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from runtime import dtypes
 from runtime.ops.registry import all_opdefs, get_opdef
-from transpiler.lowering import control, library_calls, lists, nn, scatter, tiles
+from transpiler.lowering import control, dataset, library_calls, lists, nn, scatter, tiles
 from transpiler.lowering.ir import Apply, Assign, Call, Check, Describe, For, Gemm, Poly, Raw, Var, product
 from transpiler.lowering.kernels import INDEXED, Elements, elementwise, loads
 from transpiler.lowering.plan import QUERIES, unit_ops
@@ -393,6 +393,7 @@ EMITTERS = {
     **nn.EMITTERS,
     **scatter.EMITTERS,
     **library_calls.EMITTERS,
+    **dataset.EMITTERS,
 }
 
 

@@ -36,6 +36,7 @@ driver = lazy_import("transpiler.build.driver")
 hashing = lazy_import("transpiler.build.hashing")
 
 _TARGETS = pytest.StashKey[list]()
+_CHECK_ONLY = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser) -> None:
@@ -74,18 +75,40 @@ def pytest_configure(config) -> None:
         return
     args_source = getattr(config, "args_source", None)
     explicit = args_source is not None and args_source == pytest.Config.ArgsSource.ARGS
+    config.stash[_CHECK_ONLY] = not explicit
     config.args = (list(config.args) if explicit else []) + [str(t) for t in targets]
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Without other paths on the command line only the check runs: other items collected under the
+    targets (the doctests of a helper module, under ``--doctest-modules``) are deselected."""
+    if not config.stash.get(_CHECK_ONLY, False):
+        return
+    kept = [item for item in items if isinstance(item, (RtCheckItem, RtNotBuilt))]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_collect_file(file_path: Path, parent):
-    targets = parent.config.stash.get(_TARGETS, [])
+    """A module of ``--rt-check`` is collected by the check alone: any collector that imports the file as a
+    module (``--doctest-modules``, set in many projects' pytest settings) would import the built extension
+    that shadows it and fail with "import file mismatch"."""
+    outcome = yield
+    if not _is_checked(file_path, parent.config):
+        return
+    others = [c for c in outcome.get_result() if not isinstance(c, pytest.Module)]
+    outcome.force_result(others + [RtCheckFile.from_parent(parent, path=file_path)])
+
+
+def _is_checked(file_path: Path, config) -> bool:
+    targets = config.stash.get(_TARGETS, [])
     if not targets or file_path.suffix != ".py" or file_path.name.startswith(("test_", "conftest")):
-        return None
+        return False
     if not any(file_path == target or target in file_path.parents for target in targets):
-        return None
-    if not _defines_rt_functions(file_path):
-        return None
-    return RtCheckFile.from_parent(parent, path=file_path)
+        return False
+    return _defines_rt_functions(file_path)
 
 
 def _defines_rt_functions(path: Path) -> bool:

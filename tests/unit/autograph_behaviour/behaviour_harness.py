@@ -11,6 +11,10 @@ exception type.
 ``assert_matches_tf`` is the oracle for what plain Python cannot run (a tensor condition
 on a symbolic value, a trace-time error): the same source is run by ``tf.function`` with
 ``rt`` bound to ``tensorflow`` in the function's globals, and results or exception types must agree.
+TensorFlow's outcomes are recorded in ``tf_oracle.json`` (result values and dtypes, printed text, the
+exception's class names), so that without TensorFlow the rt side is still run and compared with them;
+with TensorFlow installed each live outcome must equal its record. After changing or adding a case,
+record again with ``RT_RECORD_TF_ORACLE=1 python -m pytest tests/unit/autograph_behaviour``.
 
 Arguments are plain values or markers that each side materializes afresh (so stateful inputs --
 variables, iterators -- start equal): ``T(value, dtype)`` a tensor, ``V(value)`` a variable,
@@ -18,10 +22,15 @@ variables, iterators -- start equal): ``T(value, dtype)`` a tensor, ``V(value)``
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
+import itertools
+import json
+import os
 import re
 import types
+from pathlib import Path
 
 import numpy as np
 
@@ -98,6 +107,11 @@ class It:
 
     def __repr__(self):
         return f"It({self.ds!r})"
+
+
+def cases(*values) -> list[tuple]:
+    """Every combination of ``values`` (``itertools.product``) as a list, as ``pytest.mark.parametrize`` wants."""
+    return list(itertools.product(*values))
 
 
 def materialize(arg, api):
@@ -195,7 +209,8 @@ def compare(name, args, reference: Outcome, other: Outcome, reference_name: str,
     if reference.error is not None or other.error is not None:
         assert reference.error is not None and other.error is not None, report
         # the same type, or a TensorFlow subclass of it (OperatorNotAllowedInGraphError is a TypeError)
-        assert type(other.error).__name__ in [t.__name__ for t in type(reference.error).__mro__], report
+        names = getattr(reference.error, "names", None) or [t.__name__ for t in type(reference.error).__mro__]
+        assert type(other.error).__name__ in names, report
         return
     problems = differences(reference.result, other.result)
     if check_output and reference.out != other.out:
@@ -224,6 +239,126 @@ def tensorflow():
     return pytest.importorskip("tensorflow")
 
 
+def _tensorflow_if_installed():
+    try:
+        import tensorflow
+    except ImportError:
+        return None
+    return tensorflow
+
+
+# -- the recorded oracle ---------------------------------------------------------------------------------
+
+ORACLE_PATH = Path(__file__).with_name("tf_oracle.json")
+RECORD = bool(os.environ.get("RT_RECORD_TF_ORACLE"))
+_oracle: dict | None = None
+
+
+def _load_oracle() -> dict:
+    global _oracle
+    if _oracle is None:
+        _oracle = json.loads(ORACLE_PATH.read_text(encoding="utf-8")) if ORACLE_PATH.exists() else {}
+        if RECORD:
+            atexit.register(_save_oracle)
+    return _oracle
+
+
+def _save_oracle() -> None:
+    ORACLE_PATH.write_text(json.dumps(dict(sorted(_oracle.items())), indent=1) + "\n", encoding="utf-8")
+
+
+def oracle_key(fn, args, kwargs) -> str:
+    """The case: the function (module-qualified) and the markers of its arguments."""
+    return f"{fn.__module__}.{fn.__qualname__}{tuple(args)!r}{dict(kwargs)!r}"
+
+
+def encode(value):
+    """A result of tf.function (tensors, Python values, nested lists/tuples/dicts) as JSON data."""
+    if _is_tensor(value):
+        array = np.asarray(value.numpy())
+        dtype = _dtype_name(value)
+        if array.dtype.kind in "OSU":
+            return {"tensor": dtype, "shape": list(array.shape),
+                    "bytes": [v.hex() if isinstance(v, bytes) else str(v).encode().hex() for v in array.ravel()]}
+        return {"tensor": dtype, "shape": list(array.shape), "value": array.ravel().tolist()}
+    if isinstance(value, (bool, np.bool_)):
+        return {"bool": bool(value)}
+    if isinstance(value, (int, np.integer)):
+        return {"int": int(value)}
+    if isinstance(value, (float, np.floating)):
+        return {"float": float(value)}
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return {"sequence": type(value).__name__, "items": [encode(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[encode(k), encode(v)] for k, v in value.items()]}
+    raise TypeError(f"cannot record a {type(value).__name__} ({value!r}) as the oracle's result")
+
+
+class RecordedTensor:
+    """A recorded tf.function tensor: dtype (by TensorFlow's name), shape and values."""
+
+    class _DType:
+        def __init__(self, name):
+            self.name = name
+
+    def __init__(self, data: dict):
+        self.dtype = self._DType(data["tensor"])
+        if "bytes" in data:
+            values = np.array([bytes.fromhex(v) for v in data["bytes"]], dtype=object)
+        else:
+            values = np.array(data["value"], dtype=np.dtype(data["tensor"]))
+        self._array = values.reshape(data["shape"])
+        self.shape = self._array.shape
+
+    def numpy(self):
+        return self._array
+
+    def __repr__(self):
+        return f"<recorded tf.Tensor: dtype={self.dtype.name}, numpy={self._array!r}>"
+
+
+class _Sequence(list):
+    """A recorded tuple/list/namedtuple: compares by its type's name (``differences``)."""
+
+
+def decode(data):
+    if data is None or isinstance(data, str):
+        return data
+    if "tensor" in data:
+        return RecordedTensor(data)
+    for kind, cast in (("bool", bool), ("int", int), ("float", float)):
+        if kind in data:
+            return cast(data[kind])
+    if "sequence" in data:
+        items = [decode(v) for v in data["items"]]
+        if data["sequence"] in ("list", "tuple"):
+            return list(items) if data["sequence"] == "list" else tuple(items)
+        return type(data["sequence"], (_Sequence,), {})(items)
+    return {decode(k): decode(v) for k, v in data["dict"]}
+
+
+class RecordedError(Exception):
+    """A recorded exception: only its class names (its own and its bases') are kept."""
+
+    def __init__(self, names: list[str], message: str):
+        super().__init__(message)
+        self.names = names
+
+
+def encode_outcome(outcome: Outcome) -> dict:
+    if outcome.error is not None:
+        return {"error": [t.__name__ for t in type(outcome.error).__mro__], "out": outcome.out}
+    return {"result": encode(outcome.result), "out": outcome.out}
+
+
+def decode_outcome(data: dict) -> Outcome:
+    if "error" in data:
+        return Outcome(out=data["out"], error=RecordedError(data["error"], f"(recorded) {data['error'][0]}"))
+    return Outcome(decode(data["result"]), data["out"])
+
+
 def as_tf(fn):
     """``fn`` with ``rt`` bound to ``tensorflow`` in its globals (``rt``'s names follow TensorFlow's)."""
     tf = tensorflow()
@@ -235,11 +370,32 @@ def as_tf(fn):
 
 def assert_matches_tf(fn, *args, check_output: bool = False, match: str | None = None, **kwargs):
     """``tf.function`` of the same source (the oracle) == ``rt.function(fn)``: equal results (dtypes
-    included) or the same exception type; ``match`` is a regex rt's error message must contain."""
-    tf = tensorflow()
-    oracle = run(tf.function(as_tf(fn)), materialize(args, tf), materialize(kwargs, tf))
+    included) or the same exception type; ``match`` is a regex rt's error message must contain.
+
+    Without TensorFlow the oracle is its recorded outcome (``tf_oracle.json``); with TensorFlow the live
+    outcome is compared with rt's and must equal the record (or replaces it under RT_RECORD_TF_ORACLE=1)."""
+    oracle_data = _load_oracle()
+    key = oracle_key(fn, args, kwargs)
+    tf = _tensorflow_if_installed()
+    if tf is not None:
+        oracle = run(tf.function(as_tf(fn)), materialize(args, tf), materialize(kwargs, tf))
+        live = encode_outcome(oracle)
+        if RECORD:
+            oracle_data[key] = live
+        else:
+            assert oracle_data.get(key) == live, (
+                f"tf.function's outcome of {key} is not the recorded one in {ORACLE_PATH.name}:\n"
+                f"  live:     {live}\n  recorded: {oracle_data.get(key)}\n"
+                "record again with RT_RECORD_TF_ORACLE=1 python -m pytest tests/unit/autograph_behaviour")
+        name = "tf.function"
+    else:
+        assert key in oracle_data, (
+            f"no recorded tf.function outcome of {key} in {ORACLE_PATH.name}: with TensorFlow installed, record "
+            "it with RT_RECORD_TF_ORACLE=1 python -m pytest tests/unit/autograph_behaviour")
+        oracle = decode_outcome(oracle_data[key])
+        name = "tf.function (recorded)"
     traced = run(rt.function(fn), materialize(args, rt), materialize(kwargs, rt))
-    compare(fn.__name__, args, oracle, traced, "tf.function", "rt.function", check_output=check_output)
+    compare(fn.__name__, args, oracle, traced, name, "rt.function", check_output=check_output)
     if match is not None:
         assert traced.error is not None and re.search(match, str(traced.error), re.DOTALL), traced
     return traced

@@ -3,10 +3,9 @@ namedtuples assigned in if/while/for (composite_names_in_control_flow_test and m
 from __future__ import annotations
 
 import collections
-import itertools
 
 import pytest
-from behaviour_harness import T, assert_matches_python, assert_matches_tf
+from behaviour_harness import T, assert_matches_python, assert_matches_tf, cases
 
 import runtime as rt
 
@@ -170,14 +169,14 @@ def negative_index_in_loop(n):
     return l
 
 
-@pytest.mark.parametrize("target,a,type_", itertools.product(
+@pytest.mark.parametrize("target,a,type_", cases(
     (if_basic_dict, if_basic_list, if_nested_dict), (-1, 0, 1), (bool, _tensor)),
     ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_if_basic(target, a, type_):
     assert_matches_python(target, type_(a))
 
 
-@pytest.mark.parametrize("target,a", itertools.product(
+@pytest.mark.parametrize("target,a", cases(
     (if_imbalanced, else_imbalanced, if_imbalanced_nested, else_imbalanced_nested), (0, 1)),
     ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_if_imbalanced_legal(target, a):
@@ -201,21 +200,21 @@ def test_if_buggy_with_a_python_condition():
     assert_matches_python(if_buggy, 1, allow_exceptions=True)
 
 
-@pytest.mark.parametrize("target,x,type_,a", itertools.product(
+@pytest.mark.parametrize("target,x,type_,a", cases(
     (while_basic_dict, while_basic_list), (0, 1, 2), (bool, _tensor), (3, 7)),
     ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_while_basic(target, x, type_, a):
     assert_matches_python(target, type_(x), a, 0)
 
 
-@pytest.mark.parametrize("target,type_,b", itertools.product(
+@pytest.mark.parametrize("target,type_,b", cases(
     (while_state_only_dict, while_state_only_list), (int, _tensor), (3, 4, 5, 6, 11)),
     ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_while_state_only(target, type_, b):
     assert_matches_python(target, 0, type_(b))
 
 
-@pytest.mark.parametrize("b,type_", itertools.product((5, 10, 11), (int, _tensor)))
+@pytest.mark.parametrize("b,type_", cases((5, 10, 11), (int, _tensor)))
 def test_while_imbalanced(b, type_):
     if b == 11 and type_ is _tensor:
         assert_matches_tf(while_imbalanced, T(b), match="loop must iterate at least once")
@@ -223,14 +222,14 @@ def test_while_imbalanced(b, type_):
         assert_matches_python(while_imbalanced, type_(b))
 
 
-@pytest.mark.parametrize("target,n,type_", itertools.product(
+@pytest.mark.parametrize("target,n,type_", cases(
     (for_basic_dict, for_basic_list), (0, 1, 2), (int, _tensor)),
     ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_for_basic(target, n, type_):
     assert_matches_python(target, type_(n), 1, 1, 1)
 
 
-@pytest.mark.parametrize("n,type_", itertools.product((0, 1, 2), (int, _tensor)))
+@pytest.mark.parametrize("n,type_", cases((0, 1, 2), (int, _tensor)))
 def test_for_state_only_and_imbalanced(n, type_):
     assert_matches_python(for_state_only_dict, type_(n), 1, 1)
     if n == 0 and type_ is _tensor:
@@ -308,7 +307,7 @@ class Accumulator:
         return self.total
 
 
-@pytest.mark.parametrize("c,type_", itertools.product((-2, 0, 3), (int, _tensor)))
+@pytest.mark.parametrize("c,type_", cases((-2, 0, 3), (int, _tensor)))
 def test_attributes_of_nested_objects(c, type_):
     assert_matches_python(attribute_in_if, type_(c))
     assert_matches_python(attribute_in_while, type_(c))
@@ -316,7 +315,7 @@ def test_attributes_of_nested_objects(c, type_):
         assert_matches_python(attribute_in_for, T(c))
 
 
-@pytest.mark.parametrize("values,type_", itertools.product(([], [1, -2, 3]), (list, lambda v: T(v, "int32"))))
+@pytest.mark.parametrize("values,type_", cases(([], [1, -2, 3]), (list, lambda v: T(v, "int32"))))
 def test_method_updating_self_in_loops(values, type_):
     python = Accumulator().add_while_positive(rt.constant(values, rt.int32) if type_ is not list else values)
     traced = rt.function(Accumulator().add_while_positive)(type_(values) if type_ is list else
@@ -359,7 +358,7 @@ def namedtuple_subclass(x):
     return NamedTupleSubclass(x).foo()
 
 
-@pytest.mark.parametrize("n,type_", itertools.product((-1, 0, 1, 5), (int, _tensor)))
+@pytest.mark.parametrize("n,type_", cases((-1, 0, 1, 5), (int, _tensor)))
 def test_namedtuples(n, type_):
     assert_matches_python(namedtuple_state_in_while, type_(n))
     assert_matches_python(namedtuple_state_in_if, type_(n))

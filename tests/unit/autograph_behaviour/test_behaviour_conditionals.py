@@ -3,10 +3,8 @@ conditional expressions; early returns (also in try/finally and context managers
 and/or/not and comparisons, with Python and tensor operands."""
 from __future__ import annotations
 
-import itertools
-
 import pytest
-from behaviour_harness import T, V, assert_matches_python, assert_matches_tf
+from behaviour_harness import T, V, assert_matches_python, assert_matches_tf, cases
 
 import runtime as rt
 
@@ -189,28 +187,28 @@ def nested_if_elses(n1, n2):
     return l
 
 
-@pytest.mark.parametrize("target,c,type_", itertools.product((if_no_vars, if_else_no_vars), (True, False),
+@pytest.mark.parametrize("target,c,type_", cases((if_no_vars, if_else_no_vars), (True, False),
                                                              (bool, _tensor)),
                          ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_no_vars(target, c, type_):
     assert_matches_python(target, type_(c), V(0))
 
 
-@pytest.mark.parametrize("target,n,type_", itertools.product(
+@pytest.mark.parametrize("target,n,type_", cases(
     (if_one_var, if_else_one_var, if_two_vars, if_else_two_vars, if_elif_else), (-1, 0, 1, 3), (int, _tensor)),
     ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_several_vars(target, n, type_):
     assert_matches_python(target, type_(n))
 
 
-@pytest.mark.parametrize("target,c,type_", itertools.product(
+@pytest.mark.parametrize("target,c,type_", cases(
     (if_else_creates_var, if_local_var, if_else_local_var, if_locally_modified_var), (True, False), (bool, _tensor)),
     ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_local_vars(target, c, type_):
     assert_matches_python(target, type_(c))
 
 
-@pytest.mark.parametrize("target,n1,t1,n2,t2", itertools.product(
+@pytest.mark.parametrize("target,n1,t1,n2,t2", cases(
     (successive_ifs, successive_if_elses, nested_ifs, nested_if_elses), (0, 1), (bool, _tensor), (0, 1),
     (bool, _tensor)), ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_composition(target, n1, t1, n2, t2):
@@ -367,7 +365,7 @@ def ifexp_of_python_values(x):
     return a * x
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((-4, -1, 0, 1, 4, 5, 7), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((-4, -1, 0, 1, 4, 5, 7), (int, _tensor)))
 def test_conditional_expressions(x, type_):
     assert_matches_python(consecutive_conds, type_(x))
     assert_matches_python(cond_with_multiple_values, type_(x))
@@ -543,7 +541,7 @@ def return_dict_in_branches(x):
     return {"a": -x, "b": x - 1}
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((-1, 0, 1, 3, 6, 12), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((-1, 0, 1, 3, 6, 12), (int, _tensor)))
 def test_early_returns(x, type_):
     for target in (return_with_default, nested_ifs_returns, nested_ifs_and_context_managers, unreachable_return,
                    return_with_default_in_contexmanager, return_in_try_with_finally,
@@ -553,7 +551,7 @@ def test_early_returns(x, type_):
         assert_matches_python(target, type_(x), check_output=False)
 
 
-@pytest.mark.parametrize("c,type_", itertools.product((True, False), (bool, _tensor)))
+@pytest.mark.parametrize("c,type_", cases((True, False), (bool, _tensor)))
 def test_returns_dependent_on_locals(c, type_):
     assert_matches_python(return_dependent_on_local, type_(c))
     assert_matches_python(raise_during_return_caught_in_tail_branch, type_(c))
@@ -569,7 +567,7 @@ def test_return_possibly_undefined(x):
     assert_matches_tf(return_possibly_undefined, T(x), match="else branch must also have a return|None")
 
 
-@pytest.mark.parametrize("c1,c2,n", itertools.product((True, False), (True, False), (0, 1, 2)))
+@pytest.mark.parametrize("c1,c2,n", cases((True, False), (True, False), (0, 1, 2)))
 def test_possible_return_before_loop(c1, c2, n):
     assert_matches_python(possible_return_before_loop, c1, c2, n)
 
@@ -689,12 +687,12 @@ def loop_initializing_invariant_variable(n):
     return a
 
 
-@pytest.mark.parametrize("x,y,tx,ty", itertools.product((-1, 1), (-1, 1), (int, _tensor), (int, _tensor)))
+@pytest.mark.parametrize("x,y,tx,ty", cases((-1, 1), (-1, 1), (int, _tensor), (int, _tensor)))
 def test_independent_ifs(x, y, tx, ty):
     assert_matches_python(independent_ifs, tx(x), ty(y))
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((-1, 1, 2, 4), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((-1, 1, 2, 4), (int, _tensor)))
 def test_dependent_inner_ifs(x, type_):
     assert_matches_python(dependent_inner_if, type_(x))
     assert_matches_python(dependent_imbalanced_inner_if, type_(x))
@@ -705,19 +703,19 @@ def test_if_with_local_modification_masked_by_exception(x):
     assert_matches_python(if_with_local_modification_masked_by_exception, x)
 
 
-@pytest.mark.parametrize("a,type_", itertools.product((0, 1, 2, 5), (range, lambda n: T(list(range(n)), "int32"))))
+@pytest.mark.parametrize("a,type_", cases((0, 1, 2, 5), (range, lambda n: T(list(range(n)), "int32"))))
 def test_if_in_for(a, type_):
     assert_matches_python(if_in_for, type_(a))
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((0, 4, 10), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((0, 4, 10), (int, _tensor)))
 def test_jumps_in_context_managers_and_try(x, type_):
     for target in (while_with_continue_in_context_manager, while_continue_in_try, while_break_in_context_manager,
                    while_break_in_try):
         assert_matches_python(target, type_(x))
 
 
-@pytest.mark.parametrize("n,type_", itertools.product((1, 2), (int, _tensor)))
+@pytest.mark.parametrize("n,type_", cases((1, 2), (int, _tensor)))
 def test_loop_initializing_invariant_variable(n, type_):
     assert_matches_python(loop_initializing_invariant_variable, type_(n))
 
@@ -783,7 +781,7 @@ def short_circuit_side_effects(x, v):
     return a, b, v.read_value()
 
 
-@pytest.mark.parametrize("args,type_", itertools.product(
+@pytest.mark.parametrize("args,type_", cases(
     [(False, True, False), (False, False, False), (True, True, True), (True, False, True), (False, True, True),
      (False, False, True)], (bool, _tensor)))
 def test_logical_expressions(args, type_):
@@ -792,7 +790,7 @@ def test_logical_expressions(args, type_):
         assert_matches_python(target, *args)
 
 
-@pytest.mark.parametrize("args,type_", itertools.product(
+@pytest.mark.parametrize("args,type_", cases(
     [(1, 2, 3), (2, 1, 3), (3, 2, 1), (3, 1, 2), (1, 3, 2), (2, 3, 1), (1, 1, 2), (1, 1, 1), (2, 2, 1)],
     (int, _tensor)))
 def test_comparisons(args, type_):
@@ -803,6 +801,6 @@ def test_comparisons(args, type_):
     assert_matches_python(inequality, *args[:2])
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((-1, 1), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((-1, 1), (int, _tensor)))
 def test_and_or_short_circuit_side_effects(x, type_):
     assert_matches_python(short_circuit_side_effects, type_(x), V(0))

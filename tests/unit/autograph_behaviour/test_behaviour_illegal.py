@@ -3,10 +3,8 @@ and a message naming the user's variable (loop_control_flow_illegal_cases_test,
 loop_with_variable_type_illegal_cases_test, loop_created_variables_test, generator_test, assertion_test)."""
 from __future__ import annotations
 
-import itertools
-
 import pytest
-from behaviour_harness import DS, T, assert_matches_python, assert_matches_tf
+from behaviour_harness import DS, T, assert_matches_python, assert_matches_tf, cases
 
 import runtime as rt
 
@@ -191,7 +189,7 @@ def test_while_variable_changes_dtype(target):
     assert_matches_tf(target, match="'n' has dtype int32 before the loop, but dtype float32 after")
 
 
-@pytest.mark.parametrize("type_,target", itertools.product(
+@pytest.mark.parametrize("type_,target", cases(
     (_tensor, _range, _dataset), (for_with_variable_dtype, for_with_variable_dtype_and_early_stopping)))
 def test_for_variable_changes_dtype(type_, target):
     assert_matches_tf(target, type_([1, 2, 3]), match="'n' has dtype int32 before the loop, but dtype float32 after")
@@ -279,7 +277,7 @@ def test_loop_created_variable_zero_iterations(target):
     assert_matches_tf(target, 0)
 
 
-@pytest.mark.parametrize("n,type_,target", itertools.product((1, 2), (int, _tensor), CREATES),
+@pytest.mark.parametrize("n,type_,target", cases((1, 2), (int, _tensor), CREATES),
                          ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_loop_created_variable(n, type_, target):
     assert_matches_python(target, type_(n))

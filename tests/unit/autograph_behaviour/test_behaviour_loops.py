@@ -2,10 +2,8 @@
 combination and nesting; loop-local variables; loops that call functions and closures."""
 from __future__ import annotations
 
-import itertools
-
 import pytest
-from behaviour_harness import DS, R, T, V, It, assert_matches_python, assert_matches_tf
+from behaviour_harness import DS, It, R, T, V, assert_matches_python, assert_matches_tf, cases
 
 import runtime as rt
 
@@ -193,20 +191,20 @@ def _list_of_tensors(m):
     return [T(row, "int32") for row in m]
 
 
-@pytest.mark.parametrize("target,values,type_", itertools.product(
+@pytest.mark.parametrize("target,values,type_", cases(
     SINGLE_FOR, ([], [1], [2], [1, 2], [2, 4, 1, 3]), (_list, _tensor, _dataset)),
     ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_single_for(target, values, type_):
     assert_matches_python(target, type_(values))
 
 
-@pytest.mark.parametrize("target,n,type_", itertools.product(SINGLE_WHILE, (0, 1, 2, 4, 7), (int, _tensor)),
+@pytest.mark.parametrize("target,n,type_", cases(SINGLE_WHILE, (0, 1, 2, 4, 7), (int, _tensor)),
                          ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_single_while(target, n, type_):
     assert_matches_python(target, type_(n))
 
 
-@pytest.mark.parametrize("x,y,type_", itertools.product((0, 2, 4), (0, 2), (int, _tensor)))
+@pytest.mark.parametrize("x,y,type_", cases((0, 2, 4), (0, 2), (int, _tensor)))
 def test_while_else(x, y, type_):
     assert_matches_python(while_else, type_(x), type_(y))
 
@@ -348,7 +346,7 @@ def inner_while_else_resets(x, y):
     return s
 
 
-@pytest.mark.parametrize("target,m,type_", itertools.product(
+@pytest.mark.parametrize("target,m,type_", cases(
     (continue_in_inner_for, break_in_inner_for, break_continue_in_inner_for, break_outer_from_flag,
      return_from_inner_for, inner_for_else),
     ([[], []], [[1], [2]], [[1, 2], [3, 4]], [[1, 2, 3], [4, 5, 6]], [[2, 4, 6], [2, 8, 1]]),
@@ -362,7 +360,7 @@ def test_nested_for(target, m, type_):
         assert_matches_python(target, type_(m))
 
 
-@pytest.mark.parametrize("target,x,y,type_", itertools.product(
+@pytest.mark.parametrize("target,x,y,type_", cases(
     (continue_in_inner_while, break_in_inner_while, break_continue_in_inner_while, return_from_inner_while,
      inner_while_else_resets),
     (0, 1, 3), (0, 2, 4), (int, _tensor)),
@@ -484,14 +482,14 @@ def for_creates_var(l):
     return i  # noqa: B023 -- the loop variable after the loop, on purpose
 
 
-@pytest.mark.parametrize("n,type_", itertools.product((0, 1, 2), (int, _tensor)))
+@pytest.mark.parametrize("n,type_", cases((0, 1, 2), (int, _tensor)))
 def test_while_variants(n, type_):
     assert_matches_python(while_no_vars, type_(n), V(0))
     assert_matches_python(while_one_var, type_(n))
     assert_matches_python(while_two_vars, type_(n))
 
 
-@pytest.mark.parametrize("values,type_", itertools.product(([], [1], [1, 2]), (_list, _tensor, _dataset)))
+@pytest.mark.parametrize("values,type_", cases(([], [1], [1, 2]), (_list, _tensor, _dataset)))
 def test_for_variants(values, type_):
     assert_matches_python(for_no_vars, type_(values), V(0))
     assert_matches_python(for_one_var, type_(values))
@@ -504,19 +502,19 @@ def test_for_over_a_dataset_iterator(values):
     assert_matches_python(for_two_vars, It(DS(values)), calls=1)
 
 
-@pytest.mark.parametrize("n1,n2,type1,type2", itertools.product((0, 1, 2), (0, 2), (int, _tensor), (int, _tensor)))
+@pytest.mark.parametrize("n1,n2,type1,type2", cases((0, 1, 2), (0, 2), (int, _tensor), (int, _tensor)))
 def test_successive_and_nested_while_loops(n1, n2, type1, type2):
     assert_matches_python(successive_while_loops, type1(n1), type2(n2))
     assert_matches_python(nested_while_loops, type1(n1), type2(n2))
 
 
-@pytest.mark.parametrize("l1,l2,type1,type2", itertools.product(
+@pytest.mark.parametrize("l1,l2,type1,type2", cases(
     ([], [1, 2]), ([], [3]), (_list, _tensor, _dataset), (_list, _tensor, _dataset)))
 def test_successive_for_loops(l1, l2, type1, type2):
     assert_matches_python(successive_for_loops, type1(l1), type2(l2))
 
 
-@pytest.mark.parametrize("m,type_", itertools.product(
+@pytest.mark.parametrize("m,type_", cases(
     ([[]], [[], []], [[1]], [[1], [2]], [[1, 2]], [[1, 2], [3, 4]]), (_tensor, _dataset)))
 def test_nested_for_loops_dense(m, type_):
     assert_matches_python(nested_for_loops, type_(m))
@@ -526,7 +524,7 @@ def test_nested_for_loops_mixed_list():
     assert_matches_python(nested_for_loops, [[], T([], "int32"), [1], T([1], "int32"), [1, 2]])
 
 
-@pytest.mark.parametrize("n,type_", itertools.product((1, 2), (int, _tensor)))
+@pytest.mark.parametrize("n,type_", cases((1, 2), (int, _tensor)))
 def test_while_creates_var(n, type_):
     assert_matches_python(while_creates_var, type_(n))
     assert_matches_python(for_creates_var, type_(list(range(n))) if type_ is _tensor else list(range(n)))
@@ -616,12 +614,12 @@ def for_alters_iterate(n, fn):
     return i, s
 
 
-@pytest.mark.parametrize("values,type_", itertools.product(([], [1], [1, 2]), (_list, _tensor)))
+@pytest.mark.parametrize("values,type_", cases(([], [1], [1, 2]), (_list, _tensor)))
 def test_for_with_local_var(values, type_):
     assert_matches_python(for_with_local_var, type_(values))
 
 
-@pytest.mark.parametrize("n,type_", itertools.product((0, 1, 2), (range, R)))
+@pytest.mark.parametrize("n,type_", cases((0, 1, 2), (range, R)))
 def test_for_with_local_var_range(n, type_):
     assert_matches_python(for_with_local_var, type_(n))
 
@@ -631,7 +629,7 @@ def test_for_with_lambda_local_var(values):
     assert_matches_python(for_with_lambda_iter_local_var, values)
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((0, 1, 2), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((0, 1, 2), (int, _tensor)))
 def test_while_with_local_var(x, type_):
     assert_matches_python(while_with_local_var, type_(x))
 
@@ -642,18 +640,18 @@ def test_loops_initializing_local_vars_in_python(values):
     assert_matches_python(while_initializes_local_var, len(values))
 
 
-@pytest.mark.parametrize("n,fn", itertools.product((1, 2), (range, rt.range)))
+@pytest.mark.parametrize("n,fn", cases((1, 2), (range, rt.range)))
 def test_for_defines_iterate(n, fn):
     assert_matches_python(for_defines_iterate, n, fn)
 
 
-@pytest.mark.parametrize("n,fn,target", itertools.product((0, 1, 2), (range, rt.range),
+@pytest.mark.parametrize("n,fn,target", cases((0, 1, 2), (range, rt.range),
                                                           (for_reuses_iterate, for_alters_iterate)))
 def test_for_reuses_or_alters_iterate(n, fn, target):
     assert_matches_python(target, n, fn)
 
 
-@pytest.mark.parametrize("values,target", itertools.product(
+@pytest.mark.parametrize("values,target", cases(
     ([], [1], [1, 2]), (for_reuses_iterate, for_alters_iterate)))
 def test_for_reuses_or_alters_iterate_of_a_tensor(values, target):
     assert_matches_python(target, T(values, "int32"), rt.identity)
@@ -773,14 +771,14 @@ class Helper:
 CALLEES = (global_fn, lambda x: x * 1, Helper().method, abs)
 
 
-@pytest.mark.parametrize("n,type_,fn", itertools.product((0, 1, 2), (int, _tensor), CALLEES),
+@pytest.mark.parametrize("n,type_,fn", cases((0, 1, 2), (int, _tensor), CALLEES),
                          ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_while_with_call(n, type_, fn):
     assert_matches_python(while_with_call_in_cond, type_(n), fn)
     assert_matches_python(while_with_call, type_(n), fn)
 
 
-@pytest.mark.parametrize("values,type_,fn", itertools.product(([], [1], [1, 2]), (_list, _tensor), CALLEES),
+@pytest.mark.parametrize("values,type_,fn", cases(([], [1], [1, 2]), (_list, _tensor), CALLEES),
                          ids=lambda v: getattr(v, "__name__", repr(v)))
 def test_for_with_call(values, type_, fn):
     assert_matches_python(for_with_call, type_(values), fn)
@@ -788,20 +786,20 @@ def test_for_with_call(values, type_, fn):
         assert_matches_python(for_with_call_in_target, type_(values), fn)
 
 
-@pytest.mark.parametrize("n,type_", itertools.product((0, 1, 2), (int, _tensor)))
+@pytest.mark.parametrize("n,type_", cases((0, 1, 2), (int, _tensor)))
 def test_while_with_local_calls_and_closures(n, type_):
     assert_matches_python(while_with_local_call_in_cond, type_(n))
     assert_matches_python(while_with_closure_call, type_(n))
     assert_matches_python(while_with_lambda_closure_call, type_(n))
 
 
-@pytest.mark.parametrize("values,type_", itertools.product(([], [1], [1, 2]), (_list, _tensor)))
+@pytest.mark.parametrize("values,type_", cases(([], [1], [1, 2]), (_list, _tensor)))
 def test_for_with_local_calls_and_closures(values, type_):
     assert_matches_python(for_with_local_call, type_(values))
     assert_matches_python(for_with_closure_call, type_(values))
     assert_matches_python(for_with_lambda_closure_call, type_(values))
 
 
-@pytest.mark.parametrize("n,type_,fn", itertools.product((0, 1, 2), (int, _tensor), (range, rt.range)))
+@pytest.mark.parametrize("n,type_,fn", cases((0, 1, 2), (int, _tensor), (range, rt.range)))
 def test_for_with_range_call_in_target(n, type_, fn):
     assert_matches_python(for_with_call_in_target, type_(n), fn)

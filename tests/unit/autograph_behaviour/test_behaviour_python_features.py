@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 import pytest
-from behaviour_harness import DS, DSRange, T, It, V, assert_matches_python, assert_matches_tf
+from behaviour_harness import DS, DSRange, It, T, V, assert_matches_python, assert_matches_tf, cases
 
 import runtime as rt
 
@@ -156,7 +156,7 @@ def partial_call(x):
     return p(x)
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((-2, 1, 4), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((-2, 1, 4), (int, _tensor)))
 def test_calls(x, type_):
     x = type_(x)
     for target in (static_fn, factory_dynamic_fn, variable_dynamic_allowlisted_fn, inline_lambda,
@@ -207,7 +207,7 @@ class Model:
         return self.apply(x) + Model.static(x) + self.from_class(x) + self.doubled
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((-3, 0, 5), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((-3, 0, 5), (int, _tensor)))
 def test_methods(x, type_):
     m = Model(4)
     assert_matches_python(m.apply, type_(x))
@@ -270,7 +270,7 @@ def any_all_of_generators(x):
     return any(v > 2 for v in [1, 2, 3]), all(v > 0 for v in [1, 2]), x
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((-1, 2), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((-1, 2), (int, _tensor)))
 def test_comprehensions(x, type_):
     for target in (list_comprehension, dict_comprehension, nested_comprehension, generator_expression_sum,
                    set_comprehension_size, any_all_of_generators):
@@ -328,7 +328,7 @@ def nested_try_in_loop(n):
     return s
 
 
-@pytest.mark.parametrize("x,fail,type_", itertools.product((-2, 3), (True, False), (int, _tensor)))
+@pytest.mark.parametrize("x,fail,type_", cases((-2, 3), (True, False), (int, _tensor)))
 def test_try_statements(x, fail, type_):
     assert_matches_python(try_except_else_finally, type_(x), fail)
     assert_matches_python(try_with_tensor_if_inside, type_(x))
@@ -416,7 +416,7 @@ def del_item_and_attribute(x):
     return d, hasattr(obj, "attr")
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((-1, 2), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((-1, 2), (int, _tensor)))
 def test_del(x, type_):
     assert_matches_python(del_then_reassign, type_(x))
     assert_matches_python(del_item_and_attribute, type_(x))
@@ -465,12 +465,12 @@ def walrus_and_ternary(x):
     return -y
 
 
-@pytest.mark.parametrize("x,n", itertools.product((1, 6), (0, 3)))
+@pytest.mark.parametrize("x,n", cases((1, 6), (0, 3)))
 def test_augmented_assignment_on_subscripts(x, n):
     assert_matches_python(augmented_subscripts, T(x), T(n))
 
 
-@pytest.mark.parametrize("x,type_", itertools.product((-1, 5), (int, _tensor)))
+@pytest.mark.parametrize("x,type_", cases((-1, 5), (int, _tensor)))
 def test_unpacking(x, type_):
     assert_matches_python(tuple_unpacking_targets, type_(x))
     assert_matches_python(walrus_and_ternary, type_(x))
@@ -550,20 +550,20 @@ def nested_call(x):
     return list(range(len(x)))
 
 
-@pytest.mark.parametrize("a,b,type_", itertools.product(([], [1], [3, 1, 2]), ([], [5], [4, 6, 8]),
+@pytest.mark.parametrize("a,b,type_", cases(([], [1], [3, 1, 2]), ([], [5], [4, 6, 8]),
                                                         (list, lambda v: T(v, "int32"))))
 def test_enumerate_zip(a, b, type_):
     assert_matches_python(enumerate_zip, type_(a), type_(b))
     assert_matches_python(enumerate_with_start, type_(a))
 
 
-@pytest.mark.parametrize("bounds,type_", itertools.product(
+@pytest.mark.parametrize("bounds,type_", cases(
     [(0, 5, 1), (5, 0, -1), (7, -3, -3), (2, 9, 4), (3, 3, 1), (4, 1, 1), (-4, 4, 3)], (int, _tensor)))
 def test_range_bounds_and_steps(bounds, type_):
     assert_matches_python(range_with_tensor_bounds, *[type_(b) for b in bounds])
 
 
-@pytest.mark.parametrize("start,stop,type_", itertools.product((5, 0, -3), (-4, 1, 6), (int, _tensor)))
+@pytest.mark.parametrize("start,stop,type_", cases((5, 0, -3), (-4, 1, 6), (int, _tensor)))
 def test_rt_range_with_a_negative_step(start, stop, type_):
     assert_matches_python(rt_range_negative_step, type_(start), type_(stop))
 

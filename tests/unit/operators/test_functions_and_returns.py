@@ -356,3 +356,40 @@ def test_a_functools_wraps_decorator_converts_the_wrapper_not_the_wrapped_source
         check(f, x)
         check(f, rt.constant(x))
         check(_decorated, rt.constant(x))
+
+
+# -- return inside a loop whose variable has a relaxed shape invariant (issue 19, item 5) -----------------------
+
+def _grows_until(x):
+    s = rt.constant([1.0])
+    for i in rt.range(5):
+        rt.autograph.experimental.set_loop_options(shape_invariants=[(s, rt.TensorShape([None]))])
+        s = rt.concat([s, [rt.cast(i, rt.float32)]], 0)
+        if rt.reduce_sum(s) > x:
+            return s
+    return s * 2
+
+
+def _grows_in_a_while(x):
+    s = rt.constant([[1.0, 2.0]])
+    n = rt.constant(0)
+    while n < 4:
+        rt.autograph.experimental.set_loop_options(shape_invariants=[(s, rt.TensorShape([None, 2]))])
+        s = rt.concat([s, s[-1:] + 1.0], 0)
+        n += 1
+        if rt.reduce_max(s) > x:
+            return s[1:], n
+    return s, n
+
+
+@pytest.mark.parametrize("fn, limits", [(_grows_until, (3.0, 100.0, 0.0)), (_grows_in_a_while, (3.5, 100.0))],
+                         ids=["for", "while"])
+def test_return_inside_a_loop_whose_variable_has_a_relaxed_shape_invariant(fn, limits):
+    # the return value took the loop variable's shape before the loop ((2,)) and failed against its (None,)
+    for limit in limits:
+        check(fn, rt.constant(limit))
+        rt.config.run_functions_eagerly(True)
+        try:
+            same(fn(rt.constant(limit)), rt.function(fn)(rt.constant(limit)))
+        finally:
+            rt.config.run_functions_eagerly(False)

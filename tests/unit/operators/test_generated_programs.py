@@ -7,6 +7,7 @@ import shutil
 import tempfile
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -89,12 +90,26 @@ def _load(source):
     return module.f
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck),
-          phases=[Phase.explicit, Phase.reuse, Phase.generate])
-@given(programs(), st.integers(0, 7))
-def test_eager_equals_graph(source, x):
+def _check(source, x):
     fn = _load(source)
     eager = fn(rt.constant(x))
     graph = rt.function(fn)(rt.constant(x))
     value = lambda v: np.asarray(v.numpy() if hasattr(v, "numpy") else v)  # noqa: E731
     assert np.array_equal(value(eager), value(graph)), source
+
+
+# A program takes about 0.4 s to convert and trace: 10 with the fast unit tests, 30 more on the slow side
+# (marked ``build``, which CI runs too).
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(programs(), st.integers(0, 7))
+def test_eager_equals_graph(source, x):
+    _check(source, x)
+
+
+@pytest.mark.build
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+@given(programs(), st.integers(0, 7))
+def test_eager_equals_graph_bulk(source, x):
+    _check(source, x)

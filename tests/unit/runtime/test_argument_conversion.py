@@ -1,7 +1,8 @@
 """One rule for turning call arguments into tensors of a signature's dtype, on every call path
-(Function with input_signature, Function without one, ConcreteFunction, rt.constant): a numpy value
-converts only when every value survives (byte order never matters); a Python number follows
-tf.constant's rules; a tensor must already have the dtype. A numpy scalar is a 0-d tensor."""
+(Function with input_signature, Function without one, ConcreteFunction, rt.constant): a numeric or bool
+numpy value converts as TensorFlow 2.21 converts it, by a cast, whatever its values (whether it is accepted
+depends on its dtype and shape only; byte order never matters); a Python number follows tf.constant's rules;
+a tensor must already have the dtype. A numpy scalar is a 0-d tensor."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,39 +37,52 @@ def test_big_endian_float32_is_float32_on_every_path():
     np.testing.assert_array_equal(rt.constant(big).numpy(), big.astype(np.float32))
 
 
-@pytest.mark.parametrize("value, spec, accepted", [
-    (np.array([4000000000], np.uint32), I32, False),      # same width, unsigned -> signed: out of range
-    (np.array([7], np.uint32), I32, True),
-    (np.array([2 ** 31], np.int64), I32, False),
-    (np.array([5], np.int64), I32, True),
-    (np.array([1.5], np.float64), I32, False),            # not an integer
-    (np.array([3.0], np.float64), I32, True),
-    (np.array([2 ** 40 + 1], np.int64), F32, False),      # not representable in float32
-    (np.array([1, 2], np.int64), F32, True),
-    (np.array([0.1]), F32, False),                        # float64 0.1 is not exact in float32
-    (np.array([1.5, -2.0]), F32, True),
-    (np.array([np.nan, np.inf]), F32, True),
-])
-def test_numpy_arrays_convert_only_without_changing_a_value(value, spec, accepted):
-    for call, error in paths(spec, lambda x: x):
-        if accepted:
-            np.testing.assert_array_equal(call(value).numpy(), value.astype(spec.dtype.np))
-        else:
-            with pytest.raises(error, match="out of range|not exactly representable|not an integer"):
-                call(value)
-    if accepted:
-        np.testing.assert_array_equal(rt.constant(value, spec.dtype).numpy(), value.astype(spec.dtype.np))
-    else:
-        with pytest.raises(TypeError):
-            rt.constant(value, spec.dtype)
+NUMPY_VALUES = [          # (value, signature) -> what TensorFlow 2.21 gives: the value cast to the dtype
+    (np.array([4000000000], np.uint32), I32),             # out of range: wraps
+    (np.array([7], np.uint32), I32),
+    (np.array([2 ** 31], np.int64), I32),
+    (np.array([5], np.int64), I32),
+    (np.array([1.5, -1.7], np.float64), I32),             # truncates
+    (np.array([3.0], np.float64), I32),
+    (np.array([2 ** 40 + 1], np.int64), F32),             # rounds
+    (np.array([1, 2], np.int64), F32),
+    (np.array([0.1]), F32),                               # float64 0.1 -> the nearest float32 (it was an error)
+    (np.array([0.5]), F32),                               # ... as 0.5 always was: acceptance never depends on values
+    (np.array([1.5, -2.0]), F32),
+    (np.array([np.nan, np.inf, 1e300]), F32),
+    (np.array([2, 0], np.int32), rt.TensorSpec([None], rt.bool)),
+]
+
+
+@pytest.mark.parametrize("value, spec", NUMPY_VALUES)
+def test_numpy_arrays_convert_by_their_dtype_only_as_tensorflow_casts_them(value, spec):
+    with np.errstate(all="ignore"):
+        expected = value.astype(spec.dtype.np)
+    for call, _ in paths(spec, lambda x: x):
+        np.testing.assert_array_equal(call(value).numpy(), expected)
+    np.testing.assert_array_equal(rt.constant(value, spec.dtype).numpy(), expected)
+
+
+def test_tensorflow_casts_numpy_arguments_the_same_way():
+    tf = pytest.importorskip("tensorflow")
+    for value, spec in NUMPY_VALUES:
+        with np.errstate(all="ignore"):
+            expected = value.astype(spec.dtype.np)
+        f = tf.function(lambda x: x, input_signature=[tf.TensorSpec(spec.shape.as_list(), spec.dtype.name)])
+        np.testing.assert_array_equal(f(value).numpy(), expected)
+
+
+def test_numpy_values_that_are_not_numbers_do_not_convert_to_numbers():
+    for call, error in paths(F32, lambda x: x):
+        with pytest.raises(error):
+            call(np.array(["1.5"]))
 
 
 def test_numpy_scalars_follow_the_same_rule():
-    with pytest.raises(TypeError, match="out of range"):
-        rt.constant(np.uint8(200), rt.int8)
+    assert int(rt.constant(np.uint8(200), rt.int8)) == -56
     assert int(rt.constant(np.uint8(100), rt.int8)) == 100
-    with pytest.raises(TypeError, match="out of range"):
-        rt.constant(np.int64(-1), rt.uint8)
+    assert int(rt.constant(np.int64(-1), rt.uint8)) == 255
+    assert float(rt.constant(np.float64(0.1), rt.float32)) == float(np.float32(0.1))
 
 
 def test_python_numbers_follow_tf_constant():

@@ -468,3 +468,71 @@ def test_py_function_gradient_eagerly_in_a_function_and_second_order():
         tape.watch(x)
         y = rt.numpy_function(lambda a: a * a, [x], rt.float32)
     assert tape.gradient(y, x) is None
+
+
+# -- a target that is itself a source (issue 19, item 10): TensorFlow's gradient of x with respect to x is the
+# output gradient, watched or not (it was None for a variable, and for an unwatched tensor)
+
+def _floats(grads):
+    return [None if g is None else np.asarray(g).tolist() for g in grads]
+
+
+def test_the_gradient_of_a_variable_with_respect_to_itself_is_one():
+    v0, v1 = rt.Variable(2.0), rt.Variable(3.0)
+    with rt.GradientTape(persistent=True) as tape:
+        result = v0
+        y = v0 * 3.0
+    assert _floats(tape.gradient(result, [v0, v1])) == [1.0, None]
+    assert _floats(tape.gradient([result, y], [v0, v1])) == [4.0, None]
+    assert _floats(tape.gradient(result, [v0], output_gradients=rt.constant(5.0))) == [5.0]
+    assert _floats([tape.gradient(result, v0)]) == [1.0]
+    vector = rt.Variable([1.0, 2.0])
+    with rt.GradientTape(watch_accessed_variables=False) as tape:
+        result = vector
+    assert _floats(tape.gradient(result, [vector, v1])) == [[1.0, 1.0], None]
+
+
+def test_the_gradient_of_a_tensor_with_respect_to_itself_is_one_watched_or_not():
+    x = rt.constant(4.0)
+    with rt.GradientTape(persistent=True) as tape:
+        r = x
+    assert _floats(tape.gradient(r, [x])) == [1.0]
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        r = x
+    assert _floats(tape.gradient(r, [x])) == [1.0]          # not twice
+
+
+def test_the_gradient_of_a_variable_with_respect_to_itself_inside_a_function():
+    v0, v1 = rt.Variable(2.0), rt.Variable(3.0)
+
+    @rt.function
+    def grads():
+        with rt.GradientTape() as tape:
+            result = v0
+        return tape.gradient(result, [v0, v1])
+
+    assert _floats(grads()) == [1.0, None]
+
+
+# -- a gradient through a tensor loop whose source's shape is partly known (issue 19, item 14) -------------------
+
+def _slice_in_a_loop(x):
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        total = rt.constant(0.0)
+        for _ in rt.range(2):
+            s = x[:, 2]
+            total += rt.reduce_sum(s * s)
+    return tape.gradient(total, x)
+
+
+@pytest.mark.parametrize("shape", [[1, 3], [1, None], [None, None], [None, 3]])
+def test_gradient_through_a_loop_for_a_source_of_partly_known_shape(shape):
+    # with [1, None] the backward loop's sum of the slice gradients lost the known first dim ((None, None) against
+    # the invariant (1, None)) and tracing failed
+    x = rt.constant([[1.0, 2.0, 3.0]])
+    traced = rt.function(_slice_in_a_loop, input_signature=[rt.TensorSpec(shape, rt.float32)])
+    np.testing.assert_array_equal(traced(x).numpy(), [[0.0, 0.0, 12.0]])
+    np.testing.assert_array_equal(_slice_in_a_loop(x).numpy(), [[0.0, 0.0, 12.0]])
+    assert traced.get_concrete_function().outputs[0].shape.is_compatible_with(shape)

@@ -14,7 +14,9 @@ import pytest
 from runtime_test_helpers import op_types
 
 import runtime as rt
-from runtime.ops import registry
+from runtime.executor import execute
+from runtime.ops import functional_ops, registry
+from runtime.polymorphic_function import tape_graph
 from runtime.ops.registry import Spec, apply
 from runtime.shapes import TensorShape
 from runtime.tensor_array import list_add
@@ -190,6 +192,37 @@ def _call_case():
     return check
 
 
+def _native_call_case():
+    """A built function called under a tape is one NativeCall op, whose gradient runs its graph again (on the
+    variable values the call read). Its native code is stood in for by the executor here;
+    tests/build/test_native_under_tape.py runs real native code."""
+    v = rt.Variable(normal(2, 2, seed=2))
+    inner = rt.function(lambda x, y: rt.tanh(rt.matmul(x, y) + v) * x[:, :1], autograph=False)
+    concrete = inner.get_concrete_function(rt.TensorSpec([2, 3], F64), rt.TensorSpec([3, 2], F64))
+
+    def native(x, y):
+        run = lambda arrays: execute(concrete.graph, arrays)  # noqa: E731 -- the native code's stand-in
+        return functional_ops.call_native(tape_graph(concrete), [x, y], run, 1)[0]
+
+    def check():
+        arrays = [normal(2, 3), normal(3, 2, seed=1)]
+        consts = [rt.constant(a) for a in arrays]
+        weights = [normal(2, 2, seed=7)]
+        expected = numeric_gradient(native, arrays, weights, [0, 1])
+        with rt.GradientTape() as tape:
+            tape.watch(consts)
+            y = native(*consts)
+            assert [op.type for op in tape._records] == ["NativeCall"]
+            v.assign(v * 3.0)                   # the gradient reads v as the call did
+        grads = tape.gradient(y, consts + [v], output_gradients=rt.constant(weights[0]))
+        v.assign(v / 3.0)
+        _compare("NativeCall", "eager", grads[:2], expected, (1e-6, 1e-8))
+        with rt.GradientTape() as tape:
+            y = inner(*consts)
+        np.testing.assert_allclose(grads[2].numpy(), tape.gradient(y, v, output_gradients=rt.constant(weights[0])))
+    return check
+
+
 def _tensor_list_case(op_type):
     def write_read(x):
         ta = rt.TensorArray(F64, size=3)
@@ -346,6 +379,7 @@ GRAD_CASES = {
     "CheckNumerics": _unary("CheckNumerics", lambda x: rt.debugging.check_numerics(x, "x") * x),
     "ReadVariableOp": _variable_case(),
     "PartitionedCall": _call_case(),
+    "NativeCall": _native_call_case(),
     "If": _if_case(),
     "While": _while_case(),
     "TensorListSetItem": _tensor_list_case("TensorListSetItem"),

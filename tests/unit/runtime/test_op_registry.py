@@ -32,7 +32,10 @@ from runtime_test_helpers import (
 
 import runtime as rt
 from library_op_cases import CASES as LIBRARY_CASES
-from runtime.ops import registry
+from runtime.executor import execute
+from runtime.ops import functional_ops, registry
+from runtime.ops.dataset_ops import shuffle_indices
+from runtime.polymorphic_function import tape_graph
 from runtime.optimizer import optimize
 
 BOOL = (rt.bool,)
@@ -863,6 +866,38 @@ def check_py_func_stateless():
     assert "PyFuncStateless" not in op_types(graph), "an unused stateless numpy_function is pruned"
 
 
+def _shuffle_by_buffer(values, window, rng):
+    """shuffle(window) as a buffer of ``window`` slots filled from the stream (each draw picks a slot, the
+    next element takes the place of the emitted one's window start): what ShuffleIndices must equal."""
+    ring, out, filled, t = {}, [], 0, 0
+    while True:
+        while filled < t + window and filled < len(values):
+            ring[filled % window] = values[filled]
+            filled += 1
+        if filled == t:
+            return out, rng
+        rng = rng * 48271 % 2147483647
+        q, s = (t + rng % (filled - t)) % window, t % window
+        ring[s], ring[q] = ring[q], ring[s]
+        out.append(ring[s])
+        t += 1
+
+
+def check_shuffle_indices():
+    for n, window in [(0, 3), (1, 1), (6, 1), (9, 3), (12, 12), (20, 100), (33, 7)]:
+        values = np.arange(n, dtype=np.int64) * 5 + 2
+        out = run_both(lambda x, w, r: shuffle_indices(x, w, r),
+                       [rt.constant(values), rt.constant(window, rt.int64), rt.constant(12345, rt.int64)],
+                       "ShuffleIndices")
+        want, rng = _shuffle_by_buffer(values.tolist(), window, 12345)
+        assert out[0].numpy().tolist() == want and int(out[1]) == rng, (n, window)
+        positions = [(v - 2) // 5 for v in want]
+        assert sorted(positions) == list(range(n))
+        assert all(p < t + window for t, p in enumerate(positions)), "emitted from within the buffer window"
+    with pytest.raises(TypeError, match="int64 vector"):
+        shuffle_indices(rt.constant([1.0]), rt.constant(1, rt.int64), rt.constant(1, rt.int64))
+
+
 def _generator_total(ds):
     total = rt.constant(0)
     for x in ds:
@@ -1086,6 +1121,28 @@ def check_partitioned_call():
     assert [op.type for op in tape._records] == ["PartitionedCall"]
     assert_matches_numpy(y, np.array([3.0, 5.0], np.float32))
     assert_matches_numpy(tape.gradient(y, x), np.array([2.0, 2.0], np.float32))
+
+
+def check_native_call():
+    # a built function's call under a tape (tests/build/test_native_under_tape.py); its native code stands in here
+    # as the executor; the call is eager only: a Function called while tracing is traced into the caller
+    double = rt.function(lambda x: x * 2.0 + 1.0, autograph=False)
+    concrete = double.get_concrete_function(rt.TensorSpec([2], rt.float32))
+    x = rt.constant([1.0, 2.0])
+    calls = []
+
+    def run(arrays):
+        calls.append(arrays)
+        return execute(concrete.graph, arrays)
+
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        (y,) = functional_ops.call_native(tape_graph(concrete), [x], run, 1)
+    assert [op.type for op in tape._records] == ["NativeCall"] and len(calls) == 1
+    assert_matches_numpy(y, np.array([3.0, 5.0], np.float32))
+    assert_matches_numpy(tape.gradient(y, x), np.array([2.0, 2.0], np.float32))
+    (z,) = functional_ops.call_native(tape_graph(concrete), [x], run, 1)       # no tape: just the call
+    assert_matches_numpy(z, np.array([3.0, 5.0], np.float32))
 
 
 def _list_program(x):
@@ -1383,6 +1440,7 @@ CASES.update({
     "StopGradient": check_stop_gradient,
     "OneHot": check_one_hot,
     "PartitionedCall": check_partitioned_call,
+    "NativeCall": check_native_call,
     "TensorListAdd": check_tensor_list_add,
     "TensorListZerosLike": check_tensor_list_zeros_like,
     "Conv2D": check_conv2d,
@@ -1403,6 +1461,7 @@ CASES.update({
     "EagerPyFunc": check_eager_py_func,
     "PyFunc": check_py_func,
     "PyFuncStateless": check_py_func_stateless,
+    "ShuffleIndices": check_shuffle_indices,
     "GeneratorInit": check_generator_ops,
     "GeneratorNext": check_generator_ops,
     "IteratorGetNext": check_iterator_get_next,

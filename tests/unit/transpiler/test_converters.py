@@ -260,3 +260,84 @@ def test_cache_hits():
     a = convert_source(src, "a.py", 1)
     b = convert_source(src, "a.py", 1)
     assert a is b
+
+
+# -- source positions for any layout (issue 19, item 2) ----------------------------------------------------------
+
+BLACK_STYLE = '''\
+def f(
+    x,
+    scale,
+):
+    table = {
+        "a": x,
+        "b": x * scale,
+    }
+    if x > 0:
+        items = [
+            table["a"],
+            table["b"],
+        ]
+    else:
+        items = [
+            x,
+            x,
+        ]
+    return items[0] + items[
+        1
+    ] - undefined_name
+'''
+
+
+def test_multi_line_literals_closed_left_of_their_opening_convert():
+    # black's layout: the closing bracket sits left of where the literal began (it raised "line N, column 12-9 is
+    # not a valid range" from compile)
+    converted = convert_source(BLACK_STYLE, "black.py", 10)
+    assert converted.name == "f" and "table = {" in converted.code
+
+
+def _positions_by_line(converted):
+    """Every (line, column, end line, end column) the compiled converted function has, by its first line."""
+    outer = next(c for c in converted.module_code.co_consts if hasattr(c, "co_code"))
+    codes, found = [outer], set()
+    while codes:
+        code = codes.pop()
+        found |= {p for p in code.co_positions() if p[0] is not None}
+        codes += [c for c in code.co_consts if hasattr(c, "co_code")]
+    return found
+
+
+def test_lines_of_a_multi_line_statement_map_to_the_users_lines_and_columns():
+    converted = convert_source(BLACK_STYLE, "black.py", 10)
+    source = BLACK_STYLE.splitlines()
+    positions = _positions_by_line(converted)
+    for line, end_line, col, end_col in positions:
+        assert 10 <= line <= end_line <= 10 + len(source), (line, end_line)
+        if col is not None and col >= 0 and line == end_line:
+            assert col <= end_col <= len(source[line - 10]), (line, col, end_col)
+    # `x * scale` on the dict's third line keeps its own line and columns
+    text = source[6]
+    assert (16, 16, text.index("x * scale"), text.index("x * scale") + len("x * scale")) in positions
+    # the name read on the return statement's last line
+    text = source[20]
+    assert (30, 30, text.index("undefined_name"), text.index("undefined_name") + len("undefined_name")) in positions
+
+
+def test_an_error_in_a_continuation_line_names_that_line(tmp_path):
+    import importlib.util
+    import traceback
+
+    import runtime as rt
+
+    path = tmp_path / "black_user.py"
+    path.write_text("import runtime as rt\n" + BLACK_STYLE)
+    spec = importlib.util.spec_from_file_location("black_user", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        rt.function(module.f)(rt.constant(1.0), rt.constant(2.0))
+    except NameError as e:
+        frames = [(frame.filename, frame.lineno) for frame in traceback.extract_tb(e.__traceback__)]
+    else:
+        raise AssertionError("no NameError")
+    assert (str(path), 22) in frames, frames
