@@ -24,7 +24,7 @@ from benchmarks.support import c_flags, fmt_time, isa, machine
 # Modules whose @bench_class functions make up the run, in order; add yours here.
 CLASS_MODULES = ["benchmarks.first_wave", "benchmarks.second_wave", "benchmarks.training_bench",
                  "benchmarks.jit_compile_bench", "benchmarks.variants_bench", "benchmarks.data_bench",
-                 "benchmarks.build_time"]
+                 "benchmarks.fit_bench", "benchmarks.build_time"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 SWEEP_TARGET = 1.2

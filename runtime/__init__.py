@@ -56,13 +56,7 @@ _random_ops.register_variable_class(Variable)     # Generators keep their state 
 # The sub-namespaces (rt.math, rt.nn ...), each with TensorFlow's names. A name TensorFlow has and rt lacks is an
 # AttributeError that says so, here and in each namespace (module __getattr__).
 
-def _missing(path: str):
-    def __getattr__(name: str):
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(f"module 'runtime{'.' if path else ''}{path}' has no attribute {name!r}")
-        full = f"{path}.{name}" if path else name
-        raise AttributeError(f"rt has no {full} (TensorFlow's tf.{full}); see the README's API table")
-    return __getattr__
+_missing = errors.missing_name
 
 
 def _namespace(path: str, members: dict) -> _ModuleType:
@@ -105,8 +99,11 @@ linalg = _namespace("linalg", {
                          "tensordot"),
     "matmul": _linalg_ops.linalg_matmul,
 })
-debugging = _namespace("debugging", _pick(_logging_ops, """assert_equal assert_greater assert_less
-    assert_greater_equal assert_less_equal check_numerics Assert"""))
+debugging = _namespace("debugging", {
+    **_pick(_logging_ops, """assert_equal assert_greater assert_less assert_greater_equal assert_less_equal
+        check_numerics Assert"""),
+    **_pick(config, "set_log_device_placement get_log_device_placement"),
+})
 test = _namespace("test", {
     "is_gpu_available": lambda cuda_only=False, min_cuda_compute_capability=None: False,
     "gpu_device_name": lambda: "",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import hashlib
 import json
 import linecache
@@ -33,7 +34,7 @@ import warnings
 import weakref
 import zlib
 
-from runtime import autograph, context
+from runtime import autograph, context, tf_compat
 from runtime._native import NativeFunction
 from runtime.cachedir import append_ledger, build_record, ledger_path
 from runtime.dtypes import as_dtype
@@ -98,7 +99,9 @@ def install(module_globals: dict, payload: bytes, capsules: list) -> None:
     begin_module(name)
     _LOADING[name] = loading
     try:
-        exec(code, module_globals)
+        # a module built with --tf-compat reads tensorflow and keras as rt while it imports, as its build did
+        with tf_compat.aliased() if data.get("tf_compat") else contextlib.nullcontext():
+            exec(code, module_globals)
         for slot in list(loading.methods):       # the instances the module's source left at their paths
             _attach_method(loading, slot)
     finally:

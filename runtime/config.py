@@ -200,6 +200,23 @@ def get_soft_device_placement() -> bool:
     return _soft_placement
 
 
+# ``rt.debugging.set_log_device_placement(True)``: each op run eagerly says where it runs (registry.apply reads it)
+LOG_DEVICE_PLACEMENT = False
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def set_log_device_placement(enabled: bool) -> None:
+    """``tf.debugging.set_log_device_placement``: each op run eagerly writes ``Executing op MatMul in device
+    /job:localhost/replica:0/task:0/device:CPU:0`` to stderr, as TensorFlow's eager ops do (rt runs everything on
+    the CPU); Functions' graphs and built code log nothing."""
+    global LOG_DEVICE_PLACEMENT
+    LOG_DEVICE_PLACEMENT = bool(enabled)
+
+
+def get_log_device_placement() -> bool:
+    return LOG_DEVICE_PLACEMENT
+
+
 def _check_gpu(device, what: str) -> None:
     if not isinstance(device, PhysicalDevice) or device.device_type != "GPU":
         raise ValueError(f"Cannot {what} on non-GPU and non-Pluggable devices")

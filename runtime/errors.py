@@ -69,3 +69,21 @@ def located(error: BaseException, op) -> OpError:
     result = cls(message, op)
     result.original = getattr(error, "original", None)
     return result
+
+
+def missing_name(path: str):
+    """A module ``__getattr__`` for rt's namespace ``path`` (``""`` for ``rt`` itself, ``"keras.layers"``): a name
+    TensorFlow has and rt lacks is an ``AttributeError`` that says so and points at the README's API table.
+
+    Example:
+        >>> missing_name("keras.layers")("GRU")
+        Traceback (most recent call last):
+        ...
+        AttributeError: rt has no keras.layers.GRU (TensorFlow's tf.keras.layers.GRU); see the README's API table
+    """
+    def __getattr__(name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(f"module 'runtime{'.' if path else ''}{path}' has no attribute {name!r}")
+        full = f"{path}.{name}" if path else name
+        raise AttributeError(f"rt has no {full} (TensorFlow's tf.{full}); see the README's API table")
+    return __getattr__

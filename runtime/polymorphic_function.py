@@ -559,6 +559,25 @@ class Function(_FunctionBase):
         """The parameters' names, a method's ``self`` excluded."""
         return tuple(p.name for p in self._params)
 
+    def call_arguments(self, values) -> tuple[list, dict]:
+        """``(args, kwargs)`` that call this Function with ``values``, one per parameter as a signature's
+        ``structured_inputs`` holds them (a ``*args`` parameter's value is the tuple of its arguments, a
+        ``**kwargs`` one's the dict): what ``specialize(*args, **kwargs)`` takes for a recorded signature."""
+        values = list(values)
+        if len(values) != len(self._params):
+            raise ValueError(f"{self.__name__}: {len(values)} values for {len(self._params)} parameters")
+        args, kwargs = [], {}
+        for param, value in zip(self._params, values):
+            if param.kind is param.VAR_POSITIONAL:
+                args.extend(value)
+            elif param.kind is param.VAR_KEYWORD:
+                kwargs.update(value)
+            elif param.kind is param.KEYWORD_ONLY:
+                kwargs[param.name] = value
+            else:
+                args.append(value)
+        return args, kwargs
+
     @property
     def instance(self):
         """The instance a method is bound to (None for a plain Function or one not bound)."""

@@ -18,6 +18,7 @@ from transpiler.build.cli import add_build, add_graph, add_ledger
 from transpiler.lazy import lazy_import
 
 conversion = lazy_import("transpiler.conversion")       # the runtime and the converters: only to_code needs them
+tf_compat = lazy_import("runtime.tf_compat")            # the runtime: only run needs it
 cst = lazy_import("libcst")                             # only to_code parses: `build` starts without it
 cst_metadata = lazy_import("libcst.metadata")
 
@@ -146,15 +147,31 @@ def add_to_code(subparsers) -> None:
     p.set_defaults(func=to_code_command)
 
 
+# -- run -----------------------------------------------------------------------
+
+def add_run(subparsers) -> None:
+    """``run script.py [args]`` / ``run -m module [args]``: the program's command line is its own, so ``main`` hands
+    everything after ``run`` to ``runtime.tf_compat`` unparsed; this parser only lists the command."""
+    p = subparsers.add_parser("run", add_help=False, help="run a program written against `import tensorflow as tf` "
+                                                          "(or `import keras`) on rt: run script.py [args] | run -m "
+                                                          "module [args]")
+    p.add_argument("argv", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: tf_compat.main(args.argv, prog=f"{_prog()} run"))
+
+
 # -- the command table ---------------------------------------------------------
 
-COMMANDS: list[Callable] = [add_to_code, add_build, add_graph, add_ledger]
+COMMANDS: list[Callable] = [add_to_code, add_build, add_graph, add_ledger, add_run]
+
+
+def _prog() -> str:
+    # the same commands as ``python -m transpiler`` and as the ``rt`` console script
+    return "rt" if os.path.basename(sys.argv[0]) == "rt" else "python -m transpiler"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # the same commands as ``python -m transpiler`` and as the ``rt`` console script
-    prog = "rt" if os.path.basename(sys.argv[0]) == "rt" else "python -m transpiler"
-    parser = argparse.ArgumentParser(prog=prog, description="Convert, trace and build rt.function code.")
+    parser = argparse.ArgumentParser(prog=_prog(), description="Convert, trace and build rt.function code, and run "
+                                                               "TensorFlow programs on rt.")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS:
         add(subparsers)
@@ -162,5 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:         # the rest is the program's own command line (options included)
+        return tf_compat.main(argv[1:], prog=f"{_prog()} run")
     args = build_parser().parse_args(argv)
     return args.func(args) or 0

@@ -26,6 +26,7 @@ Example:
     >>> [tuple(v.shape) for v in model.trainable_variables]
     [(3, 2), (2,), (2, 1), (1,)]
 """
+from runtime.errors import missing_name
 from runtime.keras import (
                            activations,
                            backend,
@@ -45,3 +46,6 @@ from runtime.keras.models import Model, Sequential
 
 __all__ = ["Input", "InputLayer", "KerasTensor", "Layer", "Model", "Sequential", "activations", "backend", "callbacks",
            "initializers", "layers", "losses", "metrics", "optimizers", "regularizers", "utils"]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras")

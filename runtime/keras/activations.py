@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from runtime.errors import missing_name
 from runtime.ops import math_ops, nn_ops
 from runtime.ops.registry import convert
 from runtime.tensor import EagerTensor
@@ -156,3 +157,6 @@ def serialize(activation) -> str:
 
 __all__ = ["elu", "exponential", "gelu", "get", "hard_sigmoid", "leaky_relu", "linear", "log_softmax", "relu",
            "relu6", "selu", "serialize", "sigmoid", "silu", "softmax", "softplus", "softsign", "swish", "tanh"]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.activations")

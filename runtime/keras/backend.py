@@ -1,6 +1,7 @@
 """``rt.keras.backend``: ``clear_session`` (layer names count from zero again), ``floatx``, ``epsilon``."""
 from __future__ import annotations
 
+from runtime.errors import missing_name
 from runtime.keras.layers import base
 
 
@@ -22,3 +23,6 @@ def backend() -> str:
 
 
 __all__ = ["backend", "clear_session", "epsilon", "floatx"]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.backend")

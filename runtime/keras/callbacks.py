@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+from runtime.errors import missing_name
+
 BAR_WIDTH = 20
 
 
@@ -299,3 +301,6 @@ class LearningRateScheduler(Callback):
 
 __all__ = ["Callback", "CallbackList", "EarlyStopping", "History", "LambdaCallback", "LearningRateScheduler",
            "ModelCheckpoint", "ProgbarLogger"]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.callbacks")

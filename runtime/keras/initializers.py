@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes
+from runtime.errors import missing_name
 from runtime.keras import utils
 
 
@@ -182,3 +183,6 @@ def get(identifier) -> Initializer:
     if isinstance(identifier, (int, float)):
         return Constant(identifier)
     raise TypeError(f"an initializer must be a name or a callable, got {identifier!r}")
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.initializers")

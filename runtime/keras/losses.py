@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from runtime import dtypes
+from runtime.errors import missing_name
 from runtime.keras import activations
 from runtime.ops import array_ops, math_ops, nn_ops
 from runtime.ops.registry import convert
@@ -351,3 +352,6 @@ __all__ = [
     "mse",
     "sparse_categorical_crossentropy",
 ]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.losses")

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes
+from runtime.errors import missing_name
 from runtime.keras import losses as losses_module
 from runtime.keras.layers.base import to_snake_case
 from runtime.keras.losses import squeeze_or_expand_to_same_rank
@@ -61,7 +62,9 @@ class Metric(Trackable):
             value = np.asarray(initializer(shape, dtype), dtype.np)
         else:
             value = np.full(shape, initializer, dtype.np)
-        variable = Variable(value, trainable=False, name=f"{self.name}/{name or f'variable_{len(self._variables)}'}")
+        label = name or f"variable_{len(self._variables)}"
+        variable = Variable(value, trainable=False, name=label)      # Keras 3: its own name, and the metric's path
+        variable.path = f"{self.name}/{label}"
         self._variables.append(variable)
         self._rt_initial.append(value)
         return variable
@@ -338,3 +341,6 @@ __all__ = ["Accuracy", "BinaryAccuracy", "BinaryCrossentropy", "CategoricalAccur
            "Mean", "MeanAbsoluteError", "MeanMetricWrapper", "MeanSquaredError", "Metric", "RootMeanSquaredError",
            "SparseCategoricalAccuracy", "SparseCategoricalCrossentropy", "Sum", "accuracy", "binary_accuracy",
            "categorical_accuracy", "get", "sparse_categorical_accuracy"]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.metrics")

@@ -21,6 +21,7 @@ import textwrap
 import numpy as np
 
 from runtime import dtypes, nest
+from runtime.errors import missing_name
 from runtime.keras.functional import FunctionalGraph, InputLayer
 from runtime.keras.keras_tensor import KerasTensor, shape_text
 from runtime.keras.layers.base import Layer, to_snake_case, unique_name
@@ -407,3 +408,6 @@ class Sequential(Model):
 
 
 __all__ = ["Model", "Sequential"]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.models")

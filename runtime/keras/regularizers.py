@@ -2,6 +2,7 @@
 to a scalar penalty that ``Model.compute_loss`` adds to the loss (``layer.losses``)."""
 from __future__ import annotations
 
+from runtime.errors import missing_name
 from runtime.ops import math_ops
 
 
@@ -57,3 +58,6 @@ def get(identifier):
 
 
 __all__ = ["L1", "L1L2", "L2", "Regularizer", "get", "l1", "l1_l2", "l2"]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.regularizers")

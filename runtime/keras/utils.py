@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from runtime.errors import missing_name
+
 _generator = np.random.default_rng()
 
 
@@ -51,3 +53,6 @@ def to_categorical(x, num_classes: int | None = None) -> np.ndarray:
 
 
 __all__ = ["set_random_seed", "to_categorical"]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.utils")

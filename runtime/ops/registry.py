@@ -9,11 +9,12 @@ Example:
 """
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import numpy as np
 
-from runtime import context, dtypes, errors
+from runtime import config, context, dtypes, errors
 from runtime.graph import Graph
 from runtime.ops.op_def import (OpDef, Reduction, Spec, all_opdefs, c_expression, constant_value,  # noqa: F401
                                 get_opdef, gradient, not_differentiable, register, specs_of)
@@ -63,6 +64,8 @@ def apply(op_type: str, inputs: list, attrs: dict | None = None, name: str | Non
             out = tuple(EagerTensor(_as_dtype_array(r, dt), dt) for r, (dt, _) in zip(results, out_specs))
         if context.tapes_active():
             context.record_operation(EagerOperation(opdef, tuple(inputs), attrs, out))
+        if config.LOG_DEVICE_PLACEMENT:
+            print(f"Executing op {op_type} in device {config.CPU_DEVICE}", file=sys.stderr)
     else:
         out = graph.create_op(opdef, inputs, attrs, name=name).outputs      # (tapes hear of it there)
     if len(out) == 1:

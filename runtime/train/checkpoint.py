@@ -282,28 +282,43 @@ def _slot_attribute(root, steps: list, slot: dict) -> str:
 # ---------------------------------------------------------------------------
 # Reading a checkpoint's values by name (tf.train.list_variables / load_variable / load_checkpoint).
 
+# TensorFlow names a variable's value in a checkpoint by its object path and this suffix
+# (``model/dense_1/w/.ATTRIBUTES/VARIABLE_VALUE``); programs read values by those keys.
+VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
 class CheckpointReader:
-    """The values of one checkpoint file by path (``tf.train.load_checkpoint``'s reader)."""
+    """The values of one checkpoint file by key (``tf.train.load_checkpoint``'s reader).
+
+    Keys are TensorFlow's: a variable's object path and ``/.ATTRIBUTES/VARIABLE_VALUE``
+    (``model/dense_1/w/.ATTRIBUTES/VARIABLE_VALUE``, ``save_counter/.ATTRIBUTES/VARIABLE_VALUE``); the bare path
+    (``model/dense_1/w``) names the same value. A Keras model's paths are rt's (``model/layers/0/kernel``), which
+    TensorFlow's Keras 3 spells after its own internals (``model/_functional/_operations/1/...``).
+    """
 
     def __init__(self, path):
         self._file = checkpoint_file(path)
         index, self._arrays = read_file(self._file)
-        self._entries = {e["path"]: e for e in index["entries"]}
+        self._entries = {e["path"] + VALUE_SUFFIX: e for e in index["entries"]}
+
+    def _entry(self, name: str):
+        return self._entries.get(name) or self._entries.get(name + VALUE_SUFFIX)
 
     def get_variable_to_shape_map(self) -> dict:
-        return {p: list(e["shape"]) for p, e in self._entries.items()}
+        return {key: list(e["shape"]) for key, e in self._entries.items()}
 
     def get_variable_to_dtype_map(self) -> dict:
-        return {p: dtypes.as_dtype(e["dtype"]) for p, e in self._entries.items()}
+        return {key: dtypes.as_dtype(e["dtype"]) for key, e in self._entries.items()}
 
     def has_tensor(self, name: str) -> bool:
-        return name in self._entries
+        return self._entry(name) is not None
 
     def get_tensor(self, name: str) -> np.ndarray:
-        if name not in self._entries:
+        entry = self._entry(name)
+        if entry is None:
             raise ValueError(f"checkpoint {self._file!r} has no value {name!r}; it has "
                              f"{_listing(sorted(self._entries))}")
-        return self._arrays[self._entries[name]["array"]].copy()
+        return self._arrays[entry["array"]].copy()
 
 
 def load_checkpoint(path) -> CheckpointReader:
@@ -311,7 +326,7 @@ def load_checkpoint(path) -> CheckpointReader:
 
 
 def list_variables(path) -> list[tuple[str, list]]:
-    """(path, shape) of every value in a checkpoint, sorted by path."""
+    """(key, shape) of every value in a checkpoint, sorted by key (TensorFlow's keys: see ``CheckpointReader``)."""
     return sorted(CheckpointReader(path).get_variable_to_shape_map().items())
 
 

@@ -42,7 +42,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "runtime.variables", "runtime.module", "runtime.jit", "runtime.polymorphic_function", "runtime.backprop",
         "runtime.keras", "runtime.keras.*", "runtime.data", "runtime.data.*", "runtime.optimizer",
         "runtime.optimizer.*", "runtime.train", "runtime.train.*"]),
-    ("6 AOT loader", ["runtime.aot"]),
+    ("6 AOT loader, and the TensorFlow-compat import hook it runs a --tf-compat module's source under", [
+        "runtime.aot", "runtime.tf_compat"]),
     ("7 build driver, lowering, code generation, JIT compiler, testing plugin, CLI", [
         "transpiler.build", "transpiler.build.*", "transpiler.lowering", "transpiler.lowering.*",
         "transpiler.codegen", "transpiler.codegen.*", "transpiler.jit", "transpiler.testing",

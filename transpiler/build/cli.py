@@ -43,6 +43,10 @@ def add_build(subparsers) -> None:
     build.add_argument("--from-ledger", action="store_true",
                        help="also compile the signatures the built modules traced at run time, and the shapes their "
                             "shape-generic code ran most (see `ledger`)")
+    build.add_argument("--tf-compat", action="store_true",
+                       help="build programs written against `import tensorflow as tf` (or `import keras`): their "
+                            "tf.functions are rt.functions, and `tensorflow`/`keras` mean rt while they import, at "
+                            "build time and whenever the built module is imported (see runtime.tf_compat)")
     build.add_argument("--renderer", default=None, help=argparse.SUPPRESS)
     build.set_defaults(func=_run_build)
 
@@ -62,6 +66,8 @@ def add_graph(subparsers) -> None:
     graph.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     graph.add_argument("--no-optimize", action="store_true", help="show the graphs as traced")
     graph.add_argument("--passes", metavar="A,B", help="only these optimization passes (comma separated)")
+    graph.add_argument("--tf-compat", action="store_true",
+                       help="the module is written against `import tensorflow as tf` (as build --tf-compat)")
     graph.set_defaults(func=_run_graph)
 
 
@@ -75,6 +81,8 @@ def add_ledger(subparsers) -> None:
     ledger.add_argument("paths", nargs="*", metavar="PATH",
                         help="modules (.py) or directories, as given to build (default: every ledger in the cache)")
     ledger.add_argument("--clear", action="store_true", help="empty the ledgers instead of showing them")
+    ledger.add_argument("--tf-compat", action="store_true",
+                        help="find tf.function modules under PATH too (as build --tf-compat)")
     ledger.set_defaults(func=_run_ledger)
 
 
@@ -93,20 +101,20 @@ def _run_build(args) -> int:
     try:
         return _driver.build(args.paths, outdir=args.outdir, jobs=args.jobs, force=args.force, verbose=args.verbose,
                              renderer=args.renderer or _driver.DEFAULT_RENDERER, strict=args.strict,
-                             from_ledger=args.from_ledger)
+                             from_ledger=args.from_ledger, tf_compat=args.tf_compat)
     except KeyboardInterrupt:  # before any worker started (discovery, hashing)
         print("interrupted", file=sys.stderr)
         return 130
 
 
 def _run_ledger(args) -> int:
-    return _driver.show_ledgers(args.paths, clear=args.clear)
+    return _driver.show_ledgers(args.paths, clear=args.clear, tf_compat=args.tf_compat)
 
 
 def _run_graph(args) -> int:
     passes = [p.strip() for p in args.passes.split(",") if p.strip()] if args.passes else None
     return _graph.show_graphs(args.target, fmt=args.format, optimize=not args.no_optimize, passes=passes,
-                              output=args.output)
+                              output=args.output, tf_compat=args.tf_compat)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,10 @@
 A module qualifies when it applies ``runtime.function`` (or ``runtime.Function``)
 under any alias: ``@rt.function``, ``@rt.function(...)``, ``@runtime.function``,
 ``@function`` after ``from runtime import function``, or a call ``rt.function(f)``.
-Aliases are resolved by libcst's ``QualifiedNameProvider``.
+Aliases are resolved by libcst's ``QualifiedNameProvider``. With ``tf_compat`` (``build --tf-compat``, for
+programs written against ``import tensorflow as tf``: see ``runtime.tf_compat``), ``tensorflow.function``
+counts too. A module that compiles a Keras model at import (``model.compile(optimizer=..., loss=...)``) qualifies
+as well: ``compile`` makes ``model.train_function``, an ``rt.function`` the build compiles.
 
 Example:
     >>> facts = scan_source("import runtime as rt\\n@rt.function\\ndef f(x):\\n    return x\\n")
@@ -19,20 +22,20 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from transpiler.build.facts import FUNCTION_QUALNAMES, FileFacts, FoundFunction, Import
+from transpiler.build.facts import FUNCTION_QUALNAMES, TF_FUNCTION_QUALNAMES, FileFacts, FoundFunction, Import
 from transpiler.lazy import lazy_import
 
 # libcst, loaded only for files whose facts are not cached: a no-op build needs none of it
 scanning = lazy_import("transpiler.build.scanning")
 
-__all__ = ["FUNCTION_QUALNAMES", "FactsCache", "FileFacts", "FoundFunction", "Import", "ModuleInfo", "discover",
+__all__ = ["FUNCTION_QUALNAMES", "TF_FUNCTION_QUALNAMES", "FactsCache", "FileFacts", "FoundFunction", "Import", "ModuleInfo", "discover",
            "is_skipped_dir", "iter_python_files", "module_name_for", "scan_source"]
 
 # Directories never searched: build outputs, caches, virtual environments.
 SKIPPED_DIRS = frozenset({"__pycache__", "build", "dist", "node_modules", "site-packages", "venv"})
 
 # Bump when the analysis changes, so cached facts are recomputed.
-_FACTS_VERSION = 1
+_FACTS_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,12 +150,14 @@ def module_name_for(path: Path) -> tuple[Path, str]:
 
 
 def discover(paths: Iterable[Path], exclude: Iterable[Path] = (), cache: FactsCache | None = None,
-             errors: list | None = None) -> list[ModuleInfo]:
-    """The modules under ``paths`` that define ``rt.function``s, sorted by dotted name.
+             errors: list | None = None, tf_compat: bool = False) -> list[ModuleInfo]:
+    """The modules under ``paths`` that define ``rt.function``s (and, with ``tf_compat``, ``tf.function``s),
+    sorted by dotted name.
 
     Files that do not parse are reported in ``errors`` (as ``(path, SyntaxError)``) when it is given, and
     otherwise skipped.
     """
+    words = (b"runtime", b"tensorflow", b"keras") if tf_compat else (b"runtime",)
     cache = cache or FactsCache()
     modules = []
     for path in iter_python_files(paths, exclude):
@@ -160,7 +165,7 @@ def discover(paths: Iterable[Path], exclude: Iterable[Path] = (), cache: FactsCa
             source = path.read_bytes()
         except OSError:
             continue
-        if b"runtime" not in source:
+        if not any(word in source for word in words):
             continue
         try:
             facts = cache.facts(path, source)
@@ -168,7 +173,8 @@ def discover(paths: Iterable[Path], exclude: Iterable[Path] = (), cache: FactsCa
             if errors is not None and b"function" in source:
                 errors.append((path, error))
             continue
-        if facts.functions:
+        functions = facts.functions + (facts.tf_functions if tf_compat else ()) + facts.compiles
+        if functions:
             root, name = module_name_for(path)
-            modules.append(ModuleInfo(path, root, name, facts.functions))
+            modules.append(ModuleInfo(path, root, name, functions))
     return sorted(modules, key=lambda m: (m.name, str(m.path)))

@@ -197,9 +197,10 @@ class _Workers:
     so an interrupt can stop them."""
 
     def __init__(self, renderer: str, user_roots: list[Path], progress: "Progress | None" = None,
-                 strict: bool = False):
+                 strict: bool = False, tf_compat: bool = False):
         self.renderer = renderer
         self.strict = strict
+        self.tf_compat = tf_compat
         self.progress = progress
         self.user_roots = [str(p) for p in user_roots]
         self._live: set = set()
@@ -232,7 +233,7 @@ class _Workers:
                        "dest": str(job.dest), "sidecar": str(job.sidecar), "log": str(job.log),
                        "hash": job.hash, "inputs": job.inputs, "renderer": self.renderer,
                        "user_roots": self.user_roots, "result": str(result_path), "scratch": scratch,
-                       "strict": self.strict, "ledger": job.ledger,
+                       "strict": self.strict, "ledger": job.ledger, "tf_compat": self.tf_compat,
                        "debug_dir": str(build_state_dir(job.dest.parent) / f"{job.module.name}.debug")}
             request_path.write_text(json.dumps(request))
             env = dict(os.environ)
@@ -408,7 +409,7 @@ def _print_callbacks(outcomes: list[Outcome], out: TextIO) -> None:
 
 def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int | None = None, force: bool = False,
           verbose: bool = False, renderer: str = DEFAULT_RENDERER, out: TextIO | None = None,
-          mirror: bool = True, strict: bool = False, from_ledger: bool = False) -> int:
+          mirror: bool = True, strict: bool = False, from_ledger: bool = False, tf_compat: bool = False) -> int:
     """Build the extension modules of every module under ``paths`` that defines ``rt.function``s.
 
     With ``outdir``, the extensions go into a tree mirrored under it and, when ``mirror`` is true, the rest
@@ -416,7 +417,10 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
 
     A signature that cannot be compiled to native code is a warning naming its function, op and line (its
     graph then runs on the generic executor); with ``strict`` it fails its module. ``from_ledger`` adds the
-    signatures each built module recorded at run time (``transpiler.build.ledger``).
+    signatures each built module recorded at run time (``transpiler.build.ledger``). ``tf_compat`` builds
+    programs written against ``import tensorflow as tf``: their ``tf.function``s are found, and they import (at
+    build time, and whenever the built module imports) with ``tensorflow`` and ``keras`` meaning rt
+    (``runtime.tf_compat``).
 
     Returns the exit status: 0 when everything built (or was up to date), 1 when a module failed,
     2 for bad arguments, 130 when interrupted.
@@ -444,13 +448,15 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
     cache_home = outdir_path or (roots[0] if roots[0].is_dir() else roots[0].parent)
     cache = FactsCache(build_state_dir(cache_home) / "discovery.json")
     syntax_errors: list = []
-    modules = discover(roots, exclude=[outdir_path] if outdir_path else [], cache=cache, errors=syntax_errors)
+    modules = discover(roots, exclude=[outdir_path] if outdir_path else [], cache=cache, errors=syntax_errors,
+                       tf_compat=tf_compat)
     if not modules and not syntax_errors:
-        print(f"no modules defining rt.function found under {', '.join(map(str, paths))}", file=out)
+        what = "rt.function or tf.function" if tf_compat else "rt.function"
+        print(f"no modules defining {what} found under {', '.join(map(str, paths))}", file=out)
         return 0
 
-    # 2. plan: output paths, hashes, cache hits
-    toolchain = toolchain_fingerprint({"renderer": renderer})
+    # 2. plan: output paths, hashes, cache hits (a --tf-compat build is another build of the same source)
+    toolchain = toolchain_fingerprint({"renderer": renderer, **({"tf_compat": True} if tf_compat else {})})
     planned = plan(modules, outdir_path, cache, toolchain, force, from_ledger)
     cache.save()
 
@@ -504,7 +510,7 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
             outcomes.append(outcome)
             progress.show(outcome)
 
-    workers = _Workers(renderer, roots, progress, strict)
+    workers = _Workers(renderer, roots, progress, strict, tf_compat)
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
         pending = {pool.submit(workers.run, job) for job in todo}
@@ -543,9 +549,10 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
     return 1 if counts["failed"] else 0
 
 
-def show_ledgers(paths: list[str | Path], clear: bool = False, out: TextIO | None = None) -> int:
+def show_ledgers(paths: list[str | Path], clear: bool = False, out: TextIO | None = None,
+                 tf_compat: bool = False) -> int:
     """``python -m transpiler ledger [PATH ...]``: print (or, with ``clear``, empty) the signature ledgers of the
-    modules under ``paths``, or every ledger in the cache."""
+    modules under ``paths`` (``tf_compat``: ``tf.function`` modules too), or every ledger in the cache."""
     out = out or sys.stdout
     if paths:
         roots = [Path(p).resolve() for p in paths]
@@ -553,7 +560,7 @@ def show_ledgers(paths: list[str | Path], clear: bool = False, out: TextIO | Non
         if missing:
             print(f"error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
             return 2
-        modules = discover(roots)
+        modules = discover(roots, tf_compat=tf_compat)
         found = [(m.name, ledger_path(m.path, m.name)) for m in modules]
     else:
         found = ledgers.all_ledgers()

@@ -15,11 +15,14 @@ class RtExtension(Extension):
     ``sources`` is the module's ``.py`` file: ``python -m transpiler build`` traces it and generates and
     compiles the extension's code during ``build_ext``. With ``include_sources=False`` the ``.py`` is left
     out of the built package (the extension is self-contained). With ``from_ledger=True`` the build adds the
-    signatures the module recorded at run time (``python -m transpiler build --from-ledger``).
+    signatures the module recorded at run time (``python -m transpiler build --from-ledger``). With
+    ``tf_compat=True`` the module is written against ``import tensorflow as tf`` (``build --tf-compat``).
     """
 
-    def __init__(self, name: str, source: str, include_sources: bool = True, from_ledger: bool = False):
+    def __init__(self, name: str, source: str, include_sources: bool = True, from_ledger: bool = False,
+                 tf_compat: bool = False):
         super().__init__(name, [source])
         self.rt_source = source
         self.include_sources = include_sources
         self.from_ledger = from_ledger
+        self.tf_compat = tf_compat

@@ -16,11 +16,13 @@ Example:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
+from runtime import tf_compat as tf_compat_module
 from runtime.graph import Graph
 from runtime.optimizer import optimize as optimize_graph
 from runtime.polymorphic_function import Function
@@ -135,10 +137,12 @@ def to_dot(graph, title: str | None = None) -> str:
 
 
 def show_graphs(target: str, fmt: str = "text", optimize: bool = True, passes: list[str] | None = None,
-                out: TextIO | None = None, err: TextIO | None = None, output: str | None = None) -> int:
+                out: TextIO | None = None, err: TextIO | None = None, output: str | None = None,
+                tf_compat: bool = False) -> int:
     """Print every concrete function of ``target`` with its graph (or, with ``output``, write it to that
     file); returns the exit status. ``fmt`` is ``text``, ``dot``, or ``svg``/``html`` (pictures of the graph
-    as traced and after optimization, see ``transpiler.build.pictures``)."""
+    as traced and after optimization, see ``transpiler.build.pictures``). ``tf_compat``: the module is written
+    against ``import tensorflow as tf`` (``runtime.tf_compat``)."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -148,7 +152,7 @@ def show_graphs(target: str, fmt: str = "text", optimize: bool = True, passes: l
         return 2
     stage = "importing"
     try:
-        with prefer_sources([root]):
+        with prefer_sources([root]), (tf_compat_module.aliased() if tf_compat else contextlib.nullcontext()):
             module = load_from_source(dotted, source, root)
             function = find_function(module, name)
             stage = "tracing"

@@ -1,5 +1,7 @@
 """Scanning a source file with libcst for what the build needs (``FileFacts``): the ``rt.function``
-applications, under any alias (libcst's ``QualifiedNameProvider`` resolves them), and the imports.
+applications, under any alias (libcst's ``QualifiedNameProvider`` resolves them), the ``tf.function`` ones and
+Keras ``model.compile(optimizer=..., loss=...)`` calls (which count under ``--tf-compat``: ``compile`` makes
+``model.train_function``, an ``rt.function`` the build compiles), and the imports.
 
 Loaded only when a file's facts are not cached (``transpiler.build.discovery.FactsCache``): libcst is the
 biggest import of the build driver, and a no-op build needs none of it.
@@ -11,7 +13,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
 
-from transpiler.build.facts import FUNCTION_QUALNAMES, FileFacts, FoundFunction, Import
+from transpiler.build.facts import FUNCTION_QUALNAMES, TF_FUNCTION_QUALNAMES, FileFacts, FoundFunction, Import
 
 
 class _FactsCollector(cst.CSTVisitor):
@@ -20,12 +22,19 @@ class _FactsCollector(cst.CSTVisitor):
     def __init__(self):
         super().__init__()
         self.functions: list[FoundFunction] = []
+        self.tf_functions: list[FoundFunction] = []
+        self.compiles: list[FoundFunction] = []
         self.imports: list[Import] = []
         self._decorator_calls: set[int] = set()
 
-    def _is_rt_function(self, node: cst.CSTNode) -> bool:
-        names = self.get_metadata(QualifiedNameProvider, node, set())
-        return any(q.name in FUNCTION_QUALNAMES for q in names)
+    def _kind(self, node: cst.CSTNode) -> list[FoundFunction] | None:
+        """The list an application of ``node`` goes to: rt.function's, tf.function's, or None."""
+        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+        if names & FUNCTION_QUALNAMES:
+            return self.functions
+        if names & TF_FUNCTION_QUALNAMES:
+            return self.tf_functions
+        return None
 
     def _line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
@@ -36,16 +45,24 @@ class _FactsCollector(cst.CSTVisitor):
             if isinstance(target, cst.Call):
                 self._decorator_calls.add(id(target))
                 target = target.func
-            if self._is_rt_function(target):
-                self.functions.append(FoundFunction(node.name.value, self._line(decorator)))
+            found = self._kind(target)
+            if found is not None:
+                found.append(FoundFunction(node.name.value, self._line(decorator)))
 
     def visit_Call(self, node: cst.Call) -> None:
         if id(node) in self._decorator_calls:
             return
         func = node.func
-        if isinstance(func, cst.Call) and self._is_rt_function(func.func):
+        if isinstance(func, cst.Attribute) and func.attr.value == "compile" and any(
+                arg.keyword is not None and arg.keyword.value in ("optimizer", "loss") for arg in node.args):
+            owner = func.value.value if isinstance(func.value, cst.Name) else "<expression>"
+            self.compiles.append(FoundFunction(f"{owner}.compile", self._line(node)))
+            return
+        found = self._kind(func)
+        if isinstance(func, cst.Call) and self._kind(func.func) is not None:
             self._decorator_calls.add(id(func))  # rt.function(input_signature=...)(f)
-        elif not self._is_rt_function(func):
+            found = self._kind(func.func)
+        elif found is None:
             return
         positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
         name = "<decorator>"
@@ -53,7 +70,7 @@ class _FactsCollector(cst.CSTVisitor):
             first = positional[0]
             name = first.value if isinstance(first, cst.Name) else \
                 first.attr.value if isinstance(first, cst.Attribute) else "<expression>"
-        self.functions.append(FoundFunction(name, self._line(node)))
+        found.append(FoundFunction(name, self._line(node)))
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -76,14 +93,16 @@ def _dotted(node: cst.BaseExpression) -> str:
 
 
 def scan_source(source: str) -> FileFacts:
-    """The ``rt.function`` applications and the imports of one module's source."""
+    """The ``rt.function`` (and ``tf.function``) applications, Keras ``compile`` calls and the imports of one
+    module's source."""
     module = cst.parse_module(source)
-    if "runtime" not in source:
-        # Cheap path: without the word, nothing can resolve to runtime.function.
+    if "runtime" not in source and "tensorflow" not in source and "keras" not in source:
+        # Cheap path: without the words, nothing can resolve to runtime.function or tensorflow.function, and no
+        # Keras model is compiled.
         return FileFacts((), tuple(_imports_only(module)))
     facts = _FactsCollector()
     MetadataWrapper(module, unsafe_skip_copy=True).visit(facts)
-    return FileFacts(tuple(facts.functions), tuple(facts.imports))
+    return FileFacts(tuple(facts.functions), tuple(facts.imports), tuple(facts.tf_functions), tuple(facts.compiles))
 
 
 def _imports_only(module: cst.Module) -> list[Import]:

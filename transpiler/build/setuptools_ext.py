@@ -11,6 +11,7 @@ Name the packages in ``pyproject.toml`` (read by ``transpiler.build.setuptools_h
     build = ["mymodels"]
     include-sources = false
     from-ledger = true          # also compile the signatures the modules recorded at run time
+    tf-compat = true            # the modules are written against `import tensorflow as tf`
 
 or in ``setup.py``::
 
@@ -40,23 +41,24 @@ __all__ = ["RtExtension", "rt_extensions", "configure"]
 
 
 def rt_extensions(paths: list[str | os.PathLike], include_sources: bool = True,
-                  from_ledger: bool = False) -> list[RtExtension]:
+                  from_ledger: bool = False, tf_compat: bool = False) -> list[RtExtension]:
     """One ``RtExtension`` per module under ``paths`` (package directories or ``.py`` files, relative to the
     project) that defines ``rt.function``s; the discovery is static (nothing is imported). ``from_ledger``:
-    also compile the signatures each module recorded at run time (``build --from-ledger``)."""
+    also compile the signatures each module recorded at run time (``build --from-ledger``). ``tf_compat``: the
+    modules are written against ``import tensorflow as tf`` (``build --tf-compat``)."""
     missing = [str(p) for p in paths if not Path(p).exists()]
     if missing:
         raise SetupError(f"rt build: no such file or directory: {', '.join(missing)} "
                          f"(paths are relative to {os.getcwd()})")
     errors: list = []
-    modules = discover([Path(p) for p in paths], errors=errors)
+    modules = discover([Path(p) for p in paths], errors=errors, tf_compat=tf_compat)
     if errors:
         raise SetupError("rt build: cannot parse " + "; ".join(
             f"{os.path.relpath(path)}:{getattr(error, 'lineno', '?')}: {getattr(error, 'msg', error)}"
             for path, error in errors))
     if not modules:
         raise SetupError(f"rt build: no module defining rt.function found under {', '.join(map(str, paths))}")
-    return [RtExtension(module.name, os.path.relpath(module.path), include_sources, from_ledger)
+    return [RtExtension(module.name, os.path.relpath(module.path), include_sources, from_ledger, tf_compat)
             for module in modules]
 
 
@@ -78,11 +80,13 @@ class RtBuildExtMixin:
 
     def _build_rt(self, extensions: list[RtExtension]) -> None:
         jobs = self.parallel if isinstance(self.parallel, int) and not isinstance(self.parallel, bool) else None
-        status = build(sorted({ext.rt_source for ext in extensions}), outdir=self.build_lib, jobs=jobs,
-                       force=bool(self.force), mirror=False,
-                       from_ledger=any(getattr(ext, "from_ledger", False) for ext in extensions))
-        if status != 0:
-            raise CompileError("rt build: building the rt.function modules failed (see the messages above)")
+        for tf_compat in sorted({bool(getattr(ext, "tf_compat", False)) for ext in extensions}):
+            group = [ext for ext in extensions if bool(getattr(ext, "tf_compat", False)) == tf_compat]
+            status = build(sorted({ext.rt_source for ext in group}), outdir=self.build_lib, jobs=jobs,
+                           force=bool(self.force), mirror=False, tf_compat=tf_compat,
+                           from_ledger=any(getattr(ext, "from_ledger", False) for ext in group))
+            if status != 0:
+                raise CompileError("rt build: building the rt.function modules failed (see the messages above)")
         for ext in extensions:
             built = Path(self.get_ext_fullpath(ext.name))
             if not built.is_file():
@@ -119,7 +123,8 @@ def configure(dist, config: dict | None) -> None:
     ``build_ext`` and ``build_py`` build them (on top of the project's own commands, if it has any)."""
     if config is not None:
         dist.ext_modules = list(dist.ext_modules or []) + rt_extensions(config["build"], config["include_sources"],
-                                                                        config.get("from_ledger", False))
+                                                                        config.get("from_ledger", False),
+                                                                        config.get("tf_compat", False))
     dist.cmdclass["build_ext"] = _with_mixin(RtBuildExtMixin, dist.cmdclass.get("build_ext"), _setuptools_build_ext)
     dist.cmdclass["build_py"] = _with_mixin(RtBuildPyMixin, dist.cmdclass.get("build_py"), _setuptools_build_py)
 

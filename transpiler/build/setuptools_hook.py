@@ -11,6 +11,7 @@ A ``pyproject.toml`` names what to build::
     build = ["mymodels"]        # directories or .py files, relative to the project
     include-sources = false     # ship the .py of built modules too (default: true)
     from-ledger = true          # also compile the signatures recorded at run time (default: false)
+    tf-compat = true            # the modules are written against `import tensorflow as tf` (default: false)
 """
 from __future__ import annotations
 
@@ -51,11 +52,14 @@ def read_config(pyproject: Path) -> dict | None:
     from_ledger = config.get("from-ledger", False)
     if not isinstance(from_ledger, bool):
         raise ValueError(f"{pyproject}: [tool.{TOOL_TABLE}] from-ledger must be true or false, got {from_ledger!r}")
-    unknown = sorted(set(config) - {"build", "include-sources", "from-ledger"})
+    tf_compat = config.get("tf-compat", False)
+    if not isinstance(tf_compat, bool):
+        raise ValueError(f"{pyproject}: [tool.{TOOL_TABLE}] tf-compat must be true or false, got {tf_compat!r}")
+    unknown = sorted(set(config) - {"build", "include-sources", "from-ledger", "tf-compat"})
     if unknown:
         raise ValueError(f"{pyproject}: unknown key(s) in [tool.{TOOL_TABLE}]: {', '.join(unknown)} "
-                         "(known: build, include-sources, from-ledger)")
-    return {"build": build, "include_sources": include, "from_ledger": from_ledger}
+                         "(known: build, include-sources, from-ledger, tf-compat)")
+    return {"build": build, "include_sources": include, "from_ledger": from_ledger, "tf_compat": tf_compat}
 
 
 def finalize_distribution_options(dist) -> None:

@@ -1,12 +1,14 @@
 """One module's build, in its own process: ``python -m transpiler.build.worker REQUEST.json``.
 
-Imports the module from source (with ``RT_BUILDING=1``), renders it with the code generator, compiles
-it in a private build directory and installs the extension atomically. Everything the user's code or
+Imports the module from source (with ``RT_BUILDING=1``; under ``--tf-compat`` with ``tensorflow`` and ``keras``
+meaning rt, ``runtime.tf_compat``), renders it with the code generator, compiles it in a private build directory
+and installs the extension atomically. Everything the user's code or
 the compiler prints goes to this process's stdout/stderr, which the driver sends to the module's log
 file; the outcome is written as JSON to the request's ``result`` path.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -22,6 +24,7 @@ import time
 import traceback
 from pathlib import Path
 
+from runtime import tf_compat
 from transpiler.build.compile import compile_extension, install_file, remove_stale_temporaries, write_text_atomically
 from transpiler.build.hashing import toolchain_directories
 from transpiler.build.loading import load_from_source, prefer_sources
@@ -121,6 +124,10 @@ def _call_renderer(render, module, request: dict, build_dir: Path):
         kwargs["build_dir"] = str(build_dir)
     if "ledger" in parameters and request.get("ledger"):
         kwargs["ledger"] = request["ledger"]
+    if request.get("tf_compat"):
+        if "tf_compat" not in parameters:
+            raise TypeError(f"--tf-compat: the renderer {request['renderer']} does not take tf_compat")
+        kwargs["tf_compat"] = True
     return render(module, **kwargs)
 
 
@@ -150,7 +157,8 @@ def build(request: dict) -> dict:
     try:
         os.environ["RT_BUILDING"] = "1"
         root = Path(request["root"])
-        with prefer_sources([root] + [Path(p) for p in request.get("user_roots", [])]):
+        compat = tf_compat.aliased() if request.get("tf_compat") else contextlib.nullcontext()
+        with prefer_sources([root] + [Path(p) for p in request.get("user_roots", [])]), compat:
             module = load_from_source(request["name"], Path(request["source"]), root)
             stage = "render"
             render = resolve_renderer(request["renderer"])

@@ -104,13 +104,16 @@ class Failure:
         return f"{where}{self.signature}: {self.type}: {self.message}{op}; {then}"
 
 
-def render_module(module, source_path: str, module_name: str, passes=None, ledger=None) -> RenderedModule:
+def render_module(module, source_path: str, module_name: str, passes=None, ledger=None,
+                  tf_compat: bool = False) -> RenderedModule:
     """Generate the extension for an imported module (see the module docstring).
 
     ``passes`` (names, or None for all) selects graph passes (``runtime.optimizer.PASSES``) and the
     emitter's ``fuse_elementwise`` / ``plan_memory``. ``ledger`` maps a Function's ledger key to the
     encoded signatures (``runtime.aot.encode_signature``) to build for it besides its own: the
-    signatures a run of the built module traced (``build --from-ledger``).
+    signatures a run of the built module traced (``build --from-ledger``). ``tf_compat``: the module is written
+    against ``import tensorflow as tf``; the built module runs its source with ``tensorflow`` and ``keras``
+    meaning rt (``runtime.tf_compat``), as the build did.
 
     A signature that fails to trace or to lower does not fail the module: it is listed in the result's
     ``failures`` with its function, op and line, and (when its graph exists) embedded without native code,
@@ -190,7 +193,8 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
                             "conversions": _conversions(source_path),
                             "source_hash": hashlib.sha256(source.encode("utf-8")).hexdigest(),
                             "version": version.__version__, "functions": entries, "methods": methods,
-                            "labels": {t.key: t.label for t in targets if t.path is None}}, protocol=4), 6)
+                            "labels": {t.key: t.label for t in targets if t.path is None},
+                            "tf_compat": tf_compat}, protocol=4), 6)
     header_name = f"{short}_rt_native.h"
     header = render("native.h.tmpl", source_name=("c_comment", os.path.basename(source_path)),
                     functions=("raw", "\n\n".join(functions_c)),
@@ -252,10 +256,11 @@ def _trace_target(target, ledger_signatures, source_path: str, failures: list, n
     for encoded in ledger_signatures:
         try:
             arguments = decode_signature(encoded)
+            args, kwargs = function.call_arguments(arguments)      # one value per parameter: *args splatted
         except ValueError:
             continue                                       # (a ledger line from another version)
         try:
-            function.specialize(*arguments)
+            function.specialize(*args, **kwargs)
         except Exception as error:  # noqa: BLE001 - the ledger is advice: what no longer traces is left out
             text = describe_signature(target.label, arguments, function.parameter_names)
             notes.append(f"{text}: recorded in the ledger, not compiled: it does not trace now "

@@ -1,10 +1,11 @@
 """``rt.keras.layers``: the ``Layer`` base class and the built-in layers.
 
-Core: ``Dense``, ``Activation``, ``Dropout``, ``Flatten``, ``Reshape``, ``Embedding``, ``Lambda``, ``Add``,
+Core: ``Dense``, ``Activation``, ``Softmax``, ``ReLU``, ``LeakyReLU``, ``Dropout``, ``Flatten``, ``Reshape``, ``Embedding``, ``Lambda``, ``Add``,
 ``Subtract``, ``Multiply``, ``Average``, ``Concatenate``; images (NHWC): ``Conv2D``, ``MaxPooling2D``
 (``MaxPool2D``), ``GlobalAveragePooling2D``, ``GlobalMaxPooling2D``; normalization: ``BatchNormalization``,
 ``LayerNormalization``, ``Normalization``; ``Input`` and ``InputLayer`` for functional models.
 """
+from runtime.errors import missing_name
 from runtime.keras.functional import Input, InputLayer
 from runtime.keras.layers.base import Layer
 from runtime.keras.layers.convolutional import (
@@ -26,8 +27,11 @@ from runtime.keras.layers.core import (
                                                 Embedding,
                                                 Flatten,
                                                 Lambda,
+                                                LeakyReLU,
                                                 Multiply,
+                                                ReLU,
                                                 Reshape,
+                                                Softmax,
                                                 Subtract,
 )
 from runtime.keras.layers.normalization import BatchNormalization, LayerNormalization, Normalization
@@ -50,12 +54,18 @@ __all__ = [
                                                 "Input",
                                                 "InputLayer",
                                                 "Lambda",
+                                                "LeakyReLU",
                                                 "Layer",
                                                 "LayerNormalization",
                                                 "MaxPool2D",
                                                 "MaxPooling2D",
                                                 "Multiply",
                                                 "Normalization",
+                                                "ReLU",
                                                 "Reshape",
+                                                "Softmax",
                                                 "Subtract",
 ]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.layers")

@@ -25,8 +25,8 @@ Example (the custom layers guide):
     ...     def call(self, inputs):
     ...         return rt.matmul(inputs, self.kernel)
     >>> layer = MyDenseLayer(10, name="dense_10")
-    >>> layer(rt.zeros([10, 5])).shape, [v.name for v in layer.trainable_variables]
-    (TensorShape([10, 10]), ['dense_10/kernel'])
+    >>> layer(rt.zeros([10, 5])).shape, [(v.name, v.path) for v in layer.trainable_variables]
+    (TensorShape([10, 10]), [('kernel', 'dense_10/kernel')])
 """
 from __future__ import annotations
 
@@ -148,7 +148,9 @@ class Layer(Module):
         if value.shape != shape:
             raise ValueError(f"{self.name}.add_weight: the initializer gave shape {value.shape}, expected {shape}")
         label = name or f"variable_{len(self._weights)}"
-        variable = Variable(value, trainable=trainable, name=f"{self.name}/{label}")
+        # Keras 3: the variable's name is the weight's own (``kernel``), its path the layer's and that name
+        variable = Variable(value, trainable=trainable, name=label)
+        variable.path = f"{self.name}/{label}"
         self._weights.append(variable)
         if trainable:
             self._rt_created_trainable.add(id(variable))

@@ -1,4 +1,4 @@
-"""Core layers: ``Dense``, ``Activation``, ``Dropout``, ``Flatten``, ``Reshape``, ``Embedding``, ``Lambda``, and the
+"""Core layers: ``Dense``, ``Activation`` (and ``Softmax``, ``ReLU``, ``LeakyReLU``), ``Dropout``, ``Flatten``, ``Reshape``, ``Embedding``, ``Lambda``, and the
 merging layers ``Add``, ``Subtract``, ``Multiply``, ``Average``, ``Concatenate``."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from runtime import dtypes
 from runtime.keras import activations, regularizers, utils
 from runtime.keras.layers.base import Layer
 from runtime.ops import array_ops, math_ops, random_ops
+from runtime.ops.registry import convert
 from runtime.shapes import as_shape
 from runtime.variables import Variable
 
@@ -75,6 +76,53 @@ class Activation(Layer):
 
     def call(self, inputs):
         return self.activation(inputs)
+
+
+class Softmax(Layer):
+    """``softmax(inputs)`` over ``axis``; where ``mask`` is False the inputs count as -1e9 first (Keras 3)."""
+
+    def __init__(self, axis: int = -1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = axis
+
+    def call(self, inputs, mask=None):
+        inputs = convert(inputs)
+        if mask is not None:
+            keep = math_ops.cast(convert(mask), inputs.dtype)
+            inputs = math_ops.add(inputs, math_ops.multiply(math_ops.subtract(convert(1.0, inputs.dtype), keep),
+                                                            convert(-1e9, inputs.dtype)))
+        return activations.softmax(inputs, axis=self.axis)
+
+
+class ReLU(Layer):
+    """``relu(inputs, negative_slope, max_value, threshold)`` as a layer (Keras 3's ``ReLU``)."""
+
+    def __init__(self, max_value=None, negative_slope: float = 0.0, threshold: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        if max_value is not None and max_value < 0:
+            raise ValueError(f"ReLU: max_value of a ReLU layer cannot be a negative value, got {max_value}")
+        if negative_slope is None or negative_slope < 0:
+            raise ValueError(f"ReLU: negative_slope of a ReLU layer cannot be a negative value, got {negative_slope}")
+        self.max_value, self.negative_slope, self.threshold = max_value, negative_slope, threshold
+
+    def call(self, inputs):
+        return activations.relu(inputs, negative_slope=self.negative_slope, max_value=self.max_value,
+                                threshold=self.threshold)
+
+
+class LeakyReLU(Layer):
+    """``x`` above 0, ``negative_slope * x`` below (Keras 3's default slope is 0.3)."""
+
+    def __init__(self, negative_slope: float = 0.3, **kwargs):
+        if "alpha" in kwargs:           # Keras 2's name of the slope
+            negative_slope = kwargs.pop("alpha")
+        super().__init__(**kwargs)
+        if negative_slope is None or negative_slope < 0:
+            raise ValueError(f"LeakyReLU: negative_slope cannot be negative, got {negative_slope}")
+        self.negative_slope = negative_slope
+
+    def call(self, inputs):
+        return activations.leaky_relu(inputs, negative_slope=self.negative_slope)
 
 
 class Dropout(Layer):

@@ -22,6 +22,7 @@ import weakref
 import numpy as np
 
 from runtime import dtypes
+from runtime.errors import missing_name
 from runtime.keras.optimizers import schedules
 from runtime.ops import math_ops
 from runtime.ops.registry import convert
@@ -368,3 +369,6 @@ def get(identifier) -> Optimizer:
 
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "get", "schedules"]
+
+# a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
+__getattr__ = missing_name("keras.optimizers")

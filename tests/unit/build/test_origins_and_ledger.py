@@ -304,7 +304,8 @@ kept = make()
 def test_tool_rt_from_ledger_is_read_and_checked(tmp_path):
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.rt]\nbuild = ["pkg"]\nfrom-ledger = true\n')
-    assert read_config(pyproject) == {"build": ["pkg"], "include_sources": True, "from_ledger": True}
+    assert read_config(pyproject) == {"build": ["pkg"], "include_sources": True, "from_ledger": True,
+                                      "tf_compat": False}
     pyproject.write_text('[tool.rt]\nbuild = ["pkg"]\n')
     assert read_config(pyproject)["from_ledger"] is False
     pyproject.write_text('[tool.rt]\nbuild = ["pkg"]\nfrom-ledger = "yes"\n')

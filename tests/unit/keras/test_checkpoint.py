@@ -81,12 +81,16 @@ def test_save_restore_round_trip_and_format(tmp_path):
     ckpt.read(str(tmp_path / "plain")).assert_consumed()
     ckpt.restore(str(tmp_path / "plain.rtckpt")).assert_consumed()              # the file name works too
     assert ckpt.restore(None).restored_paths == []
-    listed = dict(rt.train.list_variables(path))
-    assert listed["model/layers/0/kernel"] == [4, 3] and listed["step"] == []
+    listed = dict(rt.train.list_variables(path))      # TensorFlow's keys
+    assert listed["model/layers/0/kernel/.ATTRIBUTES/VARIABLE_VALUE"] == [4, 3]
+    assert listed["step/.ATTRIBUTES/VARIABLE_VALUE"] == []
     bias_index = [id(v) for v in model.variables].index(id(model.layers[2].bias))
     np.testing.assert_array_equal(rt.train.load_variable(path, "model/layers/2/bias"), saved[bias_index])
+    np.testing.assert_array_equal(rt.train.load_variable(path, "model/layers/2/bias/.ATTRIBUTES/VARIABLE_VALUE"),
+                                  saved[bias_index])
     reader = rt.train.load_checkpoint(path)
-    assert reader.get_variable_to_dtype_map()["optimizer/iterations"] is rt.int64 and reader.has_tensor("step")
+    dtypes = reader.get_variable_to_dtype_map()
+    assert dtypes["optimizer/iterations/.ATTRIBUTES/VARIABLE_VALUE"] is rt.int64 and reader.has_tensor("step")
     with pytest.raises(ValueError, match="has no value 'nope'"):
         reader.get_tensor("nope")
 

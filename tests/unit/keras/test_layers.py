@@ -167,7 +167,8 @@ def test_custom_layer_guide():
     assert not layer.built and layer.weights == []
     out = layer(rt.zeros([10, 5]))
     assert out.shape == (10, 10) and layer.built
-    assert [v.name for v in layer.trainable_variables] == [f"{layer.name}/kernel"]
+    assert [v.name for v in layer.trainable_variables] == ["kernel"]            # Keras 3: the name given ...
+    assert [v.path for v in layer.trainable_variables] == [f"{layer.name}/kernel"]   # ... and the layer's path
     assert layer.kernel.shape == (5, 10)
     layer(rt.zeros([3, 5]))                                   # built once
     assert len(layer.weights) == 1
@@ -343,3 +344,34 @@ def test_regularizers_and_add_loss_reach_model_losses():
     l1 = L.Dense(1, kernel_regularizer="l1", kernel_initializer="ones")
     l1(np.zeros((1, 3), np.float32))
     assert [float(v) for v in l1.losses] == pytest.approx([0.03])
+
+
+# ---------------------------------------------------------------------------
+# Activation layers (the beginner quickstart's probability model is Sequential([model, Softmax()])).
+
+def test_activation_layers_against_numpy_and_keras():
+    x = _rng(7).standard_normal((3, 5)).astype(np.float32) * 3
+    mask = _rng(8).uniform(size=(3, 5)) > 0.3
+    exp = np.exp(x - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(L.Softmax()(x).numpy(), exp / exp.sum(-1, keepdims=True), rtol=1e-6)
+    first_axis = np.exp(x - x.max(axis=0)) / np.exp(x - x.max(axis=0)).sum(0)
+    np.testing.assert_allclose(L.Softmax(axis=0)(x).numpy(), first_axis, rtol=1e-6)
+    masked = np.where(mask, x, x - 1e9)
+    masked = np.exp(masked - masked.max(-1, keepdims=True))
+    np.testing.assert_allclose(L.Softmax()(x, mask=mask).numpy(), masked / masked.sum(-1, keepdims=True),
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(L.ReLU()(x).numpy(), np.maximum(x, 0))
+    np.testing.assert_allclose(L.ReLU(max_value=1.5, negative_slope=0.1, threshold=0.0)(x).numpy(),
+                               np.minimum(np.where(x > 0, x, 0.1 * x), 1.5), rtol=1e-6)
+    np.testing.assert_allclose(L.LeakyReLU()(x).numpy(), np.where(x > 0, x, 0.3 * x), rtol=1e-6)
+    np.testing.assert_allclose(L.LeakyReLU(negative_slope=0.1)(x).numpy(), np.where(x > 0, x, 0.1 * x), rtol=1e-6)
+    with pytest.raises(ValueError, match="negative"):
+        L.ReLU(max_value=-1.0)
+    model = rt.keras.Sequential([rt.keras.Input((5,)), L.Dense(4), L.Softmax()])
+    np.testing.assert_allclose(model(x).numpy().sum(-1), 1.0, rtol=1e-6)
+    keras = _keras()
+    for ours, theirs, kwargs in ((L.Softmax(), keras.layers.Softmax(), {"mask": mask}),
+                                 (L.ReLU(max_value=2.0, threshold=0.5), keras.layers.ReLU(max_value=2.0, threshold=0.5),
+                                  {}),
+                                 (L.LeakyReLU(), keras.layers.LeakyReLU(), {})):
+        np.testing.assert_allclose(ours(x, **kwargs).numpy(), np.asarray(theirs(x, **kwargs)), rtol=1e-6, atol=1e-7)

@@ -28,7 +28,8 @@ def test_mean_and_sum_by_hand():
     m.update_state([1.0, 2.0, 3.0])
     m.update_state([[4.0, 6.0]])                            # rank 2: one value per sample (the mean)
     assert float(m.result()) == pytest.approx((1 + 2 + 3 + 5) / 4)
-    assert [v.name for v in m.variables] == ["avg/total", "avg/count"]
+    assert [v.name for v in m.variables] == ["total", "count"]                # Keras 3's names and paths
+    assert [v.path for v in m.variables] == ["avg/total", "avg/count"]
     w = M.Mean()
     w.update_state([1.0, 3.0], sample_weight=[3.0, 1.0])
     assert float(w.result()) == pytest.approx(1.5)

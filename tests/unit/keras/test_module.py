@@ -73,7 +73,8 @@ def test_keras_layers_inside_a_module_contribute_their_weights():
             self.scale = rt.Variable(1.0, name="scale")
     holder = Holder()
     holder.dense(np.ones((1, 3), np.float32))
-    assert _names(holder.variables) == ["scale", "dense/kernel", "dense/bias"]
+    assert _names(holder.variables) == ["scale", "kernel", "bias"]               # Keras 3's names ...
+    assert [getattr(v, "path", None) for v in holder.variables] == [None, "dense/kernel", "dense/bias"]  # ... paths
 
 
 def test_set_random_seed_seeds_numpy_python_and_rt(monkeypatch):
