@@ -610,7 +610,8 @@ def _reduce_infer(op_type, allowed, out_dtype=None):
         axes, keep = attrs["axis"], attrs["keepdims"]
         dims = spec.shape.dims
         if dims is None:
-            return [(out_dtype or spec.dtype, None)]
+            # over every axis of a tensor of unknown rank: a scalar all the same, as TensorFlow states it
+            return [(out_dtype or spec.dtype, () if axes is None and not keep else None)]
         if axes is None:
             axes = tuple(range(len(dims)))
         axes = tuple(a % len(dims) if dims else 0 for a in axes)

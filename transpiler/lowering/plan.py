@@ -228,7 +228,9 @@ def _regions(cx, ops, kind, users, stored, outputs) -> list:
 def _row_key(cx, op):
     """(domain, number of trailing reduced axes) when ``op`` reduces trailing axes and keeps some rows."""
     x = op.inputs[0]
-    dims = cx.dims[id(x)]
+    dims = cx.dims.get(id(x))
+    if dims is None:
+        return None             # a rank only the run time tells
     axes = op.attrs["axis"]
     rank = len(dims)
     axes = list(range(rank)) if axes is None else sorted({a % rank for a in axes}) if rank else []
@@ -250,7 +252,9 @@ def _row_shaped(dims, region) -> bool:
 
 def _fits(cx, op, kind, region) -> bool:
     k = kind[id(op)]
-    dims = cx.dims[id(op.outputs[0])] if op.outputs else None
+    dims = cx.dims.get(id(op.outputs[0])) if op.outputs else None
+    if dims is None or any(id(t) not in cx.dims for t in op.inputs):
+        return False            # a rank only the run time tells (a py_function's result): not in a row group
     if k == "reduction":
         return _row_key(cx, op) == (region.domain, region.reduced)
     if k == "elementwise":

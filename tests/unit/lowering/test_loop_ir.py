@@ -168,6 +168,19 @@ def test_a_callback_is_reported():
     assert lowered.report.callbacks == {"Cumsum": 1}
 
 
+def test_values_of_unknown_rank_stay_out_of_row_groups():
+    """A py_function's result has no rank while tracing; reduced over every axis it is a scalar (as TensorFlow
+    states it), and the row-group planner passes it by instead of failing the lowering (a KeyError found by the
+    fuzzer's pyfunc kind)."""
+    def f(m):
+        r = rt.py_function(lambda a: a * 2.0, [m], [F])[0]
+        s = rt.reduce_sum(r)
+        assert s.shape == rt.TensorShape([])
+        return rt.reduce_sum(m * s, axis=1) + rt.reduce_max(r, axis=1)
+    lowered = _lower(f, rt.TensorSpec([None, 3], F))
+    assert lowered.report.callbacks["EagerPyFunc"] == 1
+
+
 def test_the_ir_prints_readably():
     text = str(_lower(lambda x: rt.reduce_sum(x * x, axis=1), rt.TensorSpec([None, 64], F)).ir)
     assert text.startswith("function rt_fn_test(x: float32[?,64]):")
