@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from runtime import dtypes
 from runtime.data.lowering import (
-    Rows, Stage, UnaryStage, as_int64, branch, conform_all, dummies, empty_vector, false, int64, list_from,
-    list_get, list_set, list_stack, loop, new_list, size_of, true,
+    Rows, SameOrderStage, Stage, UnaryStage, as_int64, branch, conform_all, dummies, empty_vector, false, int64,
+    list_from, list_get, list_set, list_stack, loop, new_list, size_of, true,
 )
 from runtime.ops import array_ops, math_ops
 from runtime.shapes import TensorShape, TensorSpec
@@ -17,7 +17,7 @@ from runtime.shapes import TensorShape, TensorSpec
 # ---------------------------------------------------------------------------
 # Transformations that compute elements.
 
-class MapStage(UnaryStage):
+class MapStage(SameOrderStage):
     """``map(fn)``: the function runs where the element is used (inside the loop body, or inside a branch that
     runs only for a valid element). A pure function (no stateful op) over an index stage keeps the indices:
     a shuffle or batch above it permutes and gathers indices, and the function runs on each element read
@@ -32,38 +32,11 @@ class MapStage(UnaryStage):
         self.computes = self.indexed
         self.deferred = True
 
-    def state_size(self):
-        return self.up.state_size()
-
-    def init(self):
-        return self.up.init()
-
-    def reinit(self, state):
-        return self.up.reinit(state)
-
-    def pull(self, state):
-        return self.up.pull(state)
-
     def materialize(self, payload):
         return self.call(self.up.element(payload))
 
     def fetch(self, idx):
         return self.call(conform_all(self.up.fetch(idx), self.up.specs))
-
-    def take(self, state, k):
-        return self.up.take(state, k)
-
-    def row_kinds(self):
-        return self.up.row_kinds()
-
-    def advance(self, state, n):
-        return self.up.advance(state, n)
-
-    def pass_length(self):
-        return self.up.pass_length()
-
-    def pass_indices(self, length):
-        return self.up.pass_indices(length)
 
     def fetch_rows(self, rows, count):
         if self.call_rows is not None:

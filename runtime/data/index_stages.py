@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from runtime import dtypes
 from runtime.data.lowering import (
-    INDEX_SPEC, INT64_MAX, IndexStage, Rows, Stage, UnaryStage, as_int64, as_list, branch, clamp_count, conform,
-    conform_all, dummies, empty_vector, false, index_table, int64, list_get, list_set, loop, new_list, rng_next,
-    rng_start, size_of, true, vector_shape,
+    INDEX_SPEC, INT64_MAX, IndexStage, Rows, SameOrderStage, Stage, UnaryStage, as_int64, as_list, branch,
+    clamp_count, conform, conform_all, dummies, empty_vector, false, index_table, int64, list_get, list_set, loop,
+    new_list, rng_next, rng_start, size_of, true, vector_shape,
 )
 from runtime.ops import array_ops, math_ops
 from runtime.ops.dataset_ops import shuffle_indices
@@ -155,39 +155,12 @@ class IteratorStage(Stage):
 # ---------------------------------------------------------------------------
 # Transformations that only choose elements: index stages over index stages, element stages otherwise.
 
-class PassStage(UnaryStage):
+class PassStage(SameOrderStage):
     """A stage that keeps its input's elements (``prefetch``; ``cache`` in graphs)."""
 
     def __init__(self, specs, up):
         super().__init__(specs, up)
         self.vectorizable = up.indexed and up.vectorizable
-
-    def state_size(self):
-        return self.up.state_size()
-
-    def init(self):
-        return self.up.init()
-
-    def reinit(self, state):
-        return self.up.reinit(state)
-
-    def pull(self, state):
-        return self.up.pull(state)
-
-    def take(self, state, k):
-        return self.up.take(state, k)
-
-    def row_kinds(self):
-        return self.up.row_kinds()
-
-    def advance(self, state, n):
-        return self.up.advance(state, n)
-
-    def pass_length(self):
-        return self.up.pass_length()
-
-    def pass_indices(self, length):
-        return self.up.pass_indices(length)
 
 
 class TakeStage(UnaryStage):

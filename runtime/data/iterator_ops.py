@@ -141,7 +141,8 @@ class _GraphSideIterator:
 
     def _rt_next_or_default(self, default):
         out = lowering.as_list(apply("IteratorGetNext", [self.handle], self._attrs(True)))
-        return lowering.pack(self.element_spec, lowering.element_or_default(out[0], out[1:], self.element_spec, default))
+        flat = lowering.element_or_default(out[0], out[1:], self.element_spec, default)
+        return lowering.pack(self.element_spec, flat)
 
     def _rt_graph_loop(self):
         stage = index_stages.IteratorStage(self._flat, self.handle, self._attrs(True))

@@ -388,6 +388,38 @@ class UnaryStage(IndexStage):
         return loop(test, body, [int64(0), true()] + list(state))[2:]
 
 
+class SameOrderStage(UnaryStage):
+    """A stage whose elements come in its input's order, one for one: its state, and where a pass is, are its
+    input's (``prefetch``, ``cache`` in graphs, ``map``)."""
+
+    def state_size(self):
+        return self.up.state_size()
+
+    def init(self):
+        return self.up.init()
+
+    def reinit(self, state):
+        return self.up.reinit(state)
+
+    def pull(self, state):
+        return self.up.pull(state)
+
+    def take(self, state, k):
+        return self.up.take(state, k)
+
+    def row_kinds(self):
+        return self.up.row_kinds()
+
+    def advance(self, state, n):
+        return self.up.advance(state, n)
+
+    def pass_length(self):
+        return self.up.pass_length()
+
+    def pass_indices(self, length):
+        return self.up.pass_indices(length)
+
+
 # ---------------------------------------------------------------------------
 # Loops and iterators over a lowered pipeline.
 
