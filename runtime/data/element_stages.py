@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from runtime import dtypes
 from runtime.data.lowering import (
-    Rows, SameOrderStage, Stage, UnaryStage, as_int64, branch, conform_all, dummies, empty_vector, false, int64,
-    list_from, list_get, list_set, list_stack, loop, new_list, size_of, true,
+    Rows, SameOrderStage, SameStateStage, Stage, UnaryStage, as_int64, branch, conform_all, dummies, empty_vector,
+    false, int64, list_from, list_get, list_set, list_stack, loop, new_list, size_of, true,
 )
 from runtime.ops import array_ops, math_ops
 from runtime.shapes import TensorShape, TensorSpec
@@ -52,7 +52,7 @@ class MapStage(SameOrderStage):
         return [list_stack(lst, s) for lst, s in zip(out[1:], self.specs)]
 
 
-class BatchStage(UnaryStage):
+class BatchStage(SameStateStage):
     """``batch(size, drop_remainder)``. Over an index stage the payload is the rows' indices and the element
     one gather (or slice) of each component; otherwise rows are written into TensorLists as they come and
     stacked where the element is used."""
@@ -64,15 +64,6 @@ class BatchStage(UnaryStage):
         self.indexed = False
         self.deferred = True
         self.kinds = up.row_kinds() if up.indexed else None
-
-    def state_size(self):
-        return self.up.state_size()
-
-    def init(self):
-        return self.up.init()
-
-    def reinit(self, state):
-        return self.up.reinit(state)
 
     def payload_dummies(self):
         if self.rows_of_indices:
@@ -167,7 +158,7 @@ class UnbatchStage(UnaryStage):
         return valid, conform_all(got[:k], self.specs), [pos + as_int64(valid), rows] + got[k:] + st
 
 
-class PaddedBatchStage(UnaryStage):
+class PaddedBatchStage(SameStateStage):
     """``padded_batch``: rows padded to ``shapes`` (a dim of -1: the longest in the batch) with ``values``,
     concatenated as they come (the batch's padded size is known only at its end)."""
 
@@ -177,15 +168,6 @@ class PaddedBatchStage(UnaryStage):
         self.shapes, self.values = shapes, values       # per component: [dim or -1], padding scalar
         self.indexed = False
         self.deferred = False
-
-    def state_size(self):
-        return self.up.state_size()
-
-    def init(self):
-        return self.up.init()
-
-    def reinit(self, state):
-        return self.up.reinit(state)
 
     def _empty(self, spec, shape):
         dims = [0] + [max(d, 0) for d in shape]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from runtime import dtypes
 from runtime.data.lowering import (
-    INDEX_SPEC, INT64_MAX, IndexStage, Rows, SameOrderStage, Stage, UnaryStage, as_int64, as_list, branch,
-    clamp_count, conform, conform_all, dummies, empty_vector, false, index_table, int64, list_get, list_set, loop,
-    new_list, rng_next, rng_start, size_of, true, vector_shape,
+    INDEX_SPEC, INT64_MAX, IndexStage, Rows, SameOrderStage, SameStateStage, Stage, UnaryStage, as_int64, as_list,
+    branch, clamp_count, conform, conform_all, dummies, empty_vector, false, index_table, int64, list_get, list_set,
+    loop, new_list, rng_next, rng_start, size_of, true, vector_shape,
 )
 from runtime.ops import array_ops, math_ops
 from runtime.ops.dataset_ops import shuffle_indices
@@ -463,7 +463,7 @@ class ZipStage(IndexStage):
         return [c for up in self.ups for c in up.pass_indices(length)]
 
 
-class FilterStage(UnaryStage):
+class FilterStage(SameStateStage):
     """``filter(predicate)``: pulls until the predicate holds or the input ends. Over an index stage it
     keeps the indices (the element is read again where it is used); otherwise it keeps the element."""
 
@@ -471,15 +471,6 @@ class FilterStage(UnaryStage):
         super().__init__(specs, up)
         self.predicate = predicate   # flat element tensors -> scalar bool tensor
         self.indexed = self.deferred = up.indexed and not up.computes     # an element is read twice
-
-    def state_size(self):
-        return self.up.state_size()
-
-    def init(self):
-        return self.up.init()
-
-    def reinit(self, state):
-        return self.up.reinit(state)
 
     def payload_dummies(self):
         return self.up.payload_dummies() if self.indexed else dummies(self.specs)

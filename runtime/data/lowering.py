@@ -388,9 +388,8 @@ class UnaryStage(IndexStage):
         return loop(test, body, [int64(0), true()] + list(state))[2:]
 
 
-class SameOrderStage(UnaryStage):
-    """A stage whose elements come in its input's order, one for one: its state, and where a pass is, are its
-    input's (``prefetch``, ``cache`` in graphs, ``map``)."""
+class SameStateStage(UnaryStage):
+    """A stage whose state is its input's (``batch``, ``padded_batch``, ``filter``: they pull what they need)."""
 
     def state_size(self):
         return self.up.state_size()
@@ -400,6 +399,11 @@ class SameOrderStage(UnaryStage):
 
     def reinit(self, state):
         return self.up.reinit(state)
+
+
+class SameOrderStage(SameStateStage):
+    """A stage whose elements come in its input's order, one for one: where a pass is, too, is its input's
+    (``prefetch``, ``cache`` in graphs, ``map``)."""
 
     def pull(self, state):
         return self.up.pull(state)
