@@ -27,6 +27,12 @@ def add(a, b):
 add.get_concrete_function(rt.TensorSpec([], rt.float32), rt.TensorSpec([], rt.float32))
 
 
+@rt.function(input_signature=[rt.TensorSpec([], rt.float32), rt.TensorSpec([], rt.float32)])
+def add_declared(a, b):
+    """One op with a declared signature: Python numbers convert to it on the C call path."""
+    return a + b
+
+
 @rt.function(input_signature=[rt.TensorSpec([None], rt.float32)])
 def chain(x):
     """An elementwise chain with a transcendental: one fused loop."""
