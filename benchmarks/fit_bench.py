@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import fit_model
-from benchmarks.harness import Bench, Check, Row, bench_class
+from benchmarks.harness import Bench, Check, Row, Tolerance, bench_class
 
 
 def fit_data():
@@ -51,7 +51,10 @@ def keras_fit(bench: Bench) -> list[Row]:
 
     row = bench.measure(f"keras fit: one epoch, MLP {fit_model.FEATURES}-{fit_model.HIDDEN}-{fit_model.CLASSES}, "
                         f"{fit_model.SAMPLES} samples, batch {fit_model.BATCH}, Adam, accuracy",
-                        {"built": built_fit, **fit_peers(weights, x, y)}, min_seconds=1.0)
+                        {"built": built_fit, **fit_peers(weights, x, y)}, min_seconds=1.0,
+                        # the first epoch's last loss, from the same weights and batches: float32 round-off of
+                        # 128 Adam steps apart
+                        tolerance=Tolerance(rtol=1e-3, atol=1e-4))
     native = [c.native for c in step.concrete_functions()]
     fit_native = bool(native) and all(native) and step.experimental_get_tracing_count() == 0 \
         and model.train_function is step
