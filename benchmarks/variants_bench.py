@@ -12,14 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import ml, second_wave, training, training_bench, variants
-from benchmarks.harness import EXACT, Bench, Check, Row, Tolerance, bench_class
+from benchmarks.harness import EXACT, Bench, Check, PeerTolerances, Row, Tolerance, bench_class
 
 f32 = np.float32
 SPELLING_TARGET = 1.25
 MANDELBROT = 256
 # escape counts: numpy's separate ops give the built code's bits; a peer that fuses multiply-adds moves the orbit of
-# a point near the set's edge, whose count may then differ by up to the number of steps (rare points)
-MANDELBROT_COUNTS = EXACT
+# a point near the set's edge, whose count may then differ by up to the number of steps (jax.jit: 24 of 65,536
+# points, by up to 21 steps, on AVX-512): those may differ at 0.1% of the points, the rest exactly
+MANDELBROT_COUNTS = PeerTolerances(EXACT, (("jax.jit", Tolerance(outliers=0.001)),))
 
 
 def _spellings(bench: Bench, name: str, spellings: dict, peers: dict, targets: list, any_size: str,
