@@ -494,7 +494,9 @@ def test_interrupted_build_leaves_no_partial_output(tmp_path, standin, whole_gro
     environment = dict(os.environ, PYTHONPATH=str(PROJECT), TMPDIR=str(scratch))
     process = subprocess.Popen([sys.executable, "-m", "transpiler", "build", "src", "-j", "2",
                                 "--renderer", standin], cwd=tmp_path, env=environment, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               # a Ctrl-C must reach it even when the suite was started with SIGINT ignored (&, nohup)
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while not _ext(root / "pkg", "pkg.models").exists() and time.monotonic() < deadline:

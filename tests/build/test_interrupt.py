@@ -42,6 +42,7 @@ def spin_tiles(x, n):
 DRIVER = '''
 import os, signal, sys, threading, time
 import numpy as np
+signal.signal(signal.SIGINT, signal.default_int_handler)   # also when started with SIGINT ignored (nohup, &)
 sys.path.insert(0, sys.argv[1])
 import rt_spin
 
