@@ -257,6 +257,7 @@ class Bench:
         self.force = force
         self.peers = Peers()
         self.notes: list[str] = []
+        self.cache: dict[str, object] = {}      # figures measured once per run, shared by classes
         self._modules: dict[str, object] = {}
 
     def module(self, name: str):

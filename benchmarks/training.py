@@ -8,6 +8,7 @@ import runtime as rt
 
 BATCH, FEATURES, HIDDEN, CLASSES = 256, 784, 128, 10
 IMAGE, CHANNELS, FILTERS = 200, 100, 100
+GEMM = 1024
 
 f32 = rt.float32
 
@@ -36,3 +37,9 @@ conv_layer.build((1, IMAGE, IMAGE, CHANNELS))
 def conv(image):
     """The guide's convolution: ``Conv2D(100, 3)`` on one 200x200 image of 100 channels."""
     return conv_layer(image)
+
+
+@rt.function(input_signature=[rt.TensorSpec([GEMM, GEMM], f32), rt.TensorSpec([GEMM, GEMM], f32)])
+def gemm(a, b):
+    """A large square product: one of the measures of the machine's GEMM rate the training step is held to."""
+    return rt.matmul(a, b)

@@ -8,7 +8,10 @@ step of training (weights and optimizer slots updated in place, as in a training
   [256, 784] batch: built ahead of time vs ``jax.jit`` of ``value_and_grad`` plus the same Adam update
   written in jax (the state passed in and out, as jax users write it), vs ``tf.function`` with tf.keras
   (the model, loss and optimizer of the guides) and vs ``tf.function`` of the same step hand-written over
-  ``tf.Variable``s. Targets: >= JAX, >= 3x tf.function (tf.keras).
+  ``tf.Variable``s. Targets: >= JAX; >= 3x tf.function (tf.keras), or, where that is lower, the speed-up the
+  step's multiply-adds run at 85% of the machine's GEMM rate would give (SPEC: where TensorFlow's own GEMM is
+  near peak, 3x is not physically there). The machine's GEMM rate is the best of numpy's, jax.jit's and the
+  built code's float32 product of two [1024, 1024] matrices, measured in the same run.
 - convolution: the guide's ``Conv2D(100, 3)`` layer on a [1, 200, 200, 100] image, vs ``tf.function`` of a
   tf.keras ``Conv2D`` with the same weights. Target: <= 1.5x tf.function.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import training
-from benchmarks.harness import Bench, Row, Tolerance, bench_class
+from benchmarks.harness import Bench, Check, Row, Tolerance, bench_class
 
 f32 = np.float32
 BETA_1, BETA_2, EPSILON, LEARNING_RATE = 0.9, 0.999, 1e-7, 1e-3
@@ -27,6 +30,12 @@ BETA_1, BETA_2, EPSILON, LEARNING_RATE = 0.9, 0.999, 1e-7, 1e-3
 # sum in other orders: |peer - built| <= atol + rtol |peer|.
 LOSS = Tolerance(rtol=1e-5)
 CONVOLUTION = Tolerance(rtol=1e-5, atol=1e-5)
+GEMM_PRODUCT = Tolerance(rtol=1e-4, atol=1e-4)
+
+TF_SPEEDUP, GEMM_SHARE = 3.0, 0.85
+# forward x @ w1 and h @ w2; backward dw1 = x^T dh, dw2 = h^T dlogits, dh = dlogits w2^T (no gradient of x)
+STEP_MULTIPLY_ADDS = (2 * training.BATCH * training.FEATURES * training.HIDDEN
+                      + 3 * training.BATCH * training.HIDDEN * training.CLASSES)
 
 
 def _batch():
@@ -116,6 +125,39 @@ def training_peers(weights, x, y) -> dict:
     return {"jax.jit": jax_version, "tf.function": tf_keras_version, "tf.function hand-written": tf_hand_written}
 
 
+def gemm_rate(bench: Bench) -> tuple[float, str]:
+    """The machine's float32 GEMM rate in multiply-adds per second, and whose product reached it: the best of
+    numpy, jax.jit and the built code on two [GEMM, GEMM] matrices (once per run)."""
+    if "gemm rate" not in bench.cache:
+        built = bench.module("training")
+        rng = np.random.default_rng(7)
+        a, b = (rng.standard_normal((training.GEMM, training.GEMM)).astype(f32) for _ in range(2))
+
+        def jax_version(jax):
+            product, (aj, bj) = jax.jit(jax.numpy.matmul), (jax.device_put(a), jax.device_put(b))
+            return lambda: product(aj, bj).block_until_ready()
+        row = bench.measure("GEMM rate", {"built": lambda: built.gemm(a, b), "numpy": lambda: np.matmul(a, b),
+                                          "jax.jit": jax_version}, tolerance=GEMM_PRODUCT)
+        label, seconds = min(row.times.items(), key=lambda item: item[1])
+        bench.cache["gemm rate"] = (training.GEMM ** 3 / seconds, label)
+    return bench.cache["gemm rate"]
+
+
+def tf_function_target(bench: Bench, row: Row, built_label: str, spelling: str) -> None:
+    """The step's target against tf.function: 3x, or the speed-up of the step's multiply-adds run at 85% of the
+    machine's GEMM rate where that is lower; and, as a figure, the share of the GEMM rate the step reaches."""
+    rate, source = gemm_rate(bench)
+    built = row.times[built_label]
+    row.checks.append(Check(f"{spelling}: multiply-adds per second / GEMM rate ({rate / 1e9:.0f} G/s, {source})",
+                            STEP_MULTIPLY_ADDS / built / rate, None, unit=""))
+    for peer in ("tf.function", "tf.function hand-written"):
+        seconds = row.times.get(peer)
+        at_gemm_share = None if seconds is None else seconds / (STEP_MULTIPLY_ADDS / (GEMM_SHARE * rate))
+        threshold = TF_SPEEDUP if at_gemm_share is None else float(f"{min(TF_SPEEDUP, at_gemm_share):.3g}")
+        row.checks.append(Check(f"{peer} / {spelling} (3x, or {GEMM_SHARE:.0%} of the GEMM rate)",
+                                None if seconds is None else seconds / built, threshold))
+
+
 @bench_class("training step", modules=("training",))
 def training_step(bench: Bench) -> list[Row]:
     built = bench.module("training")
@@ -125,8 +167,7 @@ def training_step(bench: Bench) -> list[Row]:
                         f"{training.BATCH}, forward + backward + Adam", {
                             "built": lambda: built.train_step(x, y), **training_peers(weights, x, y)}, tolerance=LOSS)
     bench.faster_than(row, "jax.jit", 1.0)
-    bench.faster_than(row, "tf.function", 3.0)
-    bench.faster_than(row, "tf.function hand-written", 3.0)
+    tf_function_target(bench, row, "built", "built")
     return [row]
 
 
