@@ -187,6 +187,10 @@ class Dataset(CompositeValue):
             return (fetch(idx) for idx in self._stream(carry, True))
         return self._stream(carry, False)
 
+    def _items(self, carry: dict, indices: bool):
+        """Its indices (with ``indices``) or its elements: what a node choosing among them streams."""
+        return self._stream(carry, indices) if indices else self._eager(carry)
+
     # -- the composite argument -------------------------------------------------------------------------
     def _structure_key(self) -> tuple:
         return (type(self).__name__, self._node_key(), tuple(spec_key(s) for s in self._own_specs()),
@@ -683,6 +687,44 @@ def _shapes_like(types, shapes):
     return as_shape(shapes)
 
 
+# ---------------------------------------------------------------------------
+# Bases of the transformations that forward reads to their input (``_SameOrderNode`` is the eager side of
+# lowering's ``SameOrderStage``).
+
+class _ChoosingNode(Dataset):
+    """A transformation whose elements are its input's, chosen, reordered or repeated (``filter``, ``take_while``,
+    ``take``, ``skip``, ``repeat``, ``shard``, ``shuffle``, ``prefetch``). Over an indexed input it is an index
+    stream over the input's, and the input fetches the elements."""
+
+    _gives_passes = False       # it gives a pass's indices at once (``_pass``) where its input does
+
+    def _after_init(self, input_dataset):
+        self.element_spec = input_dataset.element_spec
+        self._indexed = input_dataset._indexed
+        self._computes = input_dataset._computes
+        self._arity = input_dataset._arity
+        self._vectorizable = self._gives_passes and input_dataset._vectorizable
+
+    def _fetch(self, idx):
+        return self._inputs[0]._fetch(idx)
+
+    def _fetch_rows(self, columns):
+        return self._inputs[0]._fetch_rows(columns)
+
+
+class _SameOrderNode(Dataset):
+    """A transformation with one element for each of its input's, in its order (``map``, ``prefetch``,
+    ``cache``): a pass and the cardinality are its input's."""
+
+    def _pass_length(self):
+        return self._inputs[0]._pass_length()
+
+    def _pass(self, length):
+        return self._inputs[0]._pass(length)
+
+    def _cardinality(self):
+        return self._inputs[0]._cardinality()
+
 
 # ---------------------------------------------------------------------------
 # Transformations with a user function.
@@ -791,7 +833,7 @@ class _FunctionNode(Dataset):
         return (self.what, function_key(self._fn))
 
 
-class MapDataset(_FunctionNode):
+class MapDataset(_FunctionNode, _SameOrderNode):
     """``map(fn)``."""
 
     what = "map"
@@ -829,17 +871,8 @@ class MapDataset(_FunctionNode):
                                            self._traced_outputs))
         return _stack([self._fetch(idx) for idx in zip(*[c.tolist() for c in columns])])
 
-    def _pass_length(self):
-        return self._inputs[0]._pass_length()
 
-    def _pass(self, length):
-        return self._inputs[0]._pass(length)
-
-    def _cardinality(self):
-        return self._inputs[0]._cardinality()
-
-
-class _PredicateNode(_FunctionNode):
+class _PredicateNode(_FunctionNode, _ChoosingNode):
     """A transformation by a scalar bool predicate: index stream over an index stream."""
 
     def __init__(self, input_dataset, predicate):
@@ -857,12 +890,6 @@ class _PredicateNode(_FunctionNode):
 
     def _holds(self, item, indices: bool) -> bool:
         return bool(self._run_eager(self._inputs[0]._fetch(item) if indices else item)[0])
-
-    def _fetch(self, idx):
-        return self._inputs[0]._fetch(idx)
-
-    def _fetch_rows(self, columns):
-        return self._inputs[0]._fetch_rows(columns)
 
 
 class FilterDataset(_PredicateNode):
@@ -1330,7 +1357,7 @@ class WindowDataset(Dataset):
 # ---------------------------------------------------------------------------
 # shuffle.
 
-class ShuffleDataset(Dataset):
+class ShuffleDataset(_ChoosingNode):
     """``shuffle(buffer_size, seed)``: components buffer_size and seed.
 
     The seed is fresh and random for every pass when none is given. With a seed and
@@ -1353,10 +1380,7 @@ class ShuffleDataset(Dataset):
         self._values = [size, None if seed is None else _count(seed, "Dataset.shuffle seed")]
         self._reshuffle = bool(reshuffle_each_iteration)
         self._passes = itertools.count()
-        self.element_spec = input_dataset.element_spec
-        self._indexed = input_dataset._indexed
-        self._computes = input_dataset._computes
-        self._arity = input_dataset._arity
+        self._after_init(input_dataset)
 
     def _own_specs(self):
         return [_INT64_SCALAR, _INT64_SCALAR]
@@ -1378,12 +1402,6 @@ class ShuffleDataset(Dataset):
 
     def _stage(self, own, inputs):
         return index_stages.shuffle_stage(leaves_of(self.element_spec), inputs[0], own[0], own[1], self._reshuffle)
-
-    def _fetch(self, idx):
-        return self._inputs[0]._fetch(idx)
-
-    def _fetch_rows(self, columns):
-        return self._inputs[0]._fetch_rows(columns)
 
     def _stream(self, carry, indices):
         key = id(self)
@@ -1473,7 +1491,7 @@ class ZipDataset(Dataset):
         return [c for d in self._inputs for c in d._pass(length)]
 
     def _stream(self, carry, indices):
-        upstreams = [d._stream(carry, indices) if indices else d._eager(carry) for d in self._inputs]
+        upstreams = [d._items(carry, indices) for d in self._inputs]
         while True:
             row = []
             for upstream in upstreams:
@@ -1527,26 +1545,11 @@ class ConcatenateDataset(Dataset):
         return a + b
 
 
-class _ChoosingNode(Dataset):
-    """A transformation that keeps some of its input's elements: index stream over an index stream."""
-
-    def _after_init(self, input_dataset):
-        self.element_spec = input_dataset.element_spec
-        self._indexed = input_dataset._indexed
-        self._computes = input_dataset._computes
-        self._arity = input_dataset._arity
-
-    def _fetch(self, idx):
-        return self._inputs[0]._fetch(idx)
-
-    def _fetch_rows(self, columns):
-        return self._inputs[0]._fetch_rows(columns)
-
-
 class _CountNode(_ChoosingNode):
     """A transformation with one int64 count component."""
 
     what = ""
+    _stage_type: type | None = None     # index_stages.TakeStage ...: (specs, input stage, count)
 
     def __init__(self, input_dataset, count):
         self._inputs = (input_dataset,)
@@ -1559,30 +1562,32 @@ class _CountNode(_ChoosingNode):
     def _node_key(self):
         return ()
 
+    def _stage(self, own, inputs):
+        return self._stage_type(leaves_of(self.element_spec), inputs[0], own[0])
+
     def _count_value(self) -> int | None:
         return _eager_int(self._values[0])
+
+    def _counted(self) -> int:
+        """How many of the input's pass the count covers (all of it for a negative count)."""
+        n, m = int(self._values[0]), self._inputs[0]._pass_length()
+        return m if n < 0 else min(n, m)
 
 
 class TakeDataset(_CountNode):
     """``take(count)`` (all elements for a negative count)."""
 
     what = "take"
-
-    def __init__(self, input_dataset, count):
-        super().__init__(input_dataset, count)
-        self._vectorizable = input_dataset._vectorizable
-
-    def _stage(self, own, inputs):
-        return index_stages.TakeStage(leaves_of(self.element_spec), inputs[0], own[0])
+    _stage_type = index_stages.TakeStage
+    _gives_passes = True
 
     def _stream(self, carry, indices):
         n = int(self._values[0])
-        upstream = self._inputs[0]._stream(carry, indices) if indices else self._inputs[0]._eager(carry)
+        upstream = self._inputs[0]._items(carry, indices)
         return upstream if n < 0 else itertools.islice(upstream, n)
 
     def _pass_length(self):
-        n, m = int(self._values[0]), self._inputs[0]._pass_length()
-        return m if n < 0 else min(n, m)
+        return self._counted()
 
     def _pass(self, length):
         return self._inputs[0]._pass(length)
@@ -1602,32 +1607,23 @@ class SkipDataset(_CountNode):
     """``skip(count)`` (every element for a negative count)."""
 
     what = "skip"
-
-    def __init__(self, input_dataset, count):
-        super().__init__(input_dataset, count)
-        self._vectorizable = input_dataset._vectorizable
-
-    def _stage(self, own, inputs):
-        return index_stages.SkipStage(leaves_of(self.element_spec), inputs[0], own[0])
+    _stage_type = index_stages.SkipStage
+    _gives_passes = True
 
     def _stream(self, carry, indices):
         n = int(self._values[0])
-        upstream = self._inputs[0]._stream(carry, indices) if indices else self._inputs[0]._eager(carry)
+        upstream = self._inputs[0]._items(carry, indices)
         if n < 0:
             for _ in upstream:
                 pass
             return
         yield from itertools.islice(upstream, n, None)
 
-    def _first(self) -> int:
-        n, m = int(self._values[0]), self._inputs[0]._pass_length()
-        return m if n < 0 else min(n, m)
-
     def _pass_length(self):
-        return self._inputs[0]._pass_length() - self._first()
+        return self._inputs[0]._pass_length() - self._counted()
 
     def _pass(self, length):
-        first = self._first()
+        first = self._counted()
         return [c[first:] for c in self._inputs[0]._pass(first + length)]
 
     def _cardinality(self):
@@ -1643,10 +1639,8 @@ class RepeatDataset(_CountNode):
     """``repeat(count)`` (forever for a negative count)."""
 
     what = "repeat"
+    _stage_type = index_stages.RepeatStage
     _starts_passes = True
-
-    def _stage(self, own, inputs):
-        return index_stages.RepeatStage(leaves_of(self.element_spec), inputs[0], own[0])
 
     def _stream(self, carry, indices):
         n = int(self._values[0])
@@ -1654,7 +1648,7 @@ class RepeatDataset(_CountNode):
             if 0 <= n <= epoch:
                 return
             empty = True
-            upstream = self._inputs[0]._stream(carry, indices) if indices else self._inputs[0]._eager(carry)
+            upstream = self._inputs[0]._items(carry, indices)
             for item in upstream:
                 empty = False
                 yield item
@@ -1675,6 +1669,8 @@ class RepeatDataset(_CountNode):
 class ShardDataset(_ChoosingNode):
     """``shard(num_shards, index)``: components num_shards and index (int64)."""
 
+    _gives_passes = True
+
     def __init__(self, input_dataset, num_shards, index):
         self._inputs = (input_dataset,)
         self._values = [_count(num_shards, "Dataset.shard num_shards"), _count(index, "Dataset.shard index")]
@@ -1684,7 +1680,6 @@ class ShardDataset(_ChoosingNode):
         if at is not None and (at < 0 or (num is not None and at >= num)):
             raise errors.InvalidArgumentError(f"Dataset.shard: index must be in [0, num_shards), got {at}")
         self._after_init(input_dataset)
-        self._vectorizable = input_dataset._vectorizable
 
     def _own_specs(self):
         return [_INT64_SCALAR, _INT64_SCALAR]
@@ -1700,7 +1695,7 @@ class ShardDataset(_ChoosingNode):
 
     def _stream(self, carry, indices):
         num, at = (int(v) for v in self._values)
-        upstream = self._inputs[0]._stream(carry, indices) if indices else self._inputs[0]._eager(carry)
+        upstream = self._inputs[0]._items(carry, indices)
         return itertools.islice(upstream, at, None, num)
 
     def _pass_length(self):
@@ -1721,13 +1716,14 @@ class ShardDataset(_ChoosingNode):
         return c // num + (1 if at < c % num else 0)
 
 
-class PrefetchDataset(_ChoosingNode):
+class PrefetchDataset(_ChoosingNode, _SameOrderNode):
     """``prefetch`` (accepted; elements are produced when asked for)."""
+
+    _gives_passes = True
 
     def __init__(self, input_dataset):
         self._inputs = (input_dataset,)
         self._after_init(input_dataset)
-        self._vectorizable = input_dataset._vectorizable
 
     def _node_key(self):
         return ()
@@ -1736,19 +1732,10 @@ class PrefetchDataset(_ChoosingNode):
         return index_stages.PassStage(leaves_of(self.element_spec), inputs[0])
 
     def _stream(self, carry, indices):
-        return self._inputs[0]._stream(carry, indices) if indices else self._inputs[0]._eager(carry)
-
-    def _pass_length(self):
-        return self._inputs[0]._pass_length()
-
-    def _pass(self, length):
-        return self._inputs[0]._pass(length)
-
-    def _cardinality(self):
-        return self._inputs[0]._cardinality()
+        return self._inputs[0]._items(carry, indices)
 
 
-class CacheDataset(Dataset):
+class CacheDataset(_SameOrderNode):
     """``cache()``: in Python, the elements of the first complete iteration, kept on this object."""
 
     def __init__(self, input_dataset):
@@ -1776,6 +1763,3 @@ class CacheDataset(Dataset):
             elements.append(flat)
             yield flat
         self._cached = elements            # reached only when the pass ran to its end
-
-    def _cardinality(self):
-        return self._inputs[0]._cardinality()

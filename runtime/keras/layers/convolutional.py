@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from runtime.keras import regularizers
 from runtime.keras.layers.base import Layer
-from runtime.keras.layers.core import _activation, last_dim
+from runtime.keras.layers.core import _KernelAndBias, last_dim
 from runtime.ops import math_ops, nn_ops
 from runtime.shapes import as_shape
 
@@ -31,7 +30,7 @@ def _channels_last(layer: Layer, data_format) -> None:
         raise ValueError(f"{layer.name}: only data_format='channels_last' (NHWC) is supported, got {data_format!r}")
 
 
-class Conv2D(Layer):
+class Conv2D(_KernelAndBias):
     """2-D convolution over NHWC inputs: ``activation(conv2d(inputs, kernel) + bias)``."""
 
     def __init__(self, filters: int, kernel_size, strides=1, padding: str = "valid", data_format=None,
@@ -47,25 +46,15 @@ class Conv2D(Layer):
         self.kernel_size = _pair(kernel_size, "kernel_size")
         self.strides = _pair(strides, "strides")
         self.padding = _padding(padding)
-        self.activation = _activation(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel = None
-        self.bias = None
+        self._kernel_and_bias_options(activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                                      bias_regularizer)
 
     def build(self, input_shape) -> None:
         shape = as_shape(input_shape)
         if shape.rank not in (None, 4):
             raise ValueError(f"{self.name}: Conv2D expects 4-D inputs (batch, height, width, channels), got {shape}")
         channels = last_dim(self, shape)
-        self.kernel = self.add_weight(shape=self.kernel_size + (channels, self.filters),
-                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-                                      name="kernel")
-        if self.use_bias:
-            self.bias = self.add_weight(shape=(self.filters,), initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer, name="bias")
+        self._add_kernel_and_bias(self.kernel_size + (channels, self.filters))
 
     def call(self, inputs):
         out = nn_ops.conv2d(inputs, self.kernel, self.strides, self.padding)

@@ -1,5 +1,6 @@
-"""Core layers: ``Dense``, ``Activation`` (and ``Softmax``, ``ReLU``, ``LeakyReLU``), ``Dropout``, ``Flatten``, ``Reshape``, ``Embedding``, ``Lambda``, and the
-merging layers ``Add``, ``Subtract``, ``Multiply``, ``Average``, ``Concatenate``."""
+"""Core layers: ``Dense``, ``Activation`` (and ``Softmax``, ``ReLU``, ``LeakyReLU``), ``Dropout``, ``Flatten``,
+``Reshape``, ``Embedding``, ``Lambda``, and the merging layers ``Add``, ``Subtract``, ``Multiply``, ``Average``,
+``Concatenate``."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,7 +27,31 @@ def _activation(identifier):
     return None if fn is activations.linear else fn
 
 
-class Dense(Layer):
+class _KernelAndBias(Layer):
+    """The part ``Dense`` and ``Conv2D`` share: ``activation(f(inputs, kernel) + bias)``'s options and weights."""
+
+    def _kernel_and_bias_options(self, activation, use_bias: bool, kernel_initializer, bias_initializer,
+                                 kernel_regularizer, bias_regularizer) -> None:
+        """Keep the options (``__init__``); the weights are ``None`` until ``_add_kernel_and_bias``."""
+        self.activation = _activation(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
+        self.kernel_regularizer = regularizers.get(kernel_regularizer)
+        self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel = None
+        self.bias = None
+
+    def _add_kernel_and_bias(self, kernel_shape: tuple) -> None:
+        """Create ``kernel`` and, with ``use_bias``, ``bias``: one value per output, the kernel's last dimension
+        (``build``)."""
+        self.kernel = self.add_weight(shape=kernel_shape, initializer=self.kernel_initializer,
+                                      regularizer=self.kernel_regularizer, name="kernel")
+        if self.use_bias:
+            self.bias = self.add_weight(shape=kernel_shape[-1:], initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer, name="bias")
+
+
+class Dense(_KernelAndBias):
     """``activation(inputs @ kernel + bias)`` over the last axis of the inputs."""
 
     def __init__(self, units: int, activation=None, use_bias: bool = True, kernel_initializer="glorot_uniform",
@@ -37,21 +62,11 @@ class Dense(Layer):
             raise ValueError(f"Received an invalid value for `units`, expected a positive integer. Received: "
                              f"units={units}")
         self.units = int(units)
-        self.activation = _activation(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel = None
-        self.bias = None
+        self._kernel_and_bias_options(activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                                      bias_regularizer)
 
     def build(self, input_shape) -> None:
-        self.kernel = self.add_weight(shape=(last_dim(self, input_shape), self.units),
-                                      initializer=self.kernel_initializer, regularizer=self.kernel_regularizer,
-                                      name="kernel")
-        if self.use_bias:
-            self.bias = self.add_weight(shape=(self.units,), initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer, name="bias")
+        self._add_kernel_and_bias((last_dim(self, input_shape), self.units))
 
     def call(self, inputs):
         if inputs.dtype is not self.dtype:     # integer and bool inputs compute in the layer's dtype, as in Keras
