@@ -19,7 +19,7 @@ import time
 
 import runtime as rt
 from benchmarks.harness import CLASSES, WAVES, Bench, Row, print_table
-from benchmarks.support import c_flags, fmt_time, isa, machine
+from benchmarks.support import PEERS_LIMITED, c_flags, fmt_time, isa, machine, peer_isa_environment
 
 # Modules whose @bench_class functions make up the run, in order; add yours here.
 CLASS_MODULES = ["benchmarks.first_wave", "benchmarks.second_wave", "benchmarks.training_bench",
@@ -93,7 +93,8 @@ def threads_sweep(args) -> list[tuple[str, float]]:
         ratios.append((name, ratio, target))
         lines.append([name, *[fmt_time(t) for t in row], f"{ratio:.2f}x", "PASS" if ratio <= target else "FAIL"])
     print("== default environment vs OMP_NUM_THREADS / OPENBLAS_NUM_THREADS in {1, 2}"
-          + (" with another process keeping a core busy" if args.busy else "") + f" (target: default <= {target}x the best)")
+          + (" with another process keeping a core busy" if args.busy else "")
+          + f" (target: default <= {target}x the best)")
     widths = [max(len(r[i]) for r in lines + [header]) for i in range(len(header))]
     for r in [header, ["-" * w for w in widths]] + lines:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
@@ -134,7 +135,15 @@ def main(argv=None) -> int:
                         help="compare the default environment with OMP/OPENBLAS_NUM_THREADS in {1, 2}")
     parser.add_argument("--busy", action="store_true",
                         help="with --threads-sweep: while another process keeps a core busy (target 1.3x)")
+    parser.add_argument("--peers-full-isa", action="store_true",
+                        help="with RT_MARCH below this machine's level: leave the peers their full ISA (by default "
+                             "they are held to RT_MARCH's level, as on a machine of that level)")
     args = parser.parse_args(argv)
+    limits = {} if args.peers_full_isa or os.environ.get(PEERS_LIMITED) else peer_isa_environment()
+    if limits:       # the peers read these when they load: run again in a process that has them
+        sys.stdout.flush()
+        os.execve(sys.executable, [sys.executable, "-m", "benchmarks", *(sys.argv[1:] if argv is None else argv)],
+                  {**os.environ, **limits})
     _load_classes()
     if args.list:
         for c in CLASSES:
@@ -147,6 +156,10 @@ def main(argv=None) -> int:
         print(f"machine: {machine()}")
         print(f"ISA of the generated code: {isa()}")
         print(f"C references and generated code compiled with: {' '.join(c_flags())}")
+        if os.environ.get(PEERS_LIMITED):
+            held = ", ".join(f"{k}={os.environ[k]}" for k in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE",
+                                                               "XLA_FLAGS", "ONEDNN_MAX_CPU_ISA", "NUMBA_CPU_NAME"))
+            print(f"peers held to {os.environ[PEERS_LIMITED]} like the generated code (--peers-full-isa: not): {held}")
     if args.threads_sweep:
         failed = [name for name, ratio, target in threads_sweep(args) if ratio > target]
         return 1 if failed and args.strict else 0

@@ -55,8 +55,8 @@ def dense_peers(args) -> dict:
 def dense(bench: Bench) -> list[Row]:
     built = bench.module("ml")
     args = dense_inputs()
-    row = bench.measure(f"dense: softmax(relu(x @ w1 + b1) @ w2 + b2), x [{ml.BATCH}, {ml.FEATURES}], "
-                        f"{ml.HIDDEN} hidden", {"built": lambda: built.dense(*args), **dense_peers(args)}, tolerance=DENSE)
+    name = f"dense: softmax(relu(x @ w1 + b1) @ w2 + b2), x [{ml.BATCH}, {ml.FEATURES}], {ml.HIDDEN} hidden"
+    row = bench.measure(name, {"built": lambda: built.dense(*args), **dense_peers(args)}, tolerance=DENSE)
     bench.faster_than(row, "jax.jit", 0.8)
     bench.faster_than(row, "numpy", 1.0)
     return [row]
@@ -342,8 +342,8 @@ def rnn_peers(xs, h0, w) -> dict:
 def rnn(bench: Bench) -> list[Row]:
     built = bench.module("ml")
     xs, h0, w = rnn_inputs()
-    row = bench.measure(f"dynamic_rnn tanh(h @ w + x[t]), batch {ml.RNN_BATCH}, {ml.RNN_UNITS} units, "
-                        f"{ml.RNN_STEPS} steps", {"built": lambda: built.dynamic_rnn(xs, h0, w), **rnn_peers(xs, h0, w)},
+    name = f"dynamic_rnn tanh(h @ w + x[t]), batch {ml.RNN_BATCH}, {ml.RNN_UNITS} units, {ml.RNN_STEPS} steps"
+    row = bench.measure(name, {"built": lambda: built.dynamic_rnn(xs, h0, w), **rnn_peers(xs, h0, w)},
                         tolerance=RNN)
     bench.faster_than(row, "jax.jit", 1.0)
     return [row]

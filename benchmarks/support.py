@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy
 
 from transpiler.codegen import COMPILE_ARGS, LINK_ARGS
-from transpiler.codegen.flags import arch_flags
+from transpiler.codegen.flags import LEVELS, arch_flags, cpu_flags
 
 HERE = Path(__file__).resolve().parent
 BUILD_DIR = HERE / "_build"
@@ -32,6 +32,35 @@ def isa() -> str:
         return "the compiler's default (no -march)"
     return f"{march} ({_ISA_NAMES.get(march, 'as the compiler defines it')})" + \
         (", chosen by RT_MARCH" if os.environ.get("RT_MARCH") else ", the highest level of this machine")
+
+
+# The peers pick their kernels at run time for the CPU they run on (numpy's dispatch, OpenBLAS's core type, XLA's
+# and oneDNN's ISA, Numba's target). Generated code built for a lower level than this machine's (RT_MARCH) is
+# compared with peers held to that level, as on a machine of that level; ``--peers-full-isa`` keeps them free.
+PEER_ISA_LIMITS = {
+    "x86-64-v3": {"NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR", "XLA_FLAGS": "--xla_cpu_max_isa=AVX2",
+                  "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell", "NUMBA_CPU_NAME": "haswell"},
+    "x86-64-v2": {"NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+                  "XLA_FLAGS": "--xla_cpu_max_isa=SSE4_2", "ONEDNN_MAX_CPU_ISA": "SSE41",
+                  "OPENBLAS_CORETYPE": "Nehalem", "NUMBA_CPU_NAME": "nehalem"},
+}
+PEERS_LIMITED = "RT_BENCH_PEER_ISA"      # set in the re-executed process: the level the peers are held to
+
+
+def peer_isa_environment() -> dict[str, str]:
+    """The variables that hold the peers to the level RT_MARCH chose, when it is below this machine's (else {})."""
+    chosen = os.environ.get("RT_MARCH", "").strip()
+    if chosen not in PEER_ISA_LIMITS or platform.machine() not in ("x86_64", "AMD64"):
+        return {}
+    flags = cpu_flags()
+    machine_level = next((level for level, needed in LEVELS if needed <= flags), None)
+    order = [level for level, _ in LEVELS]
+    if machine_level is None or order.index(chosen) <= order.index(machine_level):
+        return {}
+    limits = dict(PEER_ISA_LIMITS[chosen])
+    limits["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS", ""), limits["XLA_FLAGS"]]))
+    limits[PEERS_LIMITED] = chosen
+    return limits
 
 
 def machine() -> str:
