@@ -64,6 +64,9 @@ class _Handle:
 class Variable:
     """A mutable tensor: ``assign``, ``assign_add``, ``assign_sub``, ``read_value``, ``numpy``.
 
+    ``constraint`` (a callable, as in TensorFlow and Keras) is kept for the optimizers: after a step updated the
+    variable, a Keras optimizer assigns it ``constraint(variable)``.
+
     Example:
         >>> v = Variable(1.0)
         >>> _ = v.assign_add(2.0)
@@ -71,7 +74,13 @@ class Variable:
         3.0
     """
 
-    def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, shape=None):
+    constraint = None
+
+    def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, shape=None, constraint=None):
+        if constraint is not None and not callable(constraint):
+            label = f" {name!r}" if name else ""
+            raise ValueError(f"The `constraint` argument of rt.Variable{label} must be a callable (such as an "
+                             f"rt.keras.constraints.Constraint) or None, got {constraint!r}")
         if callable(initial_value):
             initial_value = initial_value()
         graph = context.current_graph()
@@ -84,6 +93,7 @@ class Variable:
         self.shape = value.shape
         self.name = name or f"Variable{next(_ids) or ''}"
         self.trainable = trainable
+        self.constraint = constraint
         self.handle = _Handle(self)
         self.lock = threading.Lock()
         if graph is not None:

@@ -31,6 +31,7 @@ from runtime.keras import (
                            activations,
                            backend,
                            callbacks,
+                           constraints,
                            initializers,
                            layers,
                            losses,
@@ -45,7 +46,7 @@ from runtime.keras.layers import Layer
 from runtime.keras.models import Model, Sequential
 
 __all__ = ["Input", "InputLayer", "KerasTensor", "Layer", "Model", "Sequential", "activations", "backend", "callbacks",
-           "initializers", "layers", "losses", "metrics", "optimizers", "regularizers", "utils"]
+           "constraints", "initializers", "layers", "losses", "metrics", "optimizers", "regularizers", "utils"]
 
 # a name TensorFlow has and rt lacks: an AttributeError pointing at the API table
 __getattr__ = missing_name("keras")

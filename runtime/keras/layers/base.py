@@ -41,7 +41,7 @@ import numpy as np
 
 from runtime import context, dtypes, nest
 from runtime.graph import Graph
-from runtime.keras import initializers, regularizers
+from runtime.keras import constraints, initializers, regularizers
 from runtime.keras.keras_tensor import KerasTensor, Node, any_keras_tensor
 from runtime.module import Module
 from runtime.ops import math_ops
@@ -121,7 +121,9 @@ class Layer(Module):
 
         Positional arguments are ``shape, initializer, dtype`` as in Keras 3; a first positional string is the
         name, as Keras 2 (and the custom layers guide) spell it: ``add_weight("kernel", shape=[5, 10])``.
-        The initializer defaults to Glorot uniform for floats and zeros otherwise.
+        The initializer defaults to Glorot uniform for floats and zeros otherwise. A ``constraint`` (a name, a
+        config or a callable: ``constraints.get``) stays on the variable (``variable.constraint``): optimizers
+        apply it after each update.
         """
         args = list(args)
         if args and isinstance(args[0], str):
@@ -142,6 +144,7 @@ class Layer(Module):
         shape = () if shape is None else tuple(int(d) for d in (shape.as_list() if hasattr(shape, "as_list")
                                                                  else shape))
         dtype = dtypes.as_dtype(dtype) if dtype is not None else self.dtype
+        constraint = constraints.get(constraint)
         if initializer is None:
             initializer = "glorot_uniform" if dtype.is_floating else "zeros"
         value = np.asarray(initializers.get(initializer)(shape, dtype), dtype.np)
@@ -149,7 +152,7 @@ class Layer(Module):
             raise ValueError(f"{self.name}.add_weight: the initializer gave shape {value.shape}, expected {shape}")
         label = name or f"variable_{len(self._weights)}"
         # Keras 3: the variable's name is the weight's own (``kernel``), its path the layer's and that name
-        variable = Variable(value, trainable=trainable, name=label)
+        variable = Variable(value, trainable=trainable, name=label, constraint=constraint)
         variable.path = f"{self.name}/{label}"
         self._weights.append(variable)
         if trainable:

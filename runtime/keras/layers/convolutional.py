@@ -47,7 +47,7 @@ class Conv2D(_KernelAndBias):
         self.strides = _pair(strides, "strides")
         self.padding = _padding(padding)
         self._kernel_and_bias_options(activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
-                                      bias_regularizer)
+                                      bias_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape) -> None:
         shape = as_shape(input_shape)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes
-from runtime.keras import activations, regularizers, utils
+from runtime.keras import activations, constraints, regularizers, utils
 from runtime.keras.layers.base import Layer
 from runtime.ops import array_ops, math_ops, random_ops
 from runtime.ops.registry import convert
@@ -31,13 +31,15 @@ class _KernelAndBias(Layer):
     """The part ``Dense`` and ``Conv2D`` share: ``activation(f(inputs, kernel) + bias)``'s options and weights."""
 
     def _kernel_and_bias_options(self, activation, use_bias: bool, kernel_initializer, bias_initializer,
-                                 kernel_regularizer, bias_regularizer) -> None:
+                                 kernel_regularizer, bias_regularizer, kernel_constraint, bias_constraint) -> None:
         """Keep the options (``__init__``); the weights are ``None`` until ``_add_kernel_and_bias``."""
         self.activation = _activation(activation)
         self.use_bias = use_bias
         self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.kernel = None
         self.bias = None
 
@@ -45,10 +47,16 @@ class _KernelAndBias(Layer):
         """Create ``kernel`` and, with ``use_bias``, ``bias``: one value per output, the kernel's last dimension
         (``build``)."""
         self.kernel = self.add_weight(shape=kernel_shape, initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer, name="kernel")
+                                      regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
+                                      name="kernel")
         if self.use_bias:
             self.bias = self.add_weight(shape=kernel_shape[-1:], initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer, name="bias")
+                                        regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                                        name="bias")
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "kernel_constraint": constraints.serialize(self.kernel_constraint),
+                "bias_constraint": constraints.serialize(self.bias_constraint)}
 
 
 class Dense(_KernelAndBias):
@@ -63,7 +71,7 @@ class Dense(_KernelAndBias):
                              f"units={units}")
         self.units = int(units)
         self._kernel_and_bias_options(activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
-                                      bias_regularizer)
+                                      bias_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape) -> None:
         self._add_kernel_and_bias((last_dim(self, input_shape), self.units))
@@ -225,18 +233,23 @@ class Embedding(Layer):
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
         self.embeddings_initializer = embeddings_initializer
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
+        self.embeddings_constraint = constraints.get(embeddings_constraint)
         self.mask_zero = mask_zero
         self.embeddings = None
 
     def build(self, input_shape=None) -> None:
         self.embeddings = self.add_weight(shape=(self.input_dim, self.output_dim),
                                           initializer=self.embeddings_initializer,
-                                          regularizer=self.embeddings_regularizer, name="embeddings")
+                                          regularizer=self.embeddings_regularizer,
+                                          constraint=self.embeddings_constraint, name="embeddings")
 
     def call(self, inputs):
         if inputs.dtype not in (dtypes.int32, dtypes.int64):
             inputs = math_ops.cast(inputs, dtypes.int32)
         return array_ops.gather(self.embeddings, inputs)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "embeddings_constraint": constraints.serialize(self.embeddings_constraint)}
 
 
 class Lambda(Layer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime import dtypes
-from runtime.keras import regularizers
+from runtime.keras import constraints, regularizers
 from runtime.keras.layers.base import Layer
 from runtime.ops import array_ops, math_ops
 from runtime.shapes import as_shape
@@ -51,6 +51,8 @@ class BatchNormalization(Layer):
         self.moving_variance_initializer = moving_variance_initializer
         self.beta_regularizer = regularizers.get(beta_regularizer)
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
         self.gamma = self.beta = self.moving_mean = self.moving_variance = None
 
     def build(self, input_shape) -> None:
@@ -65,10 +67,12 @@ class BatchNormalization(Layer):
         param = (int(size),)
         if self.scale:
             self.gamma = self.add_weight(shape=param, initializer=self.gamma_initializer,
-                                         regularizer=self.gamma_regularizer, name="gamma")
+                                         regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
+                                         name="gamma")
         if self.center:
             self.beta = self.add_weight(shape=param, initializer=self.beta_initializer,
-                                        regularizer=self.beta_regularizer, name="beta")
+                                        regularizer=self.beta_regularizer, constraint=self.beta_constraint,
+                                        name="beta")
         self.moving_mean = self.add_weight(shape=param, initializer=self.moving_mean_initializer, trainable=False,
                                            name="moving_mean")
         self.moving_variance = self.add_weight(shape=param, initializer=self.moving_variance_initializer,
@@ -105,6 +109,10 @@ class BatchNormalization(Layer):
         shift = math_ops.subtract(self.beta, shift) if self.beta is not None else math_ops.negative(shift)
         return math_ops.add(math_ops.multiply(inputs, self._broadcast(inv)), self._broadcast(shift))
 
+    def get_config(self) -> dict:
+        return {**super().get_config(), "beta_constraint": constraints.serialize(self.beta_constraint),
+                "gamma_constraint": constraints.serialize(self.gamma_constraint)}
+
 
 class LayerNormalization(Layer):
     """Normalizes each example over ``axis`` (the last by default): ``(x - mean) / sqrt(variance + epsilon)``,
@@ -120,6 +128,8 @@ class LayerNormalization(Layer):
         self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
         self.beta_regularizer = regularizers.get(beta_regularizer)
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
         self.gamma = self.beta = None
 
     def build(self, input_shape) -> None:
@@ -133,10 +143,12 @@ class LayerNormalization(Layer):
             raise ValueError(f"{self.name}: the normalized axes {self.axis} of the inputs must be known, got {shape}")
         if self.scale or self.rms_scaling:
             self.gamma = self.add_weight(shape=param, initializer=self.gamma_initializer,
-                                         regularizer=self.gamma_regularizer, name="gamma")
+                                         regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
+                                         name="gamma")
         if self.center and not self.rms_scaling:
             self.beta = self.add_weight(shape=param, initializer=self.beta_initializer,
-                                        regularizer=self.beta_regularizer, name="beta")
+                                        regularizer=self.beta_regularizer, constraint=self.beta_constraint,
+                                        name="beta")
 
     def _broadcast(self, value):
         if value is None or self._rt_axes == [self._rt_rank - 1]:
@@ -159,6 +171,10 @@ class LayerNormalization(Layer):
         if beta is not None:
             shift = math_ops.add(shift, beta)
         return math_ops.add(math_ops.multiply(inputs, inv), shift)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "beta_constraint": constraints.serialize(self.beta_constraint),
+                "gamma_constraint": constraints.serialize(self.gamma_constraint)}
 
 
 class Normalization(Layer):

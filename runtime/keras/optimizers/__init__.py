@@ -12,7 +12,9 @@ name (with the path of the variable it belongs to).
 The learning rate lives in a variable (``optimizer.learning_rate = 0.01`` changes it for functions already
 traced, as in Keras 3), or comes from a schedule of the step (``optimizers.schedules``). ``variables`` lists
 the step counter and the slots (the state a fresh start zeroes), not the learning rate.
-``clipnorm``, ``clipvalue``, ``global_clipnorm`` and ``weight_decay`` apply as in Keras 3.
+``clipnorm``, ``clipvalue``, ``global_clipnorm`` and ``weight_decay`` apply as in Keras 3, and so do the variables'
+constraints (``variable.constraint``, which ``add_weight(constraint=...)`` sets): after a step has updated every
+variable, each one with a constraint is assigned ``constraint(variable)``.
 """
 from __future__ import annotations
 
@@ -173,6 +175,9 @@ class Optimizer(Trackable):
                     variable, convert(np.asarray(self.weight_decay, variable.dtype.np))), lr)))
         for grad, (_, variable) in zip(grads, pairs):
             self.update_step(grad, variable, [self.get_slot(variable, kind) for kind in self.slot_kinds])
+        for _, variable in pairs:       # Keras 3: each updated variable's constraint, once every update is done
+            if variable.constraint is not None:
+                variable.assign(variable.constraint(variable))
         return self.iterations.assign_add(np.int64(1))
 
     def apply(self, grads, trainable_variables=None):
