@@ -243,10 +243,12 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
 }
 
 /* How rt_gemm_blocked splits C over up to `threads` threads: a grid of tm x tn blocks. Returns tm * tn (1 for
- * products under RT_GEMM_PARALLEL_MIN multiply-adds) and sets *tn_out. */
+ * products under RT_GEMM_PARALLEL_MIN multiply-adds, unless they are at least RT_GEMM_HOT_MIN and follow
+ * another such product closely: rt_gemm_back_to_back) and sets *tn_out. */
 static inline int RT_G_FN(rt_gemm_grid)(int64_t m, int64_t k, int64_t n, int threads, int *tn_out) {
     int tm = 1, tn = 1;
-    if (m * k * n >= RT_GEMM_PARALLEL_MIN) {
+    const int64_t work = m * k * n;
+    if (threads > 1 && (work >= RT_GEMM_PARALLEL_MIN || (work >= RT_GEMM_HOT_MIN && rt_gemm_back_to_back()))) {
         for (int t = threads; t > 1;) {
             int f = 2;
             while (t % f) f++;

@@ -673,8 +673,36 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
 #define RT_GEMM_MR 4
 #endif
 /* ~80 us on one core: below it, waking a sleeping worker costs about what a second thread saves */
+#ifndef RT_GEMM_PARALLEL_MIN
 #define RT_GEMM_PARALLEL_MIN ((int64_t)1 << 22)
+#endif
 #define RT_GEMM_TINY 4096
+
+/* Products called back to back (a recurrence's h @ w in a tensor loop, a Python loop over a built step) keep the
+ * pool's workers spinning once a first one ran on them (GOMP_SPINCOUNT: ~0.1 ms), and a parallel region on
+ * spinning workers costs about 1 us, not a 30-50 us wake-up. So a product of at least RT_GEMM_HOT_MIN
+ * multiply-adds (about 2 us on one core: AVX2's 32x64x64 recurrence step) is split over threads when the
+ * previous product of that size started less than RT_GEMM_HOT_NS ago: the first of a run of such products
+ * runs on one thread, the rest on the pool (a 100-step RNN at AVX2 took 400 us, now 304 us). At AVX-512 the
+ * same product takes half the time and a region would eat the gain: the bound doubles. */
+#if defined(__AVX512F__)
+#define RT_GEMM_HOT_MIN ((int64_t)1 << 18)
+#else
+#define RT_GEMM_HOT_MIN ((int64_t)1 << 17)
+#endif
+#define RT_GEMM_HOT_NS 20000
+#if defined(__linux__)
+static int64_t rt_gemm_last_start = 0;
+static inline int rt_gemm_back_to_back(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t t = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    const int64_t last = __atomic_exchange_n(&rt_gemm_last_start, t, __ATOMIC_RELAXED);
+    return t - last < RT_GEMM_HOT_NS;
+}
+#else
+static inline int rt_gemm_back_to_back(void) { return 0; }
+#endif
 
 #if defined(__AVX512F__)
 #include <immintrin.h>

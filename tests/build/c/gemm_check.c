@@ -118,7 +118,23 @@ static void check_batch(void) {
     free(a); free(b); free(c); free(r);
 }
 
+/* A product of RT_GEMM_HOT_MIN multiply-adds runs on one thread after a pause, and on threads when it follows
+ * another closely (rt_gemm_back_to_back); smaller ones stay on one thread however close they come. */
+static void check_back_to_back(void) {
+    const struct timespec pause = {0, 2000000};
+    const int64_t m = 64, k = 64, n = RT_GEMM_HOT_MIN / (64 * 64);
+    int tn, split = 0, small_split = 0;
+    nanosleep(&pause, NULL);
+    if (rt_gemm_grid_float32(m, k, n, 2, &tn) != 1 && fails++ < 10) printf("a product after a pause was split\n");
+    for (int i = 0; i < 10; i++) split += rt_gemm_grid_float32(m, k, n, 2, &tn) > 1;
+    for (int i = 0; i < 10; i++) small_split += rt_gemm_grid_float32(m, k, n / 2, 2, &tn) > 1;
+    if (split < 5 && fails++ < 10) printf("back-to-back products split %d times of 10\n", split);
+    if (small_split && fails++ < 10) printf("products under RT_GEMM_HOT_MIN split %d times\n", small_split);
+    if (rt_gemm_grid_float32(m, k, n, 1, &tn) != 1 && fails++ < 10) printf("split with one thread\n");
+}
+
 int main(void) {
+    check_back_to_back();
     const int64_t sizes[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 100, 257, 300};
     const int count = sizeof sizes / sizeof sizes[0];
     for (int x = 0; x < count; x++)
