@@ -79,3 +79,48 @@ def test_compiled_train_step_runs_natively_and_agrees_with_the_traced_one(built)
     before = model.evaluate(x, y, verbose=0)[0]
     model.fit(x, y, batch_size=16, epochs=2, verbose=0)
     assert model.evaluate(x, y, verbose=0)[0] < before
+
+
+CONSTRAINED = '''
+import runtime as rt
+
+rt.keras.utils.set_random_seed(3)
+max_norm = rt.keras.constraints.MaxNorm(0.5)
+model = rt.keras.Sequential([rt.keras.Input((6,)),
+                             rt.keras.layers.Dense(8, activation="relu", kernel_constraint=max_norm,
+                                                   bias_constraint="non_neg"),
+                             rt.keras.layers.Dense(2, kernel_constraint=rt.keras.constraints.UnitNorm())])
+model.compile(optimizer=rt.keras.optimizers.Adam(0.05), loss="mse")
+
+
+@rt.function(input_signature=list(model.train_function.input_signature))
+def train_step(x, y):
+    return model.train_function(x, y)
+'''
+
+
+def test_weight_constraints_apply_in_the_built_step_as_in_the_traced_one(tmp_path):
+    built = build_source(tmp_path, "rt_keras_constrained", CONSTRAINED)
+    assert built.train_step.get_concrete_function().native
+    start = [v.numpy().copy() for v in built.model.variables]
+    rng = np.random.default_rng(1)
+    x = (3 * rng.standard_normal((32, 6))).astype(np.float32)
+    y = rng.standard_normal((32, 2)).astype(np.float32)
+    for i in range(0, 32, 8):
+        built.train_step(x[i:i + 8], y[i:i + 8])
+    kernel, bias, out_kernel = (v.numpy() for v in built.model.variables[:3])
+    assert np.linalg.norm(kernel, axis=0).max() <= 0.5 + 1e-6 and bias.min() >= 0
+    np.testing.assert_allclose(np.linalg.norm(out_kernel, axis=0), 1, rtol=1e-5)
+    # the same steps from the same weights, traced on the generic executor
+    twin = rt.keras.Sequential([rt.keras.Input((6,)),
+                                rt.keras.layers.Dense(8, activation="relu",
+                                                      kernel_constraint=rt.keras.constraints.MaxNorm(0.5),
+                                                      bias_constraint="non_neg"),
+                                rt.keras.layers.Dense(2, kernel_constraint=rt.keras.constraints.UnitNorm())])
+    twin.compile(optimizer=rt.keras.optimizers.Adam(0.05), loss="mse")
+    for variable, value in zip(twin.variables, start):
+        variable.assign(value)
+    for i in range(0, 32, 8):
+        twin.train_function(x[i:i + 8], y[i:i + 8])
+    for got, variable in zip(built.model.variables, twin.variables):
+        np.testing.assert_allclose(got.numpy(), variable.numpy(), rtol=1e-5, atol=1e-6)
