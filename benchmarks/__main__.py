@@ -42,7 +42,8 @@ def _reset_threads() -> None:
 
 
 def run_classes(args) -> list[tuple[str, list[Row]]]:
-    bench = Bench(repeat=3 if args.quick else 7, quick=args.quick, built_only=args.built_only, force=args.force)
+    bench = Bench(repeat=3 if args.quick else 7, quick=args.quick, built_only=args.built_only, force=args.force,
+                  mean=args.mean)
     chosen = [c for c in CLASSES if (not args.only or c.name in args.only) and (not args.wave or c.wave == args.wave)]
     start = time.perf_counter()
     for module in sorted({module for c in chosen for module in c.modules}):
@@ -73,7 +74,9 @@ def run_classes(args) -> list[tuple[str, list[Row]]]:
 
 def threads_sweep(args) -> list[tuple[str, float]]:
     """Each second-wave row's built time under every thread setting, and default / best; with ``--busy``, while
-    another process keeps one core busy (a Python busy loop), against SWEEP_BUSY_TARGET."""
+    another process keeps one core busy (a Python busy loop), against SWEEP_BUSY_TARGET, each time the mean of a
+    window's calls (``--mean``): two threads' best call is then much faster than their mean (all dot products:
+    68 us best, 186 us mean, one thread 132 us), and a loop of calls takes the mean."""
     settings = [None] + list(itertools.product((1, 2), repeat=2))
     times: dict[object, dict[str, float]] = {}
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.busy else None
@@ -104,6 +107,7 @@ def threads_sweep(args) -> list[tuple[str, float]]:
 def _sweep(args, settings: list, times: dict) -> None:
     command = [sys.executable, "-m", "benchmarks", "--built-only", "--json", "--wave", "second"]
     command += ["--quick"] if args.quick else []
+    command += ["--mean"] if args.busy else []      # the stalls a busy machine causes are the point: keep them
     for only in args.only or []:
         command += ["--only", only]
     for round_ in range(5):                # best of five rounds, each in another order: load drifts meanwhile
@@ -135,6 +139,9 @@ def main(argv=None) -> int:
                         help="compare the default environment with OMP/OPENBLAS_NUM_THREADS in {1, 2}")
     parser.add_argument("--busy", action="store_true",
                         help="with --threads-sweep: while another process keeps a core busy (target 1.3x)")
+    parser.add_argument("--mean", action="store_true",
+                        help="time each implementation as the mean of its calls over a window (what a loop of "
+                             "calls takes) instead of the best block; --threads-sweep --busy uses it")
     parser.add_argument("--peers-full-isa", action="store_true",
                         help="with RT_MARCH below this machine's level: leave the peers their full ISA (by default "
                              "they are held to RT_MARCH's level, as on a machine of that level)")

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmarks.support import best_time, best_times, build_module, fmt_time
+from benchmarks.support import best_time, best_times, build_module, fmt_time, mean_time
 
 PEERS = {"jax.jit": "jax", "tf.function": "tensorflow", "numba": "numba"}
 
@@ -250,8 +250,10 @@ def agreement(built, others: dict[str, object],
 class Bench:
     """What a class function works with: built modules, peers, timing and notes."""
 
-    def __init__(self, repeat: int = 7, quick: bool = False, built_only: bool = False, force: bool = False):
+    def __init__(self, repeat: int = 7, quick: bool = False, built_only: bool = False, force: bool = False,
+                 mean: bool = False):
         self.repeat = repeat
+        self.mean = mean            # time each implementation as the mean of its calls (``mean_time``)
         self.quick = quick
         self.built_only = built_only
         self.force = force
@@ -270,7 +272,10 @@ class Bench:
         return best_time(fn, max(3, self.repeat), min_seconds=min_seconds)
 
     def times(self, fns: list[Callable[[], object]], min_seconds: float = 0.2) -> list[float]:
-        """Seconds per call of each of ``fns``, each timed in blocks repeated over rounds (``best_times``)."""
+        """Seconds per call of each of ``fns``, each timed in blocks repeated over rounds (``best_times``), or
+        the mean of its calls over a window when ``mean``."""
+        if self.mean:
+            return [mean_time(fn, max(5 * min_seconds, 0.5)) for fn in fns]
         return best_times(fns, max(3, self.repeat), min_seconds=min_seconds)
 
     def note(self, text: str) -> None:
