@@ -685,10 +685,12 @@ RT_DEFINE_FLOAT_HELPERS(double, float64, )
  * previous product of that size started less than RT_GEMM_HOT_NS ago: the first of a run of such products
  * runs on one thread, the rest on the pool (a 100-step RNN at AVX2 took 400 us, now 304 us). At AVX-512 the
  * same product takes half the time and a region would eat the gain: the bound doubles. */
+#ifndef RT_GEMM_HOT_MIN
 #if defined(__AVX512F__)
 #define RT_GEMM_HOT_MIN ((int64_t)1 << 18)
 #else
 #define RT_GEMM_HOT_MIN ((int64_t)1 << 17)
+#endif
 #endif
 #define RT_GEMM_HOT_NS 20000
 #if defined(__linux__)
