@@ -68,11 +68,14 @@ def _loads(expr):
 
 
 def test_softmax_and_layer_norm_are_one_loop_over_rows():
+    """Layer norm: two reduction passes and the store. Softmax: the max, the exponentials into a scratch row
+    (a loop without the sum, whose accumulator would live on the stack across each vector exp call), their
+    sum, and the store."""
     def layer_norm(x):
         mean = rt.reduce_mean(x, axis=-1, keepdims=True)
         var = rt.reduce_mean(rt.square(x - mean), axis=-1, keepdims=True)
         return (x - mean) / rt.sqrt(var + 1e-5)
-    for fn in (rt.nn.softmax, layer_norm):
+    for fn, count in ((rt.nn.softmax, 4), (layer_norm, 3)):
         lowered = _lower(fn, rt.TensorSpec([1024, 256], F))
         outer = [s for s in lowered.ir.body if isinstance(s, For)]
         assert lowered.report.groups == 1 and len(outer) == 1 and outer[0].parallel
@@ -80,18 +83,21 @@ def test_softmax_and_layer_norm_are_one_loop_over_rows():
         divided = [s for s in outer[0].body if isinstance(s, If)]      # the store, by a reciprocal or not
         assert len(divided) == 1 and len(divided[0].then) == len(divided[0].orelse) == 1
         passes.append(divided[0].then[0])
-        assert len(passes) == 3 and all(p.simd for p in passes)         # two reductions and the store
+        assert len(passes) == count and all(p.simd for p in passes)
         allocs = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
         assert len(allocs) == 1                                          # only the result
 
 
-def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_the_result_and_divide_by_a_reciprocal():
-    def softmax(x):
-        e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
-        return e / rt.reduce_sum(e, axis=-1, keepdims=True)
-    lowered = _lower(softmax, rt.TensorSpec([64, 1100], F))
+def _softmax(x):
+    e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
+    return e / rt.reduce_sum(e, axis=-1, keepdims=True)
+
+
+def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_a_scratch_row_and_divide_by_a_reciprocal():
+    lowered = _lower(_softmax, rt.TensorSpec([64, 1100], F))
     (outer,) = [s for s in lowered.ir.body if isinstance(s, For)]
-    assert not [s for s in walk_stmts(outer.body) if isinstance(s, Declare) and s.size]    # no scratch row
+    (scratch,) = [s for s in walk_stmts(outer.body) if isinstance(s, Declare) and s.size]
+    assert scratch.size == 1100
     (result,) = [s.ptr for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
     chunks = [s for s in outer.body if isinstance(s, For) and not s.simd]
     assert len(chunks) == 1 and chunks[0].stop == Poly.of(2)                              # 2 chunks of 512
@@ -99,9 +105,23 @@ def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_the_result_and_di
     assert inner.simd and inner.reductions[0][1].startswith("part") and inner.stop - inner.start == Poly.of(512)
     tail = [s for s in outer.body if isinstance(s, For) and s.simd and s.start == Poly.of(1024)]
     assert len(tail) == 1 and tail[0].stop == Poly.of(1100)
-    assert any(isinstance(s, Store) and s.ptr == result for s in walk_stmts(tail[0].body))  # e into the result
+    assert not [s for s in walk_stmts(tail[0].body) if isinstance(s, Store)]     # the sum only reads
+    (exps,) = [s for s in outer.body if isinstance(s, For) and s.simd and s.stop == Poly.of(1100) and s.start == 0
+               and any(isinstance(t, Store) for t in walk_stmts(s.body))]
+    assert [s.ptr for s in walk_stmts(exps.body) if isinstance(s, Store)] == [scratch.name]   # e into the scratch
+    assert "type='Exp'" in repr(exps) and not exps.reductions
     (divided,) = [s for s in outer.body if isinstance(s, If)]
     assert "fabsf(" in str(divided.cond) and "RealDiv" not in str(divided.then) and "RealDiv" in str(divided.orelse)
+    assert [s.ptr for s in walk_stmts(divided.then) if isinstance(s, Store)] == [result]   # written once
+
+
+def test_rows_of_unknown_length_keep_exponentials_in_the_result_row():
+    lowered = _lower(_softmax, rt.TensorSpec([None, None], F))
+    (outer,) = [s for s in lowered.ir.body if isinstance(s, For)]
+    assert not [s for s in walk_stmts(outer.body) if isinstance(s, Declare) and s.size]    # no scratch row
+    (result,) = [s.ptr for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
+    passes = [s for s in walk_stmts(outer.body) if isinstance(s, For) and s.simd]
+    assert any(isinstance(s, Store) and s.ptr == result for p in passes[:-2] for s in walk_stmts(p.body))
 
 
 def test_short_static_rows_run_over_whole_vectors_with_masked_loads_and_stores():

@@ -6,69 +6,77 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     if (16 * n1 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
         for (int64_t k4 = 0; k4 < n1; k4++) {
-            float acc6 = ((float)-INFINITY);
-            int acc6_nan = 0;
-            #pragma omp simd reduction(max:acc6) reduction(|:acc6_nan)
+            __attribute__((aligned(64))) float scratch6[16];
+            float acc7 = ((float)-INFINITY);
+            int acc7_nan = 0;
+            #pragma omp simd reduction(max:acc7) reduction(|:acc7_nan)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float v8 = x2[16 * k4 + r5];
-                acc6 = v8 > acc6 ? v8 : acc6;
-                acc6_nan = acc6_nan | (v8 != v8);
+                float v9 = x2[16 * k4 + r5];
+                acc7 = v9 > acc7 ? v9 : acc7;
+                acc7_nan = acc7_nan | (v9 != v9);
             }
-            float row9 = acc6_nan ? ((float)NAN) : acc6;
-            double acc11 = 0;
-            float part12 = 0;
-            #pragma omp simd reduction(+:part12)
+            float row10 = acc7_nan ? ((float)NAN) : acc7;
+            #pragma omp simd
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float e10 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row9))));
-                p3[16 * k4 + r5] = e10;
-                part12 = (part12 + ((float)e10));
+                float e11 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row10))));
+                scratch6[r5] = e11;
             }
-            acc11 = (acc11 + part12);
-            float row14 = ((float)acc11);
-            float inv15 = ((float)1) / row14;
-            if (fabsf(row14) >= 0x1p-126f && fabsf(row14) <= 0x1p126f) {
+            double acc12 = 0;
+            float part13 = 0;
+            #pragma omp simd reduction(+:part13)
+            for (int64_t r5 = 0; r5 < 16; r5++) {
+                part13 = (part13 + ((float)scratch6[r5]));
+            }
+            acc12 = (acc12 + part13);
+            float row15 = ((float)acc12);
+            float inv16 = ((float)1) / row15;
+            if (fabsf(row15) >= 0x1p-126f && fabsf(row15) <= 0x1p126f) {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
-                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv15));
+                    p3[16 * k4 + r5] = ((float)(scratch6[r5] * inv16));
                 }
             } else {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
-                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row14)));
+                    p3[16 * k4 + r5] = ((float)((float)(scratch6[r5] / row15)));
                 }
             }
         }
     } else {
         for (int64_t k4 = 0; k4 < n1; k4++) {
-            float acc6 = ((float)-INFINITY);
-            int acc6_nan = 0;
-            #pragma omp simd reduction(max:acc6) reduction(|:acc6_nan)
+            __attribute__((aligned(64))) float scratch6[16];
+            float acc7 = ((float)-INFINITY);
+            int acc7_nan = 0;
+            #pragma omp simd reduction(max:acc7) reduction(|:acc7_nan)
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float v8 = x2[16 * k4 + r5];
-                acc6 = v8 > acc6 ? v8 : acc6;
-                acc6_nan = acc6_nan | (v8 != v8);
+                float v9 = x2[16 * k4 + r5];
+                acc7 = v9 > acc7 ? v9 : acc7;
+                acc7_nan = acc7_nan | (v9 != v9);
             }
-            float row9 = acc6_nan ? ((float)NAN) : acc6;
-            double acc11 = 0;
-            float part12 = 0;
-            #pragma omp simd reduction(+:part12)
+            float row10 = acc7_nan ? ((float)NAN) : acc7;
+            #pragma omp simd
             for (int64_t r5 = 0; r5 < 16; r5++) {
-                float e10 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row9))));
-                p3[16 * k4 + r5] = e10;
-                part12 = (part12 + ((float)e10));
+                float e11 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row10))));
+                scratch6[r5] = e11;
             }
-            acc11 = (acc11 + part12);
-            float row14 = ((float)acc11);
-            float inv15 = ((float)1) / row14;
-            if (fabsf(row14) >= 0x1p-126f && fabsf(row14) <= 0x1p126f) {
+            double acc12 = 0;
+            float part13 = 0;
+            #pragma omp simd reduction(+:part13)
+            for (int64_t r5 = 0; r5 < 16; r5++) {
+                part13 = (part13 + ((float)scratch6[r5]));
+            }
+            acc12 = (acc12 + part13);
+            float row15 = ((float)acc12);
+            float inv16 = ((float)1) / row15;
+            if (fabsf(row15) >= 0x1p-126f && fabsf(row15) <= 0x1p126f) {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
-                    p3[16 * k4 + r5] = ((float)(p3[16 * k4 + r5] * inv15));
+                    p3[16 * k4 + r5] = ((float)(scratch6[r5] * inv16));
                 }
             } else {
                 #pragma omp simd
                 for (int64_t r5 = 0; r5 < 16; r5++) {
-                    p3[16 * k4 + r5] = ((float)((float)(p3[16 * k4 + r5] / row14)));
+                    p3[16 * k4 + r5] = ((float)((float)(scratch6[r5] / row15)));
                 }
             }
         }
