@@ -335,7 +335,8 @@ def test_a_sum_of_broadcast_products_becomes_a_matmul_of_a_copy_only():
     def pairwise(x, y):         # a difference, not a product: stays a reduction
         return rt.reduce_sum((x[:, None, :] - y[None, :, :]) ** 2, axis=-1)
 
-    graph = optimize(rt.function(cosine).get_concrete_function(rt.TensorSpec([5, 3], F), rt.TensorSpec([4, 3], F)).graph)
+    specs = (rt.TensorSpec([5, 3], F), rt.TensorSpec([4, 3], F))
+    graph = optimize(rt.function(cosine).get_concrete_function(*specs).graph)
     before = [op.type for op in graph.operations]
     rewritten = contract_products(graph)
     assert [op.type for op in graph.operations] == before          # the executor's graph is not touched
@@ -345,5 +346,5 @@ def test_a_sum_of_broadcast_products_becomes_a_matmul_of_a_copy_only():
     assert (matmul.attrs["transpose_a"], matmul.attrs["transpose_b"]) == (False, True)
     x, y = np.arange(15, dtype=np.float32).reshape(5, 3), np.arange(12, dtype=np.float32).reshape(4, 3) - 6
     np.testing.assert_array_equal(run_graph(rewritten, [x, y])[0], x @ y.T)
-    other = optimize(rt.function(pairwise).get_concrete_function(rt.TensorSpec([5, 3], F), rt.TensorSpec([4, 3], F)).graph)
+    other = optimize(rt.function(pairwise).get_concrete_function(*specs).graph)
     assert contract_products(other) is other
