@@ -16,8 +16,8 @@ nest over its own block right after computing it, while the block is in its cach
 A nest fuses when it covers ``C``'s elements (one loop over ``m * n`` of a dense ``C``, or ``m`` x ``n``),
 reads ``C`` only at the element it is at, writes every buffer at one element per iteration (never
 two iterations the same one, see ``merge.injective``) and writes neither operand (other threads are
-still reading them). Scalar statements between the product and the nest that do not read ``C`` move
-before the product. Other statements between them (a later layer's gradient, its product) stay after the
+still reading them). Scalar statements and checks between the product and the nest that do not read ``C``
+move before the product. Other statements between them (a later layer's gradient, its product) stay after the
 fused product when the nest neither reads what they write nor writes what they touch: the update of a
 hidden layer's weights, which the gradients of the layers below separate from its gradient's product,
 runs in that product's parts too. The blocks and their order within each are the GEMM's own, so the
@@ -94,7 +94,7 @@ def _consumer(stmts: list, k: int, owner: dict):
         if isinstance(s, Comment):
             (passed if passed else moved).append(s)
             continue
-        if (isinstance(s, (Assign, Alloc)) or (isinstance(s, Declare) and s.size is None)) \
+        if (isinstance(s, (Assign, Alloc, Check)) or (isinstance(s, Declare) and s.size is None)) \
                 and _movable(s, gemm, c_memory, owner) and _precedes(_footprint(s, owner), effects):
             moved.append(s)          # before the product (and the statements the nest moves up past)
             continue
@@ -177,9 +177,14 @@ def _footprint(s, owner: dict):
 
 
 def _movable(s, gemm, c_memory: str, owner: dict) -> bool:
-    """True when ``s`` (a scalar statement, or the allocation of the nest's result) can run before the
-    product: it neither reads ``C`` nor sets a name the call reads. (A stack array the product reads and
-    the nest then writes is caught as a written operand.)"""
+    """True when ``s`` (a scalar statement, a check, or the allocation of the nest's result) can run before
+    the product: it neither reads ``C`` nor sets a name the call reads. (A stack array the product reads and
+    the nest then writes is caught as a written operand.) A check moved before the product (the bounds of
+    ``x[t]``, which a recurrence's ``tanh(h @ w + x[t])`` reads) raises its error before the product runs
+    instead of after: the product has no effect but ``C``."""
+    if isinstance(s, Check):
+        return not any(isinstance(e, Load) and owner.get(e.ptr, e.ptr) == c_memory
+                       for x in s.exprs() for e in walk_expr(x))
     if isinstance(s, Alloc):
         name, value = s.ptr, s.count
     else:

@@ -9,7 +9,7 @@ from runtime.executor import run_graph
 from runtime.optimizer import optimize
 from transpiler.lowering import Poly, lower_function
 from transpiler.lowering.contract import contract_products
-from transpiler.lowering.ir import Alloc, Assign, Call, Declare, For, If, Load, Loop, Store, walk_stmts
+from transpiler.lowering.ir import Alloc, Assign, Call, Check, Declare, For, If, Load, Loop, Store, walk_stmts
 from transpiler.lowering.kernels import loads
 from transpiler.lowering.ops import SMALL_MATMUL
 
@@ -288,6 +288,26 @@ def test_no_epilogue_reads_another_element_of_the_product_or_writes_an_operand()
     for fn in (symmetric, grows):
         lowered = _lower(fn, rt.TensorSpec([256, 256], F))
         assert "rt_gemm_part_float32" not in str(lowered.ir), fn.__name__
+
+
+def test_a_recurrence_over_any_batch_runs_its_activation_in_the_products_parts():
+    """``tanh(h @ w + x[t])`` with ``None`` batch and time: the bounds check of ``x[t]``, between the product and
+    the nest, moves before the product (it reads nothing the product writes), so the nest becomes its epilogue
+    as with static sizes; before, the tanh ran after the product as a pass of its own, on one thread."""
+    def rnn(inputs, h, w):
+        xs = rt.transpose(inputs, [1, 0, 2])
+        for t in rt.range(rt.shape(xs)[0]):
+            h = rt.tanh(rt.matmul(h, w) + xs[t])
+        return h
+    lowered = _lower(rnn, rt.TensorSpec([None, None, 16], F), rt.TensorSpec([None, 16], F),
+                     rt.TensorSpec([16, 16], F))
+    main = lowered.ir.body
+    parts = [s for s in walk_stmts(main) if isinstance(s, Call) and s.name == "rt_gemm_part_float32"]
+    assert parts, str(lowered.ir)
+    (loop,) = [f for f in _loops(lowered.ir) if any(c in f.body for c in parts)]
+    assert "Tanh" in repr(loop.body)
+    checks = [s for s in walk_stmts(main) if isinstance(s, Check) and "StridedSlice" in str(s)]
+    assert checks                                    # still checked, before the product
 
 
 def test_a_big_loop_after_a_product_too_small_for_threads_stays_parallel():
