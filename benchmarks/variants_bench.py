@@ -108,6 +108,7 @@ def spellings(bench: Bench) -> list[Row]:
         "static": lambda: built.train_step_static(bx, by), "None batch": lambda: built.train_step(bx, by)},
         training_bench.training_peers(weights, bx, by), [("jax.jit", 1.0)], "None batch", training_bench.LOSS))
     training_bench.tf_function_target(bench, rows[-1], "built: None batch", "None batch")
+    rows += training_bench.gemm_rows(bench)
 
     image = training_bench.conv_inputs()
     kernel, bias = (v.numpy() for v in built.conv_layer.trainable_variables)
