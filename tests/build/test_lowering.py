@@ -951,6 +951,19 @@ def test_rows_with_inf_and_nan_propagate_as_in_numpy(programs):
     assert np.isnan(soft[:2]).all() and soft[2, 1029] == 0 and np.isnan(soft[3]).all() and np.isfinite(soft[4]).all()
 
 
+def test_rows_of_unknown_length_on_either_side_of_the_scratch_row(programs):
+    """[None, None] chooses at run time: rows up to SCRATCH_MAX keep their exponentials in a scratch row on the
+    stack, longer rows in the result's row; both give the executor's result (a scratch row too short for its
+    row would write past it)."""
+    from transpiler.lowering.kernels import SCRATCH_MAX
+    spec = rt.TensorSpec([None, None], rt.float32)
+    rng = np.random.default_rng(8)
+    for cols in (1, 1030, SCRATCH_MAX, SCRATCH_MAX + 1, 3 * SCRATCH_MAX + 5):
+        x = rt.constant(rng.standard_normal((3, cols)).astype(np.float32) * 4)
+        check(programs.softmaxes, (spec,), [x])
+        check(programs.softmax_only, (spec,), [x])
+
+
 def test_divisions_by_a_row_value_out_of_the_reciprocals_range_are_exact(programs):
     """``x / sum(x)`` multiplies by ``1 / sum`` only where that reciprocal is a normal number: a subnormal,
     huge, zero, infinite or NaN sum divides, as numpy does."""

@@ -180,21 +180,22 @@ def _build(cx, region: Region) -> list:
     cols = product(domain[k:])
     fits = cols.const is not None and cols.const <= SCRATCH_MAX
     hosts = {} if fits else _hosts(cx, shared, full, targets)
-    if not fits:
-        shared = [t for t in shared if id(t) in hosts]
     full.sort(key=lambda t: id(t) in hosts.values())     # a host's store last: the others read its row first
 
-    def build(el):
+    def build(el, kept: list, hosting: dict):
+        """The group's loops with the shared values ``kept``: in the row of the output ``hosting`` names, else
+        in a scratch row (the others are computed where they are read)."""
         knames = [cx.fresh("k") for _ in range(k)]
         rnames = [cx.fresh("r") for _ in range(region.reduced)]
         state = RowState(cx, region, knames, rnames, members)
         el.region = state
-        for t in shared:
-            if id(t) in hosts:
-                state.hosted[id(t)] = targets[hosts[id(t)]]
+        for t in kept:
+            if id(t) in hosting:
+                state.hosted[id(t)] = targets[hosting[id(t)]]
                 continue
             state.scratch[id(t)] = cx.fresh("scratch")
-            state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=cols.const))
+            size = cols.const if cols.const is not None else SCRATCH_MAX
+            state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=size))
         index = tuple(Poly.sym(n) for n in knames + rnames)
         reductions = [op for op in region.members if op.opdef.reduction is not None]
         for op in reductions:
@@ -258,7 +259,16 @@ def _build(cx, region: Region) -> list:
         if cond is not None and rows.const is not None and rows.const < 2:
             cond = None
         return wrap_loops(loops, body, cond, simd=False)
-    return prelude + versions(cx, build) + _values(cx, stored, targets)
+    if fits:
+        return prelude + versions(cx, lambda el: build(el, shared, {})) + _values(cx, stored, targets)
+    out = versions(cx, lambda el: build(el, [t for t in shared if id(t) in hosts], hosts))
+    if cols.const is None and shared:
+        # rows of unknown length: where a row fits a scratch row, the version that keeps the shared values
+        # there (the result's row written once, the values computed in a loop of their own): softmax over
+        # [None, None] ran 1.25x its [4096, 1024] spelling with AVX-512 without it
+        scratch = versions(cx, lambda el: build(el, shared, {}))
+        out = [If(Compare("<=", cols, Lit(SCRATCH_MAX, "int64_t")), scratch, out)]
+    return prelude + out + _values(cx, stored, targets)
 
 
 _NORMAL = {"float": ("fabsf", 2.0 ** -126, 2.0 ** 126), "double": ("fabs", 2.0 ** -1022, 2.0 ** 1022)}

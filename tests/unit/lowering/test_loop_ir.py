@@ -10,7 +10,7 @@ from runtime.optimizer import optimize
 from transpiler.lowering import Poly, lower_function
 from transpiler.lowering.contract import contract_products
 from transpiler.lowering.ir import Alloc, Assign, Call, Check, Declare, For, If, Load, Loop, Store, walk_stmts
-from transpiler.lowering.kernels import loads
+from transpiler.lowering.kernels import SCRATCH_MAX, loads
 from transpiler.lowering.ops import SMALL_MATMUL
 
 F = rt.float32
@@ -115,13 +115,30 @@ def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_a_scratch_row_and
     assert [s.ptr for s in walk_stmts(divided.then) if isinstance(s, Store)] == [result]   # written once
 
 
-def test_rows_of_unknown_length_keep_exponentials_in_the_result_row():
+def test_rows_of_unknown_length_use_a_scratch_row_where_it_fits_and_the_result_row_otherwise():
+    """[None, None]: a run-time choice between the static spelling's loops (a scratch row of SCRATCH_MAX, the
+    exponentials in a loop of their own, the result written once) and, for longer rows, the exponentials kept
+    in the result's row."""
     lowered = _lower(_softmax, rt.TensorSpec([None, None], F))
-    (outer,) = [s for s in lowered.ir.body if isinstance(s, For)]
-    assert not [s for s in walk_stmts(outer.body) if isinstance(s, Declare) and s.size]    # no scratch row
-    (result,) = [s.ptr for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
+    (choice,) = [s for s in lowered.ir.body if isinstance(s, If)]
+    (result,) = [s for s in lowered.ir.body if isinstance(s, Alloc)]
+    columns = result.count.symbols() - {next(iter(_loops_of(choice.then)[0].stop.symbols()))}
+    assert choice.cond.op == "<=" and choice.cond.b.value == SCRATCH_MAX and choice.cond.a.symbols() == columns
+    (scratch,) = [s for s in walk_stmts(choice.then) if isinstance(s, Declare) and s.size]
+    assert scratch.size == SCRATCH_MAX
+    (exps,) = [s for s in walk_stmts(choice.then) if isinstance(s, For) and s.simd and "type='Exp'" in repr(s)
+               and any(isinstance(t, Store) for t in walk_stmts(s.body))]
+    assert not exps.reductions and [t.ptr for t in walk_stmts(exps.body) if isinstance(t, Store)] == [scratch.name]
+    stores = [t.ptr for t in walk_stmts(choice.then) if isinstance(t, Store)]
+    assert stores.count(result.ptr) == 2                  # once per row: by the reciprocal or by the division
+    (outer,) = _loops_of(choice.orelse)
+    assert not [s for s in walk_stmts(choice.orelse) if isinstance(s, Declare) and s.size]    # no scratch row
     passes = [s for s in walk_stmts(outer.body) if isinstance(s, For) and s.simd]
-    assert any(isinstance(s, Store) and s.ptr == result for p in passes[:-2] for s in walk_stmts(p.body))
+    assert any(isinstance(s, Store) and s.ptr == result.ptr for p in passes[:-2] for s in walk_stmts(p.body))
+
+
+def _loops_of(body):
+    return [s for s in body if isinstance(s, For)]
 
 
 def test_short_static_rows_run_over_whole_vectors_with_masked_loads_and_stores():
