@@ -4,7 +4,7 @@ A group over a domain ``[*rows, *cols]`` becomes one loop over rows (in parallel
 one pass per reduction over the columns, accumulating in a register, then a last pass storing the
 group's results. For a softmax: pass 1 finds the row's max, pass 2 sums ``exp(x - max)``, keeping
 each exponential where a later pass reads it (a per-thread row buffer, or the result's own row when the
-row is too long for one or of unknown length), pass 3 writes ``e / sum`` over it; a layer norm is
+row is too long for one: chosen at run time for rows of unknown length), pass 3 writes ``e / sum`` over it; a layer norm is
 two reduction passes and a store pass. Values of one row (a mean, a ``sqrt(var + eps)``) are
 computed once per row, in registers; float32 sums add chunks of ``SUM_CHUNK`` columns in float and
 the chunks in double; a division by a row value is a multiplication by its reciprocal in rows where
@@ -341,7 +341,7 @@ def _shared(cx, region, members, member_ids) -> list:
 
 def _hosts(cx, shared, full, targets) -> dict:
     """id(shared value) -> id(output) for the one shared value kept in the row of a full-domain output, for rows
-    too long (or of unknown length) for a scratch row.
+    too long (or possibly too long) for a scratch row.
 
     The output's row is written only by the last pass, after every pass that reads the shared value, and its
     element is read there just before it is overwritten. A scratch row is better where it fits: the output's
