@@ -61,6 +61,9 @@ CHUNKS = 16            # a big full reduction: partial results per chunk, combin
 SCRATCH_MAX = 16384    # elements of a per-row scratch buffer (on the stack of each thread)
 SUM_CHUNK = 512        # elements of a row that a float32 sum adds up in float before adding them to its double total
 COLUMN_LOCAL_MAX = 512  # kept elements of a column reduction accumulated in a local array
+# a row group calling vector math (exp, tanh, log) costs about this many plain ops per element: softmax over
+# [8192, 10] (82K elements, under PARALLEL_MIN_ELEMENTS) took 117 us on one thread, 60 us on two
+HEAVY_WEIGHT = 4
 PAD_LANES = 16         # a short static innermost loop runs a whole number of these (64 bytes of float32)
 PAD_MAX = 128          # ... when it has fewer iterations than this
 
@@ -372,13 +375,14 @@ def merged_loops(cx, dims: list, names: list, body: list, kinds: list | None = N
     return loops, substitute(body, mapping)
 
 
-def parallel_condition(total: Poly) -> Expr | None:
-    """When a loop nest over ``total`` elements should run on several threads (None: never)."""
+def parallel_condition(total: Poly, weight: int = 1) -> Expr | None:
+    """When a loop nest over ``total`` elements should run on several threads (None: never); ``weight``: the
+    elements' cost in plain arithmetic ops' (``HEAVY_WEIGHT`` for a vector math call per element)."""
     value = total.const
     threads = Compare(">", NUM_THREADS, Lit(1, "int"))
     if value is not None:
-        return threads if value >= PARALLEL_MIN_ELEMENTS else None
-    return And((Compare(">=", total, Named("parallel_min")), threads))
+        return threads if value * weight >= PARALLEL_MIN_ELEMENTS else None
+    return And((Compare(">=", total * weight, Named("parallel_min")), threads))
 
 
 def wrap_loops(loops: list, body: list, parallel=None, simd: bool = True, reductions=None,
@@ -446,7 +450,8 @@ def hoist_row_indices(var: str, body: list) -> tuple[list, list]:
     return declarations, out
 
 
-def pad_inner(cx, loops: list, body: list, live: Var | None = None) -> tuple[list, list, list]:
+def pad_inner(cx, loops: list, body: list, live: Var | None = None,
+              whole: frozenset = frozenset()) -> tuple[list, list, list]:
     """The innermost of ``loops`` over whole vectors when it is short and static: a row of 10 logits runs 16
     iterations, the last 6 doing nothing, instead of one vector of 8 and 2 scalar iterations (each calling
     ``expf`` on its own: 2.5x slower for a cross entropy over 10 classes).
@@ -456,18 +461,24 @@ def pad_inner(cx, loops: list, body: list, live: Var | None = None) -> tuple[lis
     ``live`` is the flag the accumulators' updates were given (``Accumulator.update(..., live)``). Unpadded,
     those updates fold their value as usual. Returns ``(loops, body, prelude)``: ``prelude`` goes before the
     loops (the row's length, hidden from the C compiler: see ``rt_opaque_i64``).
+
+    ``whole`` names buffers indexed by the loop alone and sized to whole vectors (a row group's scratch row):
+    a single loop stores and loads them unmasked. A masked store read back by a masked load cannot forward
+    from the store buffer: softmax over rows of 10 waited on it in every row.
     """
     if not loops:
         return loops, _unlive(body, live), []
     var, extent, kind = loops[-1]
     n = extent.const
-    if n is None or n < 2 or n >= PAD_MAX or n % PAD_LANES == 0 or not all(
-            isinstance(s, (Declare, Assign, Store)) for s in body):
+    if n is None or padded_length(n) == n or not all(isinstance(s, (Declare, Assign, Store)) for s in body):
         return loops, _unlive(body, live), []
     length = cx.fresh("n")
     prelude = [Declare(length, "int64_t", Helper("rt_opaque_i64", (Poly.of(n),), "int64_t"))]
     cond = Compare("<", Poly.sym(var), Poly.sym(length))
     out = [Declare(live.name, "int", cond)] if live is not None else []
+
+    if len(loops) > 1:
+        whole = frozenset()
 
     def guarded(value):
         """``value`` reading its loads from locals, each declared (as a masked load) before the statement: a
@@ -477,7 +488,8 @@ def pad_inner(cx, loops: list, body: list, live: Var | None = None) -> tuple[lis
         seen: dict = {}
 
         def guard(e):
-            if not (isinstance(e, Load) and (var in e.index.symbols() or e.indirect)):
+            if not (isinstance(e, Load) and (var in e.index.symbols() or e.indirect)) or \
+                    e.ptr in whole and not e.indirect:
                 return None
             key = str(e)
             if key not in seen:
@@ -486,7 +498,9 @@ def pad_inner(cx, loops: list, body: list, live: Var | None = None) -> tuple[lis
             return seen[key]
         return map_expr(value, on_node=guard)
     for s in body:
-        if isinstance(s, Store):       # the value computed in every lane, only the store masked (GCC leaves a
+        if isinstance(s, Store) and s.ptr in whole:
+            out.append(Store(s.ptr, s.index, guarded(s.value)))
+        elif isinstance(s, Store):     # the value computed in every lane, only the store masked (GCC leaves a
             value = Var(cx.fresh("st"), s.value.ctype)        # value computed under the `if` scalar)
             out.append(Declare(value.name, value.ctype, guarded(s.value)))
             out.append(If(cond, [Store(s.ptr, s.index, value)]))
@@ -496,8 +510,14 @@ def pad_inner(cx, loops: list, body: list, live: Var | None = None) -> tuple[lis
         else:
             value = guarded(s.value)
             out.append(Assign(s.name, value))
-    padded = (n + PAD_LANES - 1) // PAD_LANES * PAD_LANES
-    return loops[:-1] + [(var, Poly.of(padded), kind)], out, prelude
+    return loops[:-1] + [(var, Poly.of(padded_length(n)), kind)], out, prelude
+
+
+def padded_length(n: int) -> int:
+    """The iterations ``pad_inner`` gives a static innermost loop of ``n``."""
+    if n < 2 or n >= PAD_MAX or n % PAD_LANES == 0:
+        return n
+    return (n + PAD_LANES - 1) // PAD_LANES * PAD_LANES
 
 
 def _unlive(body: list, live: Var | None) -> list:

@@ -4,8 +4,8 @@ A group over a domain ``[*rows, *cols]`` becomes one loop over rows (in parallel
 one pass per reduction over the columns, accumulating in a register, then a last pass storing the
 group's results. For a softmax: pass 1 finds the row's max, pass 2 sums ``exp(x - max)``, keeping
 each exponential where a later pass reads it (a per-thread row buffer, or the result's own row when the
-row is too long for one: chosen at run time for rows of unknown length), pass 3 writes ``e / sum`` over it; a layer norm is
-two reduction passes and a store pass. Values of one row (a mean, a ``sqrt(var + eps)``) are
+row is too long for one: chosen at run time for rows of unknown length), pass 3 writes ``e / sum`` over
+it; a layer norm is two reduction passes and a store pass. Values of one row (a mean, a ``sqrt(var + eps)``) are
 computed once per row, in registers; float32 sums add chunks of ``SUM_CHUNK`` columns in float and
 the chunks in double; a division by a row value is a multiplication by its reciprocal in rows where
 that reciprocal is a normal number.
@@ -35,6 +35,7 @@ from transpiler.lowering.ir import (
     product,
 )
 from transpiler.lowering.kernels import (
+    HEAVY_WEIGHT,
     SCRATCH_MAX,
     Accumulator,
     NotInRow,
@@ -43,6 +44,7 @@ from transpiler.lowering.kernels import (
     float_partial,
     merged_loops,
     pad_inner,
+    padded_length,
     parallel_condition,
     versions,
     wrap_loops,
@@ -194,8 +196,9 @@ def _build(cx, region: Region) -> list:
                 state.hosted[id(t)] = targets[hosting[id(t)]]
                 continue
             state.scratch[id(t)] = cx.fresh("scratch")
-            size = cols.const if cols.const is not None else SCRATCH_MAX
+            size = padded_length(cols.const) if cols.const is not None else SCRATCH_MAX
             state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=size))
+        whole = frozenset(state.scratch.values())      # whole vectors: padded row loops need no masks there
         index = tuple(Poly.sym(n) for n in knames + rnames)
         reductions = [op for op in region.members if op.opdef.reduction is not None]
         for op in reductions:
@@ -208,7 +211,8 @@ def _build(cx, region: Region) -> list:
                 # calls, it lived on the stack across each call (no vector register survives one), a
                 # store-to-load chain per vector: softmax over [4096, 1024] at AVX2 took 1020 us, now 910 us
                 state.saved |= set(state.computed)
-                loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, state.pass_stmts))
+                loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, state.pass_stmts),
+                                                 whole=whole)
                 state.row_stmts += prelude + wrap_loops(loops, body)
                 state.pass_stmts = []
                 state.computed = {}
@@ -220,7 +224,7 @@ def _build(cx, region: Region) -> list:
             live = Var(cx.fresh("live"), "int")
             body = state.pass_stmts + (part or acc).update(cx, value, live)
             state.saved |= set(state.computed)
-            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), live)
+            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), live, whole)
             state.row_stmts += prelude
             if part is None or not loops:
                 state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
@@ -239,12 +243,13 @@ def _build(cx, region: Region) -> list:
         if stores:
             body = state.pass_stmts + stores
             fast, cond = _reciprocals(cx, state, deepcopy(body))
-            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body))
+            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), whole=whole)
             state.row_stmts += prelude
             if cond is None:
                 state.row_stmts += wrap_loops(loops, body)
             else:
-                fast_loops, fast, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, fast))
+                fast_loops, fast, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, fast),
+                                                       whole=whole)
                 state.row_stmts += prelude
                 state.row_stmts.append(If(cond, wrap_loops(fast_loops, fast), wrap_loops(loops, body)))
         for t in stored:
@@ -255,7 +260,7 @@ def _build(cx, region: Region) -> list:
                 state.row_stmts.append(_store(target, row_index, value))
         loops, body = merged_loops(cx, list(domain[:k]), knames, state.row_stmts)
         rows = product(domain[:k])
-        cond = parallel_condition(product(domain))
+        cond = parallel_condition(product(domain), HEAVY_WEIGHT if any(map(_expensive, region.members)) else 1)
         if cond is not None and rows.const is not None and rows.const < 2:
             cond = None
         return wrap_loops(loops, body, cond, simd=False)

@@ -142,20 +142,30 @@ def _loops_of(body):
 
 
 def test_short_static_rows_run_over_whole_vectors_with_masked_loads_and_stores():
-    """A softmax over 10 logits and a row sum over 20 run 16 and 32 iterations: loads and stores under the
-    row's length (hidden from the C compiler), the reductions folding their identity past it."""
+    """A softmax over 10 logits and a row sum over 20 run 16 and 32 iterations: loads and stores of the
+    arguments and results under the row's length (hidden from the C compiler), the reductions folding their
+    identity past it. The exponentials' scratch row has 16 elements: it is stored and read unmasked (a masked
+    store read back by a masked load waits for the store to retire)."""
     lowered = _lower(lambda x: (rt.nn.softmax(x), rt.reduce_max(x, axis=-1)), rt.TensorSpec([256, 10], F))
     row_loops = [loop for loop in _loops(lowered.ir) if loop.simd]
     assert row_loops and all(loop.stop == Poly.of(16) for loop in row_loops)
     text = str(lowered.ir)
     assert "rt_opaque_i64(10)" in text and "-INFINITY)" in text          # the max's identity in dead lanes
+    (scratch,) = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Declare) and s.size]
+    assert scratch.size == 16
+    unmasked = 0
     for loop in row_loops:
-        stores = [s for s in walk_stmts(loop.body) if isinstance(s, Store)]
+        stores = [s for s in walk_stmts(loop.body) if isinstance(s, Store) and s.ptr != scratch.name]
         guarded = [s for b in loop.body if isinstance(b, If) for s in b.then]
         assert stores == guarded                                           # every store is under the length
+        unmasked += sum(isinstance(s, Store) and s.ptr == scratch.name for s in loop.body)
         for node in walk_stmts(loop.body):
             if isinstance(node, Declare) and str(node.init).startswith("(r"):
                 assert " < n" in str(node.init)                            # every load too
+        for node in loop.body:
+            if isinstance(node, Declare) and scratch.name in str(node.init):
+                assert " < n" not in str(node.init)
+    assert unmasked == 1
     summed = _lower(lambda x: rt.reduce_sum(x, axis=-1), rt.TensorSpec([64, 20], F))
     assert [loop.stop for loop in _loops(summed.ir) if loop.simd] == [Poly.of(32)]
     whole = _lower(lambda x: rt.nn.softmax(x), rt.TensorSpec([64, 32], F))

@@ -3,7 +3,7 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     float * x2 = ((float *)in[0].data);
     float * p3 = NULL;
     if (!(p3 = (float *)rt_alloc_array(ctx, 16 * n1, sizeof(float)))) goto fail;
-    if (16 * n1 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
+    if (64 * n1 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
         for (int64_t k4 = 0; k4 < n1; k4++) {
             __attribute__((aligned(64))) float scratch6[16];
