@@ -462,13 +462,18 @@ def _xent_expand(inputs, attrs):
     group (max, sum of exponentials, the label's log-probability) native code runs as one loop over rows."""
     logits, labels = inputs
     depth = logits.shape.dims[-1]
-    if depth is None:
-        return None                        # one_hot needs the number of classes: the op stays whole
+    if logits.shape.rank is None:
+        return None
     axis = (logits.shape.rank - 1,)
     labels = apply("CheckLabels", [labels, logits], {"op": "SparseSoftmaxCrossEntropyWithLogits"})
     log_probs = _log_softmax_ops(logits, axis)
-    hot = apply("OneHot", [labels], {"depth": depth, "axis": -1, "dtype": dtypes.bool_, "on_value": True,
-                                     "off_value": False})
+    if depth is None:                  # classes known at run time: each label compared with the column index
+        classes = array_ops.shape(logits, out_type=labels.dtype)[-1]
+        columns = array_ops.range(convert(np.zeros((), labels.dtype.np)), classes)
+        hot = math_ops.equal(array_ops.expand_dims(labels, -1), columns)
+    else:
+        hot = apply("OneHot", [labels], {"depth": depth, "axis": -1, "dtype": dtypes.bool_, "on_value": True,
+                                         "off_value": False})
     picked = apply("Sum", [math_ops.where(hot, log_probs, convert(np.zeros((), logits.dtype.np)))],
                    {"axis": axis, "keepdims": False})
     backprop = math_ops.subtract(math_ops.exp(log_probs), math_ops.cast(hot, logits.dtype))

@@ -230,6 +230,16 @@ def shares(x):
 shares.get_concrete_function(spec(2))
 shares.get_concrete_function(spec(2, rt.float64))
 
+
+@rt.function(input_signature=[spec(2), spec(1, rt.int64)])
+def any_classes(logits, labels):
+    """A cross entropy whose number of classes only the run time tells, and its gradient."""
+    with rt.GradientTape() as tape:
+        tape.watch(logits)
+        losses = rt.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        loss = rt.reduce_mean(losses)
+    return losses, tape.gradient(loss, logits)
+
 ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024)]
 for shape in ROW_SHAPES + [(None, None)]:
     softmaxes.get_concrete_function(rt.TensorSpec(shape, F))
@@ -962,6 +972,23 @@ def test_rows_of_unknown_length_on_either_side_of_the_scratch_row(programs):
         x = rt.constant(rng.standard_normal((3, cols)).astype(np.float32) * 4)
         check(programs.softmaxes, (spec,), [x])
         check(programs.softmax_only, (spec,), [x])
+
+
+ANY_CLASSES = (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.int64))
+
+
+def test_a_cross_entropy_over_classes_known_at_run_time_runs_natively(programs):
+    """[None, None] logits: each label compared with the column index (no one-hot of a static depth, no Python
+    callback); a label out of range raises the op's error natively as in the executor."""
+    rng = np.random.default_rng(9)
+    for rows, classes in ((7, 10), (3, 1), (64, 1000), (0, 5)):
+        logits = rt.constant(rng.standard_normal((rows, classes)).astype(np.float32) * 3)
+        labels = rt.constant(rng.integers(0, classes, rows))
+        check(programs.any_classes, ANY_CLASSES, [logits, labels])
+    check(programs.any_classes, ANY_CLASSES, [rt.ones([2, 4]), rt.constant([1, 4], rt.int64)])
+    check(programs.any_classes, ANY_CLASSES, [rt.ones([2, 4]), rt.constant([-1, 0], rt.int64)])
+    concrete = built(programs.any_classes, *ANY_CLASSES)
+    assert not lower_function(concrete.graph, "any_classes").report.callbacks
 
 
 def test_divisions_by_a_row_value_out_of_the_reciprocals_range_are_exact(programs):
