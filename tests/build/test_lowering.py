@@ -962,13 +962,13 @@ def test_rows_with_inf_and_nan_propagate_as_in_numpy(programs):
 
 
 def test_rows_of_unknown_length_on_either_side_of_the_scratch_row(programs):
-    """[None, None] chooses at run time: rows up to SCRATCH_MAX keep their exponentials in a scratch row on the
-    stack, longer rows in the result's row; both give the executor's result (a scratch row too short for its
-    row would write past it)."""
-    from transpiler.lowering.kernels import SCRATCH_MAX
+    """[None, None] chooses at run time: rows up to one vector run it masked past the row, rows up to
+    SCRATCH_MAX keep their exponentials in a scratch row on the stack, longer rows in the result's row; all
+    give the executor's result (a scratch row too short for its row would write past it)."""
+    from transpiler.lowering.kernels import PAD_LANES, SCRATCH_MAX
     spec = rt.TensorSpec([None, None], rt.float32)
     rng = np.random.default_rng(8)
-    for cols in (1, 1030, SCRATCH_MAX, SCRATCH_MAX + 1, 3 * SCRATCH_MAX + 5):
+    for cols in (1, 10, PAD_LANES, PAD_LANES + 1, 1030, SCRATCH_MAX, SCRATCH_MAX + 1, 3 * SCRATCH_MAX + 5):
         x = rt.constant(rng.standard_normal((3, cols)).astype(np.float32) * 4)
         check(programs.softmaxes, (spec,), [x])
         check(programs.softmax_only, (spec,), [x])

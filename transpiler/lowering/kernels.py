@@ -450,8 +450,8 @@ def hoist_row_indices(var: str, body: list) -> tuple[list, list]:
     return declarations, out
 
 
-def pad_inner(cx, loops: list, body: list, live: Var | None = None,
-              whole: frozenset = frozenset()) -> tuple[list, list, list]:
+def pad_inner(cx, loops: list, body: list, live: Var | None = None, whole: frozenset = frozenset(),
+              one_vector: bool = False) -> tuple[list, list, list]:
     """The innermost of ``loops`` over whole vectors when it is short and static: a row of 10 logits runs 16
     iterations, the last 6 doing nothing, instead of one vector of 8 and 2 scalar iterations (each calling
     ``expf`` on its own: 2.5x slower for a cross entropy over 10 classes).
@@ -465,15 +465,25 @@ def pad_inner(cx, loops: list, body: list, live: Var | None = None,
     ``whole`` names buffers indexed by the loop alone and sized to whole vectors (a row group's scratch row):
     a single loop stores and loads them unmasked. A masked store read back by a masked load cannot forward
     from the store buffer: softmax over rows of 10 waited on it in every row.
+
+    ``one_vector``: the extent, known only at run time, is at most ``PAD_LANES`` (the caller's version for
+    such rows checks it): the loop runs ``PAD_LANES`` iterations as a short static row does. Left to the C
+    compiler, a row of 10 ran as a scalar remainder calling ``expf`` per element (softmax over [8192, None]
+    3.2x its [8192, 10] spelling); padding longer rows of unknown length to whole vectors did not help (GCC
+    vectorised the masked loop 8 lanes wide with a scalar remainder still).
     """
     if not loops:
         return loops, _unlive(body, live), []
     var, extent, kind = loops[-1]
     n = extent.const
-    if n is None or padded_length(n) == n or not all(isinstance(s, (Declare, Assign, Store)) for s in body):
+    if not all(isinstance(s, (Declare, Assign, Store)) for s in body) or (
+            padded_length(n) == n if n is not None else not one_vector):
         return loops, _unlive(body, live), []
     length = cx.fresh("n")
-    prelude = [Declare(length, "int64_t", Helper("rt_opaque_i64", (Poly.of(n),), "int64_t"))]
+    if n is not None:
+        prelude = [Declare(length, "int64_t", Helper("rt_opaque_i64", (Poly.of(n),), "int64_t"))]
+    else:
+        prelude = [Declare(length, "int64_t", extent)]
     cond = Compare("<", Poly.sym(var), Poly.sym(length))
     out = [Declare(live.name, "int", cond)] if live is not None else []
 
@@ -510,7 +520,8 @@ def pad_inner(cx, loops: list, body: list, live: Var | None = None,
         else:
             value = guarded(s.value)
             out.append(Assign(s.name, value))
-    return loops[:-1] + [(var, Poly.of(padded_length(n)), kind)], out, prelude
+    stop = Poly.of(padded_length(n) if n is not None else PAD_LANES)
+    return loops[:-1] + [(var, stop, kind)], out, prelude
 
 
 def padded_length(n: int) -> int:

@@ -36,6 +36,7 @@ from transpiler.lowering.ir import (
 )
 from transpiler.lowering.kernels import (
     HEAVY_WEIGHT,
+    PAD_LANES,
     SCRATCH_MAX,
     Accumulator,
     NotInRow,
@@ -184,9 +185,10 @@ def _build(cx, region: Region) -> list:
     hosts = {} if fits else _hosts(cx, shared, full, targets)
     full.sort(key=lambda t: id(t) in hosts.values())     # a host's store last: the others read its row first
 
-    def build(el, kept: list, hosting: dict):
+    def build(el, kept: list, hosting: dict, one_vector: bool = False):
         """The group's loops with the shared values ``kept``: in the row of the output ``hosting`` names, else
-        in a scratch row (the others are computed where they are read)."""
+        in a scratch row (the others are computed where they are read); ``one_vector``: for rows of unknown
+        length up to ``PAD_LANES``, run as one whole vector."""
         knames = [cx.fresh("k") for _ in range(k)]
         rnames = [cx.fresh("r") for _ in range(region.reduced)]
         state = RowState(cx, region, knames, rnames, members)
@@ -196,7 +198,7 @@ def _build(cx, region: Region) -> list:
                 state.hosted[id(t)] = targets[hosting[id(t)]]
                 continue
             state.scratch[id(t)] = cx.fresh("scratch")
-            size = padded_length(cols.const) if cols.const is not None else SCRATCH_MAX
+            size = padded_length(cols.const) if cols.const is not None else PAD_LANES if one_vector else SCRATCH_MAX
             state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=size))
         whole = frozenset(state.scratch.values())      # whole vectors: padded row loops need no masks there
         index = tuple(Poly.sym(n) for n in knames + rnames)
@@ -212,7 +214,7 @@ def _build(cx, region: Region) -> list:
                 # store-to-load chain per vector: softmax over [4096, 1024] at AVX2 took 1020 us, now 910 us
                 state.saved |= set(state.computed)
                 loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, state.pass_stmts),
-                                                 whole=whole)
+                                                 whole=whole, one_vector=one_vector)
                 state.row_stmts += prelude + wrap_loops(loops, body)
                 state.pass_stmts = []
                 state.computed = {}
@@ -224,7 +226,8 @@ def _build(cx, region: Region) -> list:
             live = Var(cx.fresh("live"), "int")
             body = state.pass_stmts + (part or acc).update(cx, value, live)
             state.saved |= set(state.computed)
-            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), live, whole)
+            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), live, whole,
+                                            one_vector)
             state.row_stmts += prelude
             if part is None or not loops:
                 state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
@@ -243,13 +246,14 @@ def _build(cx, region: Region) -> list:
         if stores:
             body = state.pass_stmts + stores
             fast, cond = _reciprocals(cx, state, deepcopy(body))
-            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), whole=whole)
+            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), whole=whole,
+                                             one_vector=one_vector)
             state.row_stmts += prelude
             if cond is None:
                 state.row_stmts += wrap_loops(loops, body)
             else:
                 fast_loops, fast, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, fast),
-                                                       whole=whole)
+                                                       whole=whole, one_vector=one_vector)
                 state.row_stmts += prelude
                 state.row_stmts.append(If(cond, wrap_loops(fast_loops, fast), wrap_loops(loops, body)))
         for t in stored:
@@ -273,6 +277,10 @@ def _build(cx, region: Region) -> list:
         # [None, None] ran 1.25x its [4096, 1024] spelling with AVX-512 without it
         scratch = versions(cx, lambda el: build(el, shared, {}))
         out = [If(Compare("<=", cols, Lit(SCRATCH_MAX, "int64_t")), scratch, out)]
+    if cols.const is None:
+        # rows of unknown length up to one vector (10 classes): as the static spelling runs them
+        short = versions(cx, lambda el: build(el, shared, {}, one_vector=True))
+        out = [If(Compare("<=", cols, Lit(PAD_LANES, "int64_t")), short, out)]
     return prelude + out + _values(cx, stored, targets)
 
 

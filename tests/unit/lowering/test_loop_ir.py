@@ -10,7 +10,7 @@ from runtime.optimizer import optimize
 from transpiler.lowering import Poly, lower_function
 from transpiler.lowering.contract import contract_products
 from transpiler.lowering.ir import Alloc, Assign, Call, Check, Declare, For, If, Load, Loop, Store, walk_stmts
-from transpiler.lowering.kernels import SCRATCH_MAX, loads
+from transpiler.lowering.kernels import PAD_LANES, SCRATCH_MAX, loads
 from transpiler.lowering.ops import SMALL_MATMUL
 
 F = rt.float32
@@ -120,7 +120,10 @@ def test_rows_of_unknown_length_use_a_scratch_row_where_it_fits_and_the_result_r
     exponentials in a loop of their own, the result written once) and, for longer rows, the exponentials kept
     in the result's row."""
     lowered = _lower(_softmax, rt.TensorSpec([None, None], F))
-    (choice,) = [s for s in lowered.ir.body if isinstance(s, If)]
+    (short,) = [s for s in lowered.ir.body if isinstance(s, If)]
+    assert short.cond.op == "<=" and short.cond.b.value == PAD_LANES
+    assert {s.stop for s in walk_stmts(short.then) if isinstance(s, For) and s.simd} == {Poly.of(PAD_LANES)}
+    (choice,) = short.orelse
     (result,) = [s for s in lowered.ir.body if isinstance(s, Alloc)]
     columns = result.count.symbols() - {next(iter(_loops_of(choice.then)[0].stop.symbols()))}
     assert choice.cond.op == "<=" and choice.cond.b.value == SCRATCH_MAX and choice.cond.a.symbols() == columns
