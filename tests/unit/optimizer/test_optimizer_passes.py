@@ -220,9 +220,13 @@ def test_an_expansion_may_keep_its_op_whole():
     @rt.function(autograph=False)
     def f(x, y):
         return rt.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x)
-    graph = f.get_concrete_function(rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.int32)).graph
+    graph = f.get_concrete_function(rt.TensorSpec(None, rt.float32), rt.TensorSpec(None, rt.int32)).graph
     copy, changed = apply_pass(graph, expand_composites)
-    assert not changed and count_ops(copy, "SparseSoftmaxCrossEntropyWithLogits") == 1     # classes unknown
+    assert not changed and count_ops(copy, "SparseSoftmaxCrossEntropyWithLogits") == 1     # rank unknown
+    copy.verify()
+    graph = f.get_concrete_function(rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.int32)).graph
+    copy, changed = apply_pass(graph, expand_composites)          # classes known at run time: a range compared
+    assert changed and count_ops(copy, "SparseSoftmaxCrossEntropyWithLogits") == 0 and count_ops(copy, "Range") == 1
     copy.verify()
 
 
