@@ -27,6 +27,9 @@ layer_norm_any = rt.function(ml.layer_norm.python_function, input_signature=[_sp
                                                                               _spec(None)])
 softmax = rt.function(ml.softmax.python_function, input_signature=[_spec(None, COLS)])
 softmax_any = rt.function(ml.softmax.python_function, input_signature=[_spec(None, None)])
+# a classifier's logits: many rows shorter than a vector (softmax_any takes them too)
+LOGITS = (8192, CLASSES)
+softmax_logits = rt.function(ml.softmax.python_function, input_signature=[_spec(*LOGITS)])
 pairwise_distances = rt.function(ml.pairwise_distances.python_function, input_signature=[_spec(None, 3),
                                                                                           _spec(None, 3)])
 all_dots = rt.function(ml.all_dots.python_function, input_signature=[_spec(None, DEPTH), _spec(None, DEPTH)])
