@@ -12,6 +12,7 @@ SET, DEPTH = 512, 64
 NEWTON_STEPS = 1000
 COLLATZ = 4096
 RNN_BATCH, RNN_STEPS, RNN_UNITS = 32, 100, 64
+HEADS, TOKENS, HEAD_DIM = 4, 512, 64
 
 f32 = rt.float32
 
@@ -52,6 +53,13 @@ def pairwise_distances(a, b):
 def all_dots(x, y):
     """The dot product of every row of ``x`` with every row of ``y``, written as a broadcast product summed."""
     return rt.reduce_sum(rt.expand_dims(x, 1) * rt.expand_dims(y, 0), axis=-1)
+
+
+@rt.function(input_signature=[rt.TensorSpec([HEADS, TOKENS, HEAD_DIM], f32)] * 3)
+def attention(q, k, v):
+    """Scaled dot-product attention per head: ``softmax(q @ k^T / sqrt(d)) @ v``, batched products."""
+    scores = rt.matmul(q, k, transpose_b=True) / rt.sqrt(rt.cast(rt.shape(q)[-1], f32))
+    return rt.matmul(rt.nn.softmax(scores), v)
 
 
 @rt.function(input_signature=[rt.TensorSpec([], f32)])

@@ -22,6 +22,7 @@ DISTANCES = Tolerance(rtol=1e-5, atol=1e-5)      # squared distances of about 1 
 DOTS = Tolerance(rtol=1e-5, atol=1e-4)           # sums of 64 products of about 1: cancellation near 0
 NEWTON = Tolerance(rtol=1e-6)                    # sqrt(2) after 1000 steps: converged, at most a few ulps
 RNN = Tolerance(rtol=1e-5, atol=1e-5)            # tanh of sums of 64 products, 100 steps (libmvec's tanh)
+ATTENTION = Tolerance(rtol=1e-5, atol=1e-5)      # weighted means of 512 values of about 1: cancellation near 0
 
 
 def _dense_numpy(x, w1, b1, w2, b2):
@@ -122,6 +123,37 @@ def softmax_peers(x) -> dict:
         tensor = tf.constant(x)
         return lambda: softmax(tensor)
     return {"numpy": lambda: _softmax_numpy(x), "jax.jit": jax_softmax, "tf.function": tf_softmax}
+
+
+def attention_inputs() -> tuple:
+    rng = np.random.default_rng(6)
+    return tuple(rng.standard_normal((ml.HEADS, ml.TOKENS, ml.HEAD_DIM)).astype(np.float32) for _ in range(3))
+
+
+def _attention_numpy(q, k, v):
+    scores = q @ np.swapaxes(k, -1, -2) / np.float32(np.sqrt(q.shape[-1]))
+    return _softmax_numpy(scores) @ v
+
+
+def attention_peers(q, k, v) -> dict:
+    """numpy, jax.jit and tf.function versions of ``ml.attention``."""
+    def jax_attention(jax):
+        jnp = jax.numpy
+        def attention(q, k, v):
+            scores = q @ jnp.swapaxes(k, -1, -2) / jnp.sqrt(jnp.float32(q.shape[-1]))
+            return jax.nn.softmax(scores, axis=-1) @ v
+        fn = jax.jit(attention)
+        args = [jax.device_put(a) for a in (q, k, v)]
+        return lambda: fn(*args).block_until_ready()
+
+    def tf_attention(tf):
+        @tf.function
+        def attention(q, k, v):
+            scores = tf.matmul(q, k, transpose_b=True) / tf.sqrt(tf.cast(tf.shape(q)[-1], tf.float32))
+            return tf.matmul(tf.nn.softmax(scores), v)
+        tensors = [tf.constant(a) for a in (q, k, v)]
+        return lambda: attention(*tensors)
+    return {"numpy": lambda: _attention_numpy(q, k, v), "jax.jit": jax_attention, "tf.function": tf_attention}
 
 
 @bench_class("row-wise normalization")

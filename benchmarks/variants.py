@@ -27,6 +27,7 @@ layer_norm_any = rt.function(ml.layer_norm.python_function, input_signature=[_sp
                                                                               _spec(None)])
 softmax = rt.function(ml.softmax.python_function, input_signature=[_spec(None, COLS)])
 softmax_any = rt.function(ml.softmax.python_function, input_signature=[_spec(None, None)])
+attention = rt.function(ml.attention.python_function, input_signature=[_spec(None, None, None)] * 3)
 # a classifier's logits: many rows shorter than a vector (softmax_any takes them too)
 LOGITS = (8192, CLASSES)
 softmax_logits = rt.function(ml.softmax.python_function, input_signature=[_spec(*LOGITS)])

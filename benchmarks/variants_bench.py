@@ -2,8 +2,8 @@
 
 - variants: each second-wave workload as ``benchmarks/ml.py`` / ``training.py`` declare it (static sizes) and as
   ``benchmarks/variants.py`` spells it: ``None`` for batch/time/length dims, trip counts and dims from
-  ``rt.shape``, an RNN without a TensorArray; and a softmax over a classifier's logits (rows of 10), static and
-  ``None``. Targets: every spelling within 1.25x of the best spelling of its
+  ``rt.shape``, an RNN without a TensorArray; and a softmax over a classifier's logits (rows of 10) and a
+  batched attention (GEMM-bound like the dense layers: their target), static and ``None``. Targets: every spelling within 1.25x of the best spelling of its
   workload, and the ``None`` spelling meets the static one's peer target (measured in the same row).
 - tensor while: a vectorised Mandelbrot (``MANDELBROT`` grid, ``variants.MANDELBROT_STEPS`` steps) in a tensor
   ``while``, built, vs numpy. Target: >= 5x numpy.
@@ -68,6 +68,11 @@ def spellings(bench: Bench) -> list[Row]:
     rows.append(_spellings(bench, f"softmax over logits {list(variants.LOGITS)}", {
         "static": lambda: built.softmax_logits(logits), "None rows and columns": lambda: built.softmax_any(logits)},
         second_wave.softmax_peers(logits), [("jax.jit", 1.0)], "None rows and columns", second_wave.SOFTMAX))
+
+    q, k, v = second_wave.attention_inputs()
+    rows.append(_spellings(bench, f"attention {[ml.HEADS, ml.TOKENS, ml.HEAD_DIM]}", {
+        "static": lambda: static.attention(q, k, v), "None dims": lambda: built.attention(q, k, v)},
+        second_wave.attention_peers(q, k, v), [("jax.jit", 0.8), ("numpy", 1.0)], "None dims", second_wave.ATTENTION))
 
     a, b, p, q = second_wave.pairwise_inputs()
     rows.append(_spellings(bench, "pairwise squared distances", {

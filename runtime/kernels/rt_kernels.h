@@ -893,8 +893,25 @@ static inline void rt_transpose16_float32(const float *src, int64_t lds, float *
         (void)rt_gemm_run_##S(a, k, b, n, c, n, m, k, n, 0, 0, 1); \
     }
 
-/* Batches: small products spread over threads, one product each; big ones one after another, each on all. */
+/* Batches: small products spread over threads, one product each; big ones one after another, each on all.
+ * The big ones' loop is outside any parallel construct: inside an inactive one (`if(0)`), each product's own
+ * region was a nested team that libgomp starts afresh instead of waking its pool (4 x [512, 512] @ [512, 64]
+ * took 380 us on two threads, 96 us a product where one alone takes 65 us). */
 #define RT_DEFINE_GEMM_BATCH(T, S) \
+    static inline int rt_gemm_batch_one_##S(const T *a, const T *b, T *c, int batch_ndim, \
+                                            const int64_t *batch_shape, const int64_t *a_batch_strides, \
+                                            const int64_t *b_batch_strides, int64_t t, int64_t m, int64_t k, \
+                                            int64_t n, int transpose_a, int transpose_b, int threads) { \
+        int64_t rest = t, off_a = 0, off_b = 0; \
+        for (int d = batch_ndim - 1; d >= 0; d--) { \
+            const int64_t i = rest % batch_shape[d]; \
+            rest /= batch_shape[d]; \
+            off_a += i * a_batch_strides[d]; \
+            off_b += i * b_batch_strides[d]; \
+        } \
+        return rt_gemm_run_##S(a + off_a, transpose_a ? m : k, b + off_b, transpose_b ? k : n, c + t * m * n, n, \
+                               m, k, n, transpose_a, transpose_b, threads); \
+    } \
     static inline int rt_gemm_batch_##S(rt_ctx *ctx, const T *a, const T *b, T *c, int batch_ndim, \
                                         const int64_t *batch_shape, const int64_t *a_batch_strides, \
                                         const int64_t *b_batch_strides, int64_t m, int64_t k, int64_t n, \
@@ -902,22 +919,18 @@ static inline void rt_transpose16_float32(const float *src, int64_t lds, float *
         int64_t total = 1; \
         for (int d = 0; d < batch_ndim; d++) total *= batch_shape[d]; \
         const int64_t work = m * k * n; \
+        int rc = 0; \
         const int spread = ctx->num_threads > 1 && total > 1 && work < RT_GEMM_PARALLEL_MIN \
             && work * total >= RT_GEMM_PARALLEL_MIN; \
-        const int threads = spread ? 1 : ctx->num_threads; \
-        const int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n; \
-        int rc = 0; \
-        _Pragma("omp parallel for schedule(static) num_threads(ctx->num_threads) if(spread) reduction(|:rc)") \
-        for (int64_t t = 0; t < total; t++) { \
-            int64_t rest = t, off_a = 0, off_b = 0; \
-            for (int d = batch_ndim - 1; d >= 0; d--) { \
-                const int64_t i = rest % batch_shape[d]; \
-                rest /= batch_shape[d]; \
-                off_a += i * a_batch_strides[d]; \
-                off_b += i * b_batch_strides[d]; \
-            } \
-            rc |= rt_gemm_run_##S(a + off_a, lda, b + off_b, ldb, c + t * m * n, n, m, k, n, transpose_a, \
-                                  transpose_b, threads); \
+        if (spread) { \
+            _Pragma("omp parallel for schedule(static) num_threads(ctx->num_threads) reduction(|:rc)") \
+            for (int64_t t = 0; t < total; t++) \
+                rc |= rt_gemm_batch_one_##S(a, b, c, batch_ndim, batch_shape, a_batch_strides, b_batch_strides, t, \
+                                            m, k, n, transpose_a, transpose_b, 1); \
+        } else { \
+            for (int64_t t = 0; t < total; t++) \
+                rc |= rt_gemm_batch_one_##S(a, b, c, batch_ndim, batch_shape, a_batch_strides, b_batch_strides, t, \
+                                            m, k, n, transpose_a, transpose_b, ctx->num_threads); \
         } \
         return rc ? rt_fail(ctx, "MatMul: out of memory for packing the operands") : 0; \
     }
