@@ -76,9 +76,9 @@ random = _namespace("random", _pick(_random_ops, """uniform normal truncated_nor
     set_global_generator"""))
 nn = _namespace("nn", {
     **_pick(_math_ops, "relu softmax sigmoid tanh"),
-    **_pick(_nn_ops, """log_softmax conv2d max_pool2d sparse_softmax_cross_entropy_with_logits relu6 leaky_relu elu
-        selu silu swish gelu l2_loss bias_add sigmoid_cross_entropy_with_logits softmax_cross_entropy_with_logits
-        moments dropout"""),
+    **_pick(_nn_ops, """log_softmax conv2d max_pool2d avg_pool2d sparse_softmax_cross_entropy_with_logits relu6
+        leaky_relu elu selu silu swish gelu l2_loss bias_add sigmoid_cross_entropy_with_logits
+        softmax_cross_entropy_with_logits moments dropout"""),
     "softplus": _math_ops.softplus,
     "l2_normalize": _linalg_ops.l2_normalize,
 })

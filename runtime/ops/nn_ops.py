@@ -7,6 +7,8 @@ outputs and pads the excess, the smaller half before.
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from runtime import dtypes, errors
@@ -350,6 +352,57 @@ def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
     x = convert(input)
     return apply("MaxPool", [x], {"ksize": _pair(ksize, "ksize"), "strides": _pair(strides, "strides"),
                                   "padding": _padding(padding)}, name=name)
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
+    """The mean of each ``ksize`` window of ``input`` [batch, height, width, channels], the padding of
+    ``SAME`` not counted (``tf.nn.avg_pool2d``).
+
+    Built from ops that have native lowerings and gradients: the sum of the window's ``kh * kw`` strided
+    slices of the (zero-padded) input, divided by the window's size, or with ``SAME`` by the same sum over a
+    padded map of ones (the count of real elements). Native code fuses the slices into one loop nest.
+    """
+    if data_format != "NHWC":
+        raise ValueError(f"avg_pool2d supports data_format='NHWC' only, got {data_format!r}")
+    x = convert(input, name="input")
+    math_ops._check_dtype("AvgPool", x.dtype, FLOATS)
+    if x.shape.rank not in (None, 4):
+        raise ValueError(f"avg_pool2d: input must be 4-D [batch, height, width, channels], got shape {x.shape}")
+    (kh, kw), (sh, sw), padding = _pair(ksize, "ksize"), _pair(strides, "strides"), _padding(padding)
+    if min(kh, kw, sh, sw) < 1:
+        raise ValueError(f"avg_pool2d: ksize and strides must be positive, got ksize {(kh, kw)}, strides {(sh, sw)}")
+
+    def size(axis):
+        dim = x.shape.dims[axis] if x.shape.rank is not None else None
+        return dim if dim is not None else array_ops.shape(x)[axis]
+
+    def at_least_zero(v):
+        return max(v, 0) if isinstance(v, int) else math_ops.maximum(v, 0)
+
+    h, w = size(1), size(2)
+    if padding == "VALID":
+        oh, ow = at_least_zero((h - kh) // sh + 1), at_least_zero((w - kw) // sw + 1)
+        count = None
+    else:
+        oh, ow = (h + sh - 1) // sh, (w + sw - 1) // sw
+        extra_h, extra_w = at_least_zero((oh - 1) * sh + kh - h), at_least_zero((ow - 1) * sw + kw - w)
+        pads = [[0, 0], [extra_h // 2, extra_h - extra_h // 2], [extra_w // 2, extra_w - extra_w // 2], [0, 0]]
+        if not all(isinstance(v, int) for row in pads for v in row):
+            pads = array_ops.stack([array_ops.stack([math_ops.cast(v, dtypes.int32) for v in row]) for row in pads])
+        count = array_ops.pad(array_ops.ones(array_ops.stack([1, h, w, 1]) if not isinstance(h, int) or
+                                             not isinstance(w, int) else [1, h, w, 1], x.dtype), pads)
+        x = array_ops.pad(x, pads)
+
+    def window_sum(t):
+        total = None
+        for i in builtins.range(kh):
+            for j in builtins.range(kw):
+                part = t[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw, :]
+                total = part if total is None else math_ops.add(total, part)
+        return total
+    if count is None:
+        return math_ops.multiply(window_sum(x), convert(np.asarray(1.0 / (kh * kw), x.dtype.np)), name=name)
+    return math_ops.divide(window_sum(x), window_sum(count), name=name)
 
 
 # ---------------------------------------------------------------------------

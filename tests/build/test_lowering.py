@@ -231,6 +231,21 @@ shares.get_concrete_function(spec(2))
 shares.get_concrete_function(spec(2, rt.float64))
 
 
+@rt.function
+def pools(x):
+    """Average pooling, SAME and VALID, with the gradient of both."""
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        same = rt.nn.avg_pool2d(x, 3, 2, "SAME")
+        valid = rt.keras.layers.AveragePooling2D((2, 3), strides=(1, 2))(x)
+        loss = rt.reduce_sum(same * same) + rt.reduce_sum(valid)
+    return same, valid, tape.gradient(loss, x)
+
+
+pools.get_concrete_function(rt.TensorSpec([None, None, None, None], F))
+pools.get_concrete_function(rt.TensorSpec([2, 7, 9, 3], F))
+
+
 @rt.function(input_signature=[spec(2), spec(1, rt.int64)])
 def any_classes(logits, labels):
     """A cross entropy whose number of classes only the run time tells, and its gradient."""
@@ -975,6 +990,19 @@ def test_rows_of_unknown_length_on_either_side_of_the_scratch_row(programs):
 
 
 ANY_CLASSES = (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.int64))
+POOLED = (rt.TensorSpec([None, None, None, None], rt.float32), rt.TensorSpec([2, 7, 9, 3], rt.float32))
+
+
+def test_average_pooling_runs_natively_over_static_and_unknown_sizes(programs):
+    """avg_pool2d's strided slices of the padded input and of a map of ones (the count) fuse into loop nests:
+    no callback; the pools and the input's gradient agree with eager and the executor."""
+    rng = np.random.default_rng(10)
+    for spec in POOLED:
+        for shape in ((2, 7, 9, 3),) if spec.shape.dims[0] is not None else ((2, 7, 9, 3), (1, 2, 2, 1), (3, 16, 5, 4)):
+            check(programs.pools, (spec,), [rt.constant(rng.standard_normal(shape).astype(np.float32))])
+        assert not lower_function(built(programs.pools, spec).graph, "pools").report.callbacks
+
+
 
 
 def test_a_cross_entropy_over_classes_known_at_run_time_runs_natively(programs):

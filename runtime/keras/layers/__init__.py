@@ -1,14 +1,17 @@
 """``rt.keras.layers``: the ``Layer`` base class and the built-in layers.
 
-Core: ``Dense``, ``Activation``, ``Softmax``, ``ReLU``, ``LeakyReLU``, ``Dropout``, ``Flatten``, ``Reshape``, ``Embedding``, ``Lambda``, ``Add``,
-``Subtract``, ``Multiply``, ``Average``, ``Concatenate``; images (NHWC): ``Conv2D``, ``MaxPooling2D``
-(``MaxPool2D``), ``GlobalAveragePooling2D``, ``GlobalMaxPooling2D``; normalization: ``BatchNormalization``,
-``LayerNormalization``, ``Normalization``; ``Input`` and ``InputLayer`` for functional models.
+Core: ``Dense``, ``Activation``, ``Softmax``, ``ReLU``, ``LeakyReLU``, ``Dropout``, ``Flatten``, ``Reshape``,
+``Embedding``, ``Lambda``, ``Add``, ``Subtract``, ``Multiply``, ``Average``, ``Concatenate``; images (NHWC):
+``Conv2D``, ``MaxPooling2D`` (``MaxPool2D``), ``AveragePooling2D`` (``AvgPool2D``), ``GlobalAveragePooling2D``,
+``GlobalMaxPooling2D``; normalization: ``BatchNormalization``, ``LayerNormalization``, ``Normalization``;
+``Input`` and ``InputLayer`` for functional models.
 """
 from runtime.errors import missing_name
 from runtime.keras.functional import Input, InputLayer
 from runtime.keras.layers.base import Layer
 from runtime.keras.layers.convolutional import (
+                                                AveragePooling2D,
+                                                AvgPool2D,
                                                 Conv2D,
                                                 GlobalAveragePooling2D,
                                                 GlobalAvgPool2D,
@@ -40,6 +43,8 @@ __all__ = [
                                                 "Activation",
                                                 "Add",
                                                 "Average",
+                                                "AveragePooling2D",
+                                                "AvgPool2D",
                                                 "BatchNormalization",
                                                 "Concatenate",
                                                 "Conv2D",

@@ -80,6 +80,17 @@ class MaxPooling2D(Layer):
 MaxPool2D = MaxPooling2D
 
 
+class AveragePooling2D(MaxPooling2D):
+    """The mean over ``pool_size`` windows of NHWC inputs, padding not counted (``strides`` default to the pool
+    size)."""
+
+    def call(self, inputs):
+        return nn_ops.avg_pool2d(inputs, self.pool_size, self.strides, self.padding)
+
+
+AvgPool2D = AveragePooling2D
+
+
 class _GlobalPooling2D(Layer):
     def __init__(self, data_format=None, keepdims: bool = False, **kwargs):
         super().__init__(**kwargs)
