@@ -432,7 +432,7 @@ def hoist_row_indices(var: str, body: list) -> tuple[list, list]:
                 key = x                 # expressions are values: equal ones read the same index
                 if key not in hoisted:
                     # derived from the loop variable's name, ending in a letter (ir.Namer's fresh names end in a digit)
-                    hoisted[key] = Var(f"{var}_row{chr(ord('a') + len(hoisted))}", "int64_t")
+                    hoisted[key] = Var(f"{var}_row{_letters(len(hoisted))}", "int64_t")
                     declarations.append(Declare(hoisted[key].name, "int64_t", Cast(x, "int64_t")))
                 x = hoisted[key]
             terms.append((x, multiplier))
@@ -448,6 +448,15 @@ def hoist_row_indices(var: str, body: list) -> tuple[list, list]:
             s = Store(s.ptr, s.index, map_expr(s.value, on_node=on_node))
         out.append(s)
     return declarations, out
+
+
+def _letters(n: int) -> str:
+    """``n`` in base 26 written with the letters a-z (0 -> a, 25 -> z, 26 -> ba): a name part without digits."""
+    out = chr(ord("a") + n % 26)
+    while n >= 26:
+        n //= 26
+        out = chr(ord("a") + n % 26) + out
+    return out
 
 
 def pad_inner(cx, loops: list, body: list, live: Var | None = None, whole: frozenset = frozenset(),

@@ -398,3 +398,13 @@ def test_a_sum_of_broadcast_products_becomes_a_matmul_of_a_copy_only():
     np.testing.assert_array_equal(run_graph(rewritten, [x, y])[0], x @ y.T)
     other = optimize(rt.function(pairwise).get_concrete_function(*specs).graph)
     assert contract_products(other) is other
+
+
+def test_many_hoisted_row_indices_get_distinct_names():
+    """An average pool over [None] * 4 sums 9 strided slices of a padded input and 9 of a padded map of ones: more
+    than 26 gather indices invariant in a row, each hoisted under a name of letters (the 27th was ``..._row{``)."""
+    from transpiler.lowering.verify import verify
+    lowered = _lower(lambda x: rt.nn.avg_pool2d(x, 3, 2, "SAME"), rt.TensorSpec([None] * 4, F))
+    verify(lowered.ir)
+    names = [s.name for s in walk_stmts(lowered.ir.body) if isinstance(s, Declare) and "_row" in s.name]
+    assert len(set(names)) > 26 and all(n[-1].isalpha() for n in names)      # (each loop version declares them)
