@@ -143,6 +143,29 @@ def render_planted(module, source_path, module_name, ledger=None):
 PLANTED = f"{Path(__file__).resolve()}:render_planted"
 
 
+def render_miscompiled(module, source_path, module_name, ledger=None, exclude=None):
+    """The real code generator, with a planted C bug: the code of every graph holding a ``Sin`` op does not
+    compile (for the fallback when the C compiler rejects a function: the build renders the module again with
+    ``exclude``, and those signatures run their graphs on the generic executor)."""
+    from runtime.graph import all_operations
+    from transpiler import codegen
+    real = codegen.emit_function
+
+    def emit_function(graph, *args, **kwargs):
+        code, variables, report = real(graph, *args, **kwargs)
+        if any(op.type == "Sin" for op in all_operations(graph)):
+            code = code.replace("{\n", "{\n    int planted = undefined_in_generated_code;\n", 1)
+        return code, variables, report
+    codegen.emit_function = emit_function
+    try:
+        return codegen.render_module(module, source_path, module_name, ledger=ledger, exclude=exclude)
+    finally:
+        codegen.emit_function = real
+
+
+MISCOMPILED = f"{Path(__file__).resolve()}:render_miscompiled"
+
+
 def _write_tree(root: Path, files: dict[str, str]) -> Path:
     """Write ``files`` (relative path -> dedented source) under ``root``."""
     for name, text in files.items():

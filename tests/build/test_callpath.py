@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PLANTED, import_built
+from conftest import MISCOMPILED, PLANTED, import_built
 
 pytestmark = pytest.mark.build
 
@@ -282,6 +282,31 @@ def test_a_signature_that_fails_to_lower_runs_its_graph_and_the_rest_stays_nativ
     assert strict.returncode == 1, strict.stdout + strict.stderr
     assert "StrictFailure: 2 signatures not compiled to native code (--strict)" in strict.stdout
     assert "uses_sin(x: float32[3])" in strict.stdout and "also_sin(x: float32[None])" in strict.stdout
+
+
+def test_a_function_the_c_compiler_rejects_runs_its_graph_and_the_rest_stays_native(tmp_path):
+    """A code generator bug that yields C the compiler rejects costs the functions it is in their native code
+    (each named with the compiler's error), not the module its build."""
+    (tmp_path / "rt_planted.py").write_text(FALLBACK)
+    result = _build(tmp_path, "--renderer", MISCOMPILED)
+    assert result.returncode == 0, result.stdout + result.stderr
+    source = tmp_path / "rt_planted.py"
+    warnings = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("warning:")]
+    for signature in ("uses_sin(x: float32[3])", "also_sin(x: float32[None])"):
+        assert any(w.startswith(f"warning: {source}: {signature}: CompilerRejected: rt_planted_rt_native.h:")
+                   and "undefined_in_generated_code" in w for w in warnings), result.stdout
+    assert "2 signatures not compiled to native code" in result.stdout
+    module = import_built(tmp_path, "rt_planted")
+    assert module.plain.get_concrete_function().native
+    assert not module.uses_sin.get_concrete_function().native and not module.also_sin.get_concrete_function().native
+    x = np.array([0.0, 0.5, 1.0], np.float32)
+    np.testing.assert_allclose(module.uses_sin(x).numpy(), np.sin(x * 2.0), rtol=1e-6)
+    np.testing.assert_allclose(module.also_sin(x).numpy(), np.sin(x) + x, rtol=1e-6)
+    np.testing.assert_array_equal(module.plain(x).numpy(), x + 1.0)
+    assert module.uses_sin.experimental_get_tracing_count() == 0
+
+    strict = _build(tmp_path, "--renderer", MISCOMPILED, "--strict")
+    assert strict.returncode == 1 and "StrictFailure: 2 signatures not compiled" in strict.stdout, strict.stdout
 
 
 LEDGER = '''

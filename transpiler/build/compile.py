@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -93,16 +94,23 @@ def compile_extension(rendered, module_name: str, build_dir: Path) -> Path:
                + [f"-l{name}" for name in (getattr(rendered, "libraries", None) or [])])
     print(shlex.join(command), flush=True)
     # in the source directory: an assembler .incbin names a file beside the source
-    result = subprocess.run(command, cwd=src, check=False)
+    result = subprocess.run(command, cwd=src, check=False, stderr=subprocess.PIPE, text=True, errors="replace")
+    sys.stderr.write(result.stderr)          # the build log keeps the compiler's messages
+    sys.stderr.flush()
     if result.returncode != 0:
-        raise CompileError(f"{shlex.join(command[:1])} failed with exit status {result.returncode}")
+        raise CompileError(f"{shlex.join(command[:1])} failed with exit status {result.returncode}",
+                           result.stderr)
     if not built.is_file():
         raise FileNotFoundError(f"the compiler reported success but {built} does not exist")
     return built
 
 
 class CompileError(RuntimeError):
-    """The C compiler (or Cython) failed; its messages are in the build log."""
+    """The C compiler (or Cython) failed; its messages are in the build log and in ``messages``."""
+
+    def __init__(self, text: str, messages: str = ""):
+        super().__init__(text)
+        self.messages = messages
 
 
 def _cythonize(pyx: Path, module_name: str, include_path: list[str]) -> Path:

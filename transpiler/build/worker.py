@@ -25,7 +25,13 @@ import traceback
 from pathlib import Path
 
 from runtime import tf_compat
-from transpiler.build.compile import compile_extension, install_file, remove_stale_temporaries, write_text_atomically
+from transpiler.build.compile import (
+    CompileError,
+    compile_extension,
+    install_file,
+    remove_stale_temporaries,
+    write_text_atomically,
+)
 from transpiler.build.hashing import toolchain_directories
 from transpiler.build.loading import load_from_source, prefer_sources
 
@@ -114,8 +120,10 @@ def describe_error(exc: BaseException, stage: str, request: dict) -> dict:
             "file": filename or request["source"], "line": line}
 
 
-def _call_renderer(render, module, request: dict, build_dir: Path):
+def _call_renderer(render, module, request: dict, build_dir: Path, exclude: dict | None = None):
     kwargs = {"source_path": request["source"], "module_name": request["name"]}
+    if exclude:
+        kwargs["exclude"] = exclude
     try:
         parameters = inspect.signature(render).parameters
     except (TypeError, ValueError):
@@ -129,6 +137,54 @@ def _call_renderer(render, module, request: dict, build_dir: Path):
             raise TypeError(f"--tf-compat: the renderer {request['renderer']} does not take tf_compat")
         kwargs["tf_compat"] = True
     return render(module, **kwargs)
+
+
+_HEADER_ERROR = re.compile(r"^(?:\./)?(\S+_rt_native\.h):(\d+):\d+: (?:fatal )?error: .+")
+
+
+def rejected_functions(rendered, messages: str) -> dict:
+    """The titles of the generated functions the compiler's ``messages`` name errors in, with the first error in
+    each (``RenderedModule.titles`` gives the line where each function starts in the native header)."""
+    starts = sorted((getattr(rendered, "titles", None) or {}).items())
+    out: dict = {}
+    for line in messages.splitlines():
+        match = _HEADER_ERROR.match(line.strip())
+        if not match:
+            continue
+        number = int(match.group(2))
+        owner = None
+        for start, title in starts:
+            if start > number:
+                break
+            owner = title
+        if owner is not None:
+            out.setdefault(owner, line.strip())
+    return out
+
+
+def _compile_without_rejected(rendered, render, module, request: dict, build_dir: Path):
+    """Compile ``rendered``; when the compiler rejects generated functions (a code generator bug), render the
+    module again without their native code (the generic executor runs those signatures, each reported) and
+    compile that. Returns the built file and the rendering it was built from."""
+    excluded: dict = {}
+    while True:
+        try:
+            return compile_extension(rendered, request["name"], build_dir), rendered
+        except CompileError as error:
+            rejected = rejected_functions(rendered, getattr(error, "messages", ""))
+            if not rejected or set(rejected) <= set(excluded) or not _accepts(render, "exclude"):
+                raise
+            excluded.update(rejected)
+            print(f"rt: the C compiler rejected the generated code of {', '.join(rejected)}: building the module "
+                  "without it", file=sys.stderr, flush=True)
+            rendered = _call_renderer(render, module, request, build_dir, exclude=excluded)
+
+
+def _accepts(function, name: str) -> bool:
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class StrictFailure(Exception):
@@ -172,7 +228,11 @@ def build(request: dict) -> dict:
                 raise StrictFailure(failures)
             stage = "compile"
             sys.stdout.flush()
-            built = compile_extension(rendered, request["name"], build_dir)
+            built, rendered = _compile_without_rejected(rendered, render, module, request, build_dir)
+            failures = list(getattr(rendered, "failures", None) or [])
+            result["warnings"] = [_failure_record(f) for f in failures]
+            if failures and request.get("strict"):
+                raise StrictFailure(failures)
         stage = "install"
         dest = Path(request["dest"])
         remove_stale_temporaries(dest)

@@ -60,6 +60,12 @@ class RenderedModule:
     failures: list = field(default_factory=list)   # Failure: signatures without native code, and why
     notes: list = field(default_factory=list)      # rt.functions with nothing to compile, and why
     callbacks: dict = field(default_factory=dict)  # signature -> {op type: ops} run through Python callbacks
+    titles: dict = field(default_factory=dict)     # line of the native header -> the function starting there
+
+
+class CompilerRejected(Exception):
+    """The C compiler rejected a function's generated code (``render_module(exclude=...)``): a code generator
+    bug, which costs that signature its native code, not the module its build."""
 
 
 EMITTER_PASSES = ("fuse_elementwise", "plan_memory")   # done while lowering, switchable like graph passes
@@ -105,7 +111,7 @@ class Failure:
 
 
 def render_module(module, source_path: str, module_name: str, passes=None, ledger=None,
-                  tf_compat: bool = False) -> RenderedModule:
+                  tf_compat: bool = False, exclude: dict | None = None) -> RenderedModule:
     """Generate the extension for an imported module (see the module docstring).
 
     ``passes`` (names, or None for all) selects graph passes (``runtime.optimizer.PASSES``) and the
@@ -118,6 +124,8 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
     A signature that fails to trace or to lower does not fail the module: it is listed in the result's
     ``failures`` with its function, op and line, and (when its graph exists) embedded without native code,
     so the generic executor runs it. ``notes`` name the ``rt.function``s that have nothing to compile.
+    ``exclude`` maps functions' titles (``RenderedModule.titles``) to the C compiler's error in their code: those
+    signatures are rendered without native code, as failures of the "compile" stage.
     """
     if passes is None and os.environ.get("RT_PASSES"):
         passes = os.environ["RT_PASSES"]
@@ -156,23 +164,26 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
             index = len(functions_c)
             loops = [] if os.environ.get("RT_DEBUG") else None
             graph = concrete.graph
+            title = f"{target.label}: {concrete.signature_text()}"
             try:
                 graph = optimize(concrete.graph, passes=graph_passes)
                 structured_outputs = remap_outputs(concrete, graph)
+                if exclude and title in exclude:
+                    raise CompilerRejected(exclude[title])
                 code, variables, function_report = emit_function(graph, f"rt_fn_{index}", debug=loops,
                                                                  **emit_options)
                 _set_paths(target, variables, paths)
             except Exception as error:  # noqa: BLE001 - reported with the signature; the rest still builds
-                failures.append(_failure(target, concrete, "lower", error, source_path))
+                stage = "compile" if isinstance(error, CompilerRejected) else "lower"
+                failures.append(_failure(target, concrete, stage, error, source_path))
                 if _fallback(entry, concrete, graph, paths):
                     failures[-1].fallback = True
                     entries.append(entry)
                 continue
             if loops is not None:
-                title = f"# {target.label}: {concrete.signature_text()}"
-                debug.append(f"{title}\n## traced\n{concrete.graph}\n## optimized\n{graph}\n")
-                debug_loops.append(f"{title}\n{loops[0]}\n")
-            functions_c.append(f"/* {target.label}: {concrete.signature_text()} */\n{code}")
+                debug.append(f"# {title}\n## traced\n{concrete.graph}\n## optimized\n{graph}\n")
+                debug_loops.append(f"# {title}\n{loops[0]}\n")
+            functions_c.append((title, f"/* {title} */\n{code}"))
             entry.update({"index": index, "graph": graph, "structured_outputs": structured_outputs,
                           "variables": list(variables), "callbacks": bool(function_report.callbacks),
                           "small": not function_report.callbacks and is_small(graph)})
@@ -196,14 +207,20 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
                             "labels": {t.key: t.label for t in targets if t.path is None},
                             "tf_compat": tf_compat}, protocol=4), 6)
     header_name = f"{short}_rt_native.h"
+    functions_text = "\n\n".join(code for _, code in functions_c)
     header = render("native.h.tmpl", source_name=("c_comment", os.path.basename(source_path)),
-                    functions=("raw", "\n\n".join(functions_c)),
+                    functions=("raw", functions_text),
                     table=("raw", ", ".join(f"(void *)rt_fn_{i}" for i in range(len(functions_c))) or "NULL"),
                     count=("raw", str(len(functions_c))))
     glue = render("module.c.tmpl", source_name=("c_comment", os.path.basename(source_path)),
                   module_name_comment=("c_comment", module_name), module_name=("c_string", module_name),
                   init_name=("ident", short), header=("c_string", header_name),
                   payload_file=("c_string", f"{short}.payload"))
+    titles, first = {}, header.index(functions_text) if functions_c else 0
+    line = header.count("\n", 0, first) + 1
+    for title, code in functions_c:
+        titles[line] = title
+        line += code.count("\n") + 2
     files = {f"{short}.c": glue, header_name: header, f"{short}.payload": payload}
     if debug:
         files[f"{short}.graphs.txt"] = "\n".join(debug)
@@ -211,7 +228,7 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
     return RenderedModule(name=module_name, files=files, source=f"{short}.c",
                           include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
                           extra_link_args=list(LINK_ARGS), report=report, failures=failures, notes=notes,
-                          callbacks=callbacks)
+                          callbacks=callbacks, titles=titles)
 
 
 def _signature_label(target, concrete) -> str:
