@@ -13,7 +13,7 @@
  * inside; the filter gradient sums each thread's partial sums at the end). The input gradient (the
  * output gradient times the filters' transpose, added back window by window: col2im, whose windows
  * overlap between panels) runs panel after panel, each GEMM on all threads. GEMMs go to the kernel
- * library's blocked GEMM (rt_gemm.h; threads from OpenMP's one pool). Pooling is a direct loop,
+ * library's blocked GEMM (rt_gemm.h; threads from OpenMP's one pool). Pooling (max and average) is a direct loop,
  * parallel over (image, output row), vectorised over channels; its gradient too (over images when the
  * windows of two output rows overlap).
  */
@@ -608,8 +608,80 @@ static inline void rt_pool_unit(const rt_window *g, int64_t u, int64_t *b, int64
         } \
     }
 
+/* Average pooling: the window's real elements (the padding of SAME not counted) summed in row-major window
+ * order and divided by their count, vectorised over channels, output rows in parallel; the gradient gives each
+ * window's element dy / count, by rt_pool_units as the max pool's does. A window that does not fit a VALID
+ * input leaves no output (and a zero gradient). */
+#define RT_DEFINE_AVG_POOL(T, S) \
+    static void rt_avg_pool_##S(const T *x, T *y, const rt_window *g, int threads) { \
+        const int64_t c = g->c; \
+        const int parallel = threads > 1 && g->n * g->h * g->w * c >= RT_PARALLEL_MIN; \
+        _Pragma("omp parallel for schedule(static) num_threads(threads) if(parallel)") \
+        for (int64_t row = 0; row < g->n * g->oh; row++) { \
+            const int64_t b = row / g->oh, r = row % g->oh; \
+            for (int64_t o = 0; o < g->ow; o++) { \
+                T *restrict out = y + (row * g->ow + o) * c; \
+                int64_t count = 0; \
+                _Pragma("omp simd") \
+                for (int64_t k = 0; k < c; k++) out[k] = 0; \
+                for (int64_t i = 0; i < g->kh; i++) { \
+                    const int64_t ih = r * g->sh + i - g->top; \
+                    if (ih < 0 || ih >= g->h) continue; \
+                    for (int64_t j = 0; j < g->kw; j++) { \
+                        const int64_t iw = o * g->sw + j - g->left; \
+                        if (iw < 0 || iw >= g->w) continue; \
+                        const T *restrict in = x + ((b * g->h + ih) * g->w + iw) * c; \
+                        count++; \
+                        _Pragma("omp simd") \
+                        for (int64_t k = 0; k < c; k++) out[k] += in[k]; \
+                    } \
+                } \
+                const T n = (T)count; \
+                _Pragma("omp simd") \
+                for (int64_t k = 0; k < c; k++) out[k] = out[k] / n; \
+            } \
+        } \
+    } \
+    \
+    static void rt_avg_pool_grad_##S(const T *x, const T *dy, T *dx, const rt_window *g, int threads) { \
+        const int64_t c = g->c, units = g->oh > 0 && g->ow > 0 ? rt_pool_units(g) : 0; \
+        (void)x; \
+        if (units == 0) { \
+            memset(dx, 0, (size_t)(g->n * g->h * g->w * c) * sizeof(T)); \
+            return; \
+        } \
+        const int parallel = threads > 1 && units > 1 && g->n * g->h * g->w * c >= RT_PARALLEL_MIN; \
+        _Pragma("omp parallel for schedule(static) num_threads(threads) if(parallel)") \
+        for (int64_t u = 0; u < units; u++) { \
+            int64_t b, o0, o1, r0, r1; \
+            rt_pool_unit(g, u, &b, &o0, &o1, &r0, &r1); \
+            memset(dx + (b * g->h + r0) * g->w * c, 0, (size_t)((r1 - r0) * g->w * c) * sizeof(T)); \
+            for (int64_t r = o0; r < o1; r++) \
+                for (int64_t o = 0; o < g->ow; o++) { \
+                    const T *restrict grad = dy + ((b * g->oh + r) * g->ow + o) * c; \
+                    const int64_t i0 = r * g->sh - g->top, j0 = o * g->sw - g->left; \
+                    const int64_t rows = (i0 + g->kh < g->h ? i0 + g->kh : g->h) - (i0 > 0 ? i0 : 0); \
+                    const int64_t cols = (j0 + g->kw < g->w ? j0 + g->kw : g->w) - (j0 > 0 ? j0 : 0); \
+                    const T n = (T)(rows * cols); \
+                    for (int64_t i = 0; i < g->kh; i++) { \
+                        const int64_t ih = i0 + i; \
+                        if (ih < 0 || ih >= g->h) continue; \
+                        for (int64_t j = 0; j < g->kw; j++) { \
+                            const int64_t iw = j0 + j; \
+                            if (iw < 0 || iw >= g->w) continue; \
+                            T *restrict out = dx + ((b * g->h + ih) * g->w + iw) * c; \
+                            _Pragma("omp simd") \
+                            for (int64_t k = 0; k < c; k++) out[k] += grad[k] / n; \
+                        } \
+                    } \
+                } \
+        } \
+    }
+
 RT_DEFINE_POOL(float, float32)
 RT_DEFINE_POOL(double, float64)
+RT_DEFINE_AVG_POOL(float, float32)
+RT_DEFINE_AVG_POOL(double, float64)
 
 /* ---- entry points of generated code ---------------------------------------------------------------
  * The geometry comes from rt_window_init (the generated code checks its result and the operands' shapes);

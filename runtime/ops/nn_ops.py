@@ -1,13 +1,13 @@
-"""Neural-network ops: 2-D convolution and max pooling (NHWC), log-softmax and sparse softmax cross entropy.
+"""Neural-network ops: 2-D convolution, max and average pooling (NHWC), log-softmax and sparse softmax cross
+entropy.
 
 Each op has its numpy kernel here; ``Conv2D``, its two backprop ops, ``MaxPool`` and ``MaxPoolGrad``
-also have C kernels (``runtime/kernels/rt_nn.h``) that the generic executor uses for float32/float64.
+also have C kernels (``runtime/kernels/rt_nn.h``) that the generic executor uses for float32/float64; native
+code also runs ``AvgPool`` and ``AvgPoolGrad`` there.
 Padding follows TensorFlow: ``VALID`` keeps whole windows; ``SAME`` gives ``ceil(size / stride)``
 outputs and pads the excess, the smaller half before.
 """
 from __future__ import annotations
-
-import builtins
 
 import numpy as np
 
@@ -345,6 +345,90 @@ def _pool_grad_grad_grad(op, grad):
     return [None, None, apply("MaxPoolGrad", [x, y, grad], _pool_attrs(op))]
 
 
+# ---------------------------------------------------------------------------
+# Average pooling and its gradient.
+
+def _avg_pool_infer(specs, attrs):
+    x = specs[0]
+    math_ops._check_dtype("AvgPool", x.dtype, FLOATS)
+    _check_rank4("AvgPool", x, "the input")
+    xd = x.shape.dims or (None,) * 4
+    (kh, kw), strides, padding = attrs["ksize"], attrs["strides"], attrs["padding"]
+    return [(x.dtype, (xd[0], out_size(xd[1], kh, strides[0], padding), out_size(xd[2], kw, strides[1], padding),
+                       xd[3]))]
+
+
+def _window_sums(x, attrs, oh, ow, top, left):
+    """Per output position: the sum of its window's input elements, and how many there are (padding not
+    counted)."""
+    (kh, kw), strides = attrs["ksize"], attrs["strides"]
+    n, h, w, c = x.shape
+    xp = _padded(x, oh, ow, kh, kw, strides, top, left)
+    ones = _padded(np.ones((1, h, w, 1), x.dtype), oh, ow, kh, kw, strides, top, left)
+    total = np.zeros((n, oh, ow, c), x.dtype)
+    count = np.zeros((1, oh, ow, 1), x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            total += _window(xp, i, j, oh, ow, strides)
+            count += _window(ones, i, j, oh, ow, strides)
+    return total, count
+
+
+def _avg_pool_kernel(inputs, attrs):
+    x = inputs[0]
+    _, _, _, oh, ow, top, left = _pool_geometry(x, attrs)
+    if oh <= 0 or ow <= 0:
+        return (np.zeros((x.shape[0], max(oh, 0), max(ow, 0), x.shape[3]), x.dtype),)
+    total, count = _window_sums(x, attrs, oh, ow, top, left)
+    return (total / count,)
+
+
+register(OpDef("AvgPool", "AvgPool", _avg_pool_infer, _avg_pool_kernel, 1))
+
+
+def _avg_pool_grad_infer(specs, attrs):
+    x, dy = specs
+    if x.dtype is not dy.dtype:
+        raise TypeError(f"AvgPoolGrad: dtypes differ: {x.dtype}, {dy.dtype}")
+    return [(x.dtype, x.shape.dims)]
+
+
+def _avg_pool_grad_kernel(inputs, attrs):
+    """Each window's gradient divided by its count, added to every input element of the window (``x`` gives
+    the input's shape)."""
+    x, dy = inputs
+    kh, kw, strides, oh, ow, top, left = _pool_geometry(x, attrs)
+    oh, ow = max(oh, 0), max(ow, 0)
+    if dy.shape != (x.shape[0], oh, ow, x.shape[3]):
+        raise errors.InvalidArgumentError(f"AvgPoolGrad: gradient of shape {dy.shape} does not match the output "
+                                          f"{(x.shape[0], oh, ow, x.shape[3])}")
+    if oh == 0 or ow == 0:
+        return (np.zeros(x.shape, dy.dtype),)
+    _, count = _window_sums(np.zeros((1,) + x.shape[1:3] + (1,), dy.dtype), attrs, oh, ow, top, left)
+    share = dy / count
+    dxp = np.zeros(_padded(np.zeros((1,) + x.shape[1:3] + (1,), dy.dtype), oh, ow, kh, kw, strides, top,
+                           left).shape[:3] + (x.shape[3],), dy.dtype)
+    dxp = np.repeat(dxp, x.shape[0], axis=0)
+    for i in range(kh):
+        for j in range(kw):
+            _window(dxp, i, j, oh, ow, strides)[...] += share
+    h, w = x.shape[1], x.shape[2]
+    return (np.ascontiguousarray(dxp[:, top:top + h, left:left + w, :]),)
+
+
+register(OpDef("AvgPoolGrad", "AvgPoolGrad", _avg_pool_grad_infer, _avg_pool_grad_kernel, 2))
+
+
+@gradient("AvgPool")
+def _avg_pool_grad(op, grad):
+    return [apply("AvgPoolGrad", [op.inputs[0], grad], _pool_attrs(op))]
+
+
+@gradient("AvgPoolGrad")
+def _avg_pool_grad_grad(op, grad):          # linear in dy: its adjoint is the pool itself
+    return [None, apply("AvgPool", [grad], _pool_attrs(op))]
+
+
 def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
     """The maximum of each ``ksize`` window of ``input`` [batch, height, width, channels] (``tf.nn.max_pool2d``)."""
     if data_format != "NHWC":
@@ -356,53 +440,14 @@ def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
 
 def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):
     """The mean of each ``ksize`` window of ``input`` [batch, height, width, channels], the padding of
-    ``SAME`` not counted (``tf.nn.avg_pool2d``).
-
-    Built from ops that have native lowerings and gradients: the sum of the window's ``kh * kw`` strided
-    slices of the (zero-padded) input, divided by the window's size, or with ``SAME`` by the same sum over a
-    padded map of ones (the count of real elements). Native code fuses the slices into one loop nest.
-    """
+    ``SAME`` not counted (``tf.nn.avg_pool2d``); a window larger than a ``VALID`` input gives an empty result."""
     if data_format != "NHWC":
         raise ValueError(f"avg_pool2d supports data_format='NHWC' only, got {data_format!r}")
-    x = convert(input, name="input")
-    math_ops._check_dtype("AvgPool", x.dtype, FLOATS)
-    if x.shape.rank not in (None, 4):
-        raise ValueError(f"avg_pool2d: input must be 4-D [batch, height, width, channels], got shape {x.shape}")
-    (kh, kw), (sh, sw), padding = _pair(ksize, "ksize"), _pair(strides, "strides"), _padding(padding)
+    (kh, kw), (sh, sw) = _pair(ksize, "ksize"), _pair(strides, "strides")
     if min(kh, kw, sh, sw) < 1:
         raise ValueError(f"avg_pool2d: ksize and strides must be positive, got ksize {(kh, kw)}, strides {(sh, sw)}")
-
-    def size(axis):
-        dim = x.shape.dims[axis] if x.shape.rank is not None else None
-        return dim if dim is not None else array_ops.shape(x)[axis]
-
-    def at_least_zero(v):
-        return max(v, 0) if isinstance(v, int) else math_ops.maximum(v, 0)
-
-    h, w = size(1), size(2)
-    if padding == "VALID":
-        oh, ow = at_least_zero((h - kh) // sh + 1), at_least_zero((w - kw) // sw + 1)
-        count = None
-    else:
-        oh, ow = (h + sh - 1) // sh, (w + sw - 1) // sw
-        extra_h, extra_w = at_least_zero((oh - 1) * sh + kh - h), at_least_zero((ow - 1) * sw + kw - w)
-        pads = [[0, 0], [extra_h // 2, extra_h - extra_h // 2], [extra_w // 2, extra_w - extra_w // 2], [0, 0]]
-        if not all(isinstance(v, int) for row in pads for v in row):
-            pads = array_ops.stack([array_ops.stack([math_ops.cast(v, dtypes.int32) for v in row]) for row in pads])
-        count = array_ops.pad(array_ops.ones(array_ops.stack([1, h, w, 1]) if not isinstance(h, int) or
-                                             not isinstance(w, int) else [1, h, w, 1], x.dtype), pads)
-        x = array_ops.pad(x, pads)
-
-    def window_sum(t):
-        total = None
-        for i in builtins.range(kh):
-            for j in builtins.range(kw):
-                part = t[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw, :]
-                total = part if total is None else math_ops.add(total, part)
-        return total
-    if count is None:
-        return math_ops.multiply(window_sum(x), convert(np.asarray(1.0 / (kh * kw), x.dtype.np)), name=name)
-    return math_ops.divide(window_sum(x), window_sum(count), name=name)
+    x = convert(input)
+    return apply("AvgPool", [x], {"ksize": (kh, kw), "strides": (sh, sw), "padding": _padding(padding)}, name=name)
 
 
 # ---------------------------------------------------------------------------

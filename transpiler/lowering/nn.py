@@ -87,7 +87,8 @@ def emit_pool(cx, op) -> list | None:
         return None
     if any(t.dtype is not out.dtype for t in op.inputs):
         return None
-    names = {"MaxPool": "rt_max_pool", "MaxPoolGrad": "rt_max_pool_grad", "MaxPoolGradGrad": "rt_max_pool_grad_grad"}
+    names = {"MaxPool": "rt_max_pool", "MaxPoolGrad": "rt_max_pool_grad", "MaxPoolGradGrad": "rt_max_pool_grad_grad",
+             "AvgPool": "rt_avg_pool", "AvgPoolGrad": "rt_avg_pool_grad"}
     ins = [Ptr(dense_ptr(cx, t, stmts)) for t in op.inputs]
     ptr, after = output_ptr(cx, out, stmts)
     stmts += [Call(f"{names[op.type]}_{out.dtype.name}", ins + [Ptr(ptr), Ptr(cx.shapes.windows[id(op)]), NUM_THREADS])]
@@ -125,5 +126,7 @@ EMITTERS = {
     "MaxPool": emit_pool,
     "MaxPoolGrad": emit_pool,
     "MaxPoolGradGrad": emit_pool,
+    "AvgPool": emit_pool,
+    "AvgPoolGrad": emit_pool,
 }
 

@@ -617,7 +617,8 @@ def _window(cx, op, dims, kh: Poly, kw: Poly, f: Poly, code: list) -> tuple[Poly
     rc = cx.local("int", "rc")
     code.append(Call("rt_window_init", [Ptr(name), n, h, w, c, kh, kw, f, Lit(sh, "int"), Lit(sw, "int"),
                                         Lit(same, "int")], result=rc))
-    code.append(Check(_ne(Var(rc, "int"), ZERO), cx.message(op, message), (kh, kw, h, w)))
+    if not op.type.startswith("AvgPool"):        # an average pool of a window that does not fit is empty
+        code.append(Check(_ne(Var(rc, "int"), ZERO), cx.message(op, message), (kh, kw, h, w)))
     for dim, field in ((oh, "oh"), (ow, "ow")):
         if dim.const is None:
             code.append(Assign(str(dim), Field(Var(name, "rt_window *"), field, "int64_t")))
@@ -663,10 +664,13 @@ def _pool(cx, op, code: list):
     if op.type == "MaxPoolGrad":
         _same_dims(cx, op, zip(cx.dims[id(op.inputs[1])] + cx.dims[id(op.inputs[2])], pooled + pooled),
                    "the pooled output or its gradient does not match the input", code)
+    elif op.type == "AvgPoolGrad":
+        _same_dims(cx, op, zip(cx.dims[id(op.inputs[1])], pooled), "the gradient does not match the pooled output",
+                   code)
     elif op.type == "MaxPoolGradGrad":
         _same_dims(cx, op, zip(cx.dims[id(op.inputs[1])] + cx.dims[id(op.inputs[2])], pooled + dims),
                    "the pooled output or the gradient does not match the input", code)
-    return [dims if op.type == "MaxPoolGrad" else pooled]
+    return [dims if op.type in ("MaxPoolGrad", "AvgPoolGrad") else pooled]
 
 
 # ---------------------------------------------------------------------------
@@ -890,6 +894,8 @@ _RULES = {
     "MaxPool": _pool,
     "MaxPoolGrad": _pool,
     "MaxPoolGradGrad": _pool,
+    "AvgPool": _pool,
+    "AvgPoolGrad": _pool,
     "ShuffleIndices": lambda cx, op, code: [cx.dims.get(id(op.inputs[0])), ()],
     "Size": lambda cx, op, code: [()],
     "Rank": lambda cx, op, code: [()],

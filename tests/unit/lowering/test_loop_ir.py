@@ -401,10 +401,23 @@ def test_a_sum_of_broadcast_products_becomes_a_matmul_of_a_copy_only():
 
 
 def test_many_hoisted_row_indices_get_distinct_names():
-    """An average pool over [None] * 4 sums 9 strided slices of a padded input and 9 of a padded map of ones: more
-    than 26 gather indices invariant in a row, each hoisted under a name of letters (the 27th was ``..._row{``)."""
+    """An average pool written out over [None] * 4 (9 strided slices of the zero-padded input summed, divided by
+    the same sum over a padded map of ones): more than 26 gather indices invariant in a row, each hoisted under
+    a name of letters (the 27th was ``..._row{``: C the compiler rejects)."""
     from transpiler.lowering.verify import verify
-    lowered = _lower(lambda x: rt.nn.avg_pool2d(x, 3, 2, "SAME"), rt.TensorSpec([None] * 4, F))
+
+    def pooled(x):
+        h, w = rt.shape(x)[1], rt.shape(x)[2]
+        oh, ow = (h + 1) // 2, (w + 1) // 2
+        extra_h, extra_w = rt.maximum((oh - 1) * 2 + 3 - h, 0), rt.maximum((ow - 1) * 2 + 3 - w, 0)
+        pads = rt.stack([rt.stack([0, 0]), rt.stack([extra_h // 2, extra_h - extra_h // 2]),
+                         rt.stack([extra_w // 2, extra_w - extra_w // 2]), rt.stack([0, 0])])
+
+        def window_sum(t):
+            parts = [t[:, i:i + (oh - 1) * 2 + 1:2, j:j + (ow - 1) * 2 + 1:2, :] for i in range(3) for j in range(3)]
+            return rt.add_n(parts)
+        return window_sum(rt.pad(x, pads)) / window_sum(rt.pad(rt.ones(rt.stack([1, h, w, 1])), pads))
+    lowered = _lower(pooled, rt.TensorSpec([None] * 4, F))
     verify(lowered.ir)
     names = [s.name for s in walk_stmts(lowered.ir.body) if isinstance(s, Declare) and "_row" in s.name]
     assert len(set(names)) > 26 and all(n[-1].isalpha() for n in names)      # (each loop version declares them)

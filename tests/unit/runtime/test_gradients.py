@@ -393,6 +393,9 @@ GRAD_CASES = {
     "MaxPool": _pool_case("MaxPool"),
     "MaxPoolGrad": _pool_case("MaxPoolGrad"),
     "MaxPoolGradGrad": _pool_case("MaxPoolGradGrad"),
+    "AvgPool": fd_case("AvgPool", lambda x: rt.nn.avg_pool2d(x, (2, 3), 2, "SAME"), [normal(1, 4, 6, 2)]),
+    "AvgPoolGrad": fd_case("AvgPoolGrad", lambda g: apply("AvgPoolGrad", [rt.constant(normal(1, 4, 6, 2)), g], {
+        "ksize": (2, 3), "strides": (2, 2), "padding": "SAME"}), [normal(1, 2, 3, 2)]),
     "LogSoftmax": _unary("LogSoftmax", rt.nn.log_softmax),
     "SparseSoftmaxCrossEntropyWithLogits": fd_case(
         "SparseSoftmaxCrossEntropyWithLogits",

@@ -1265,6 +1265,52 @@ def check_max_pool(data):
     assert_matches_numpy(out, _pool_reference(x, (kh, kw), (sh, sw), padding)[0])
 
 
+def _avg_pool_reference(x, k, s, padding):
+    """The mean of each window's real elements, and for each output position the input positions it averages."""
+    n, h, w, c = x.shape
+    if padding == "SAME":
+        oh, ow = -(-h // s[0]), -(-w // s[1])
+        top, left = max((oh - 1) * s[0] + k[0] - h, 0) // 2, max((ow - 1) * s[1] + k[1] - w, 0) // 2
+    else:
+        oh, ow = max((h - k[0]) // s[0] + 1, 0), max((w - k[1]) // s[1] + 1, 0)
+        top = left = 0
+    out = np.zeros((n, oh, ow, c), x.dtype)
+    windows = {}
+    for i in range(oh):
+        for j in range(ow):
+            rows = range(max(i * s[0] - top, 0), min(i * s[0] - top + k[0], h))
+            cols = range(max(j * s[1] - left, 0), min(j * s[1] - left + k[1], w))
+            windows[i, j] = [(r, q) for r in rows for q in cols]
+            out[:, i, j, :] = sum(x[:, r, q, :] for r, q in windows[i, j]) / len(windows[i, j])
+    return out, windows
+
+
+@RUNTIME_SETTINGS
+@given(st.data())
+def check_avg_pool(data):
+    n, h, w, c, kh, kw, _, sh, sw, padding = data.draw(_CONV_SHAPES)
+    dtype = data.draw(st.sampled_from([rt.float32, rt.float64]))
+    x = data.draw(arrays(dtype, (n, h, w, c), lo=-3, hi=3))
+    out = run_both(lambda x: rt.nn.avg_pool2d(x, (kh, kw), (sh, sw), padding), [rt.constant(x)], "AvgPool")
+    assert_matches_numpy(out, _avg_pool_reference(x, (kh, kw), (sh, sw), padding)[0])
+
+
+def check_avg_pool_grad():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 5, 6, 2))
+    for k, s, padding in (((2, 2), (2, 2), "VALID"), ((3, 2), (1, 2), "SAME"), ((3, 7), (1, 1), "VALID")):
+        y, windows = _avg_pool_reference(x, k, s, padding)
+        dy = rng.standard_normal(y.shape)
+        attrs = {"ksize": k, "strides": s, "padding": padding}
+        out = run_both(lambda x, dy: registry.apply("AvgPoolGrad", [x, dy], attrs),
+                       [rt.constant(x), rt.constant(dy)], "AvgPoolGrad")
+        expected = np.zeros_like(x)
+        for (i, j), positions in windows.items():
+            for r, q in positions:
+                expected[:, r, q, :] += dy[:, i, j, :] / len(positions)
+        assert_matches_numpy(out, expected)
+
+
 def check_max_pool_grad():
     rng = np.random.default_rng(2)
     x = rng.integers(0, 4, (2, 5, 6, 2)).astype(np.float64)      # ties: the first maximum takes the gradient
@@ -1449,6 +1495,8 @@ CASES.update({
     "MaxPool": check_max_pool,
     "MaxPoolGrad": check_max_pool_grad,
     "MaxPoolGradGrad": check_max_pool_grad_grad,
+    "AvgPool": check_avg_pool,
+    "AvgPoolGrad": check_avg_pool_grad,
     "LogSoftmax": check_log_softmax,
     "SparseSoftmaxCrossEntropyWithLogits": check_sparse_softmax_cross_entropy,
     "CheckLabels": check_check_labels,
