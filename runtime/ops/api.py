@@ -5,12 +5,13 @@ from runtime.ops.array_ops import (broadcast_to, concat, constant, convert_to_te
                                    zeros_like)
 from runtime.ops.control_flow_ops import cond, while_loop
 from runtime.ops.logging_ops import Assert, check_numerics, print
-from runtime.ops.math_ops import (abs, add, argmax, argmin, cast, ceil, clip_by_value, cos, cumsum, divide, equal, exp,
-                                  floor, floordiv, floormod, greater, greater_equal, less, less_equal, log, logical_and,
-                                  logical_not, logical_or, logical_xor, matmul, maximum, minimum, mod, multiply,
-                                  negative, not_equal, pow, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
-                                  reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, round, sigmoid, sign, sin, softmax,
-                                  sqrt, square, subtract, tanh, truediv, unsorted_segment_sum, where)
+from runtime.ops.math_ops import (abs, add, add_n, argmax, argmin, cast, ceil, clip_by_value, cos, cumsum, divide,
+                                  equal, exp, floor, floordiv, floormod, greater, greater_equal, less, less_equal, log,
+                                  logical_and, logical_not, logical_or, logical_xor, matmul, maximum, minimum, mod,
+                                  multiply, negative, not_equal, pow, reduce_all, reduce_any, reduce_logsumexp,
+                                  reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, round, sigmoid,
+                                  sign, sin, softmax, sqrt, square, subtract, tanh, truediv, unsorted_segment_sum,
+                                  where)
 from runtime.ops import random_ops as _random_ops  # noqa: F401  (registers the random ops)
 from runtime.ops.index_ops import boolean_mask, gather_nd, scatter_nd
 from runtime.ops.linalg_ops import einsum, norm, tensordot
