@@ -27,6 +27,7 @@ from runtime.polymorphic_function import ConcreteFunction, Function, function
 from runtime.graph import Graph
 from runtime import data
 from runtime.module import Module
+from runtime.ops import composite_ops as _composite_ops
 from runtime.ops import linalg_ops as _linalg_ops
 from runtime.ops import logging_ops as _logging_ops
 from runtime.ops import math_ops as _math_ops
@@ -81,6 +82,7 @@ nn = _namespace("nn", {
         softmax_cross_entropy_with_logits moments dropout"""),
     "softplus": _math_ops.softplus,
     "l2_normalize": _linalg_ops.l2_normalize,
+    **_pick(_composite_ops, "embedding_lookup batch_normalization max_pool avg_pool"),
 })
 math = _namespace("math", {
     **_pick(_math_ops, """abs add subtract multiply divide truediv floordiv floormod mod pow negative sign square sqrt
@@ -93,11 +95,13 @@ math = _namespace("math", {
     "top_k": _sort_ops.top_k,
     "l2_normalize": _linalg_ops.l2_normalize,
     "log_softmax": _nn_ops.log_softmax,
+    "log_sigmoid": _composite_ops.log_sigmoid,
 })
 linalg = _namespace("linalg", {
     **_pick(_linalg_ops, "norm inv solve det eye diag diag_part trace matrix_transpose l2_normalize matvec einsum "
                          "tensordot"),
     "matmul": _linalg_ops.linalg_matmul,
+    "global_norm": _composite_ops.global_norm,
 })
 debugging = _namespace("debugging", {
     **_pick(_logging_ops, """assert_equal assert_greater assert_less assert_greater_equal assert_less_equal

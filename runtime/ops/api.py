@@ -12,6 +12,7 @@ from runtime.ops.math_ops import (abs, add, add_n, argmax, argmin, cast, ceil, c
                                   reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum, relu, round, sigmoid,
                                   sign, sin, softmax, sqrt, square, subtract, tanh, truediv, unsorted_segment_sum,
                                   where)
+from runtime.ops.composite_ops import clip_by_global_norm, clip_by_norm, meshgrid
 from runtime.ops import random_ops as _random_ops  # noqa: F401  (registers the random ops)
 from runtime.ops.index_ops import boolean_mask, gather_nd, scatter_nd
 from runtime.ops.linalg_ops import einsum, norm, tensordot

@@ -242,6 +242,18 @@ def pools(x):
     return same, valid, tape.gradient(loss, x)
 
 
+@rt.function(input_signature=[rt.TensorSpec([None, None, None, None], F), rt.TensorSpec([None], F)])
+def composites(x, v):
+    """Functions rt composes from other ops: gradient clipping, meshgrid, batch normalization, upsampling,
+    padding, log_sigmoid."""
+    (a, b), norm = rt.clip_by_global_norm([x, v], 1.5)
+    gx, gy = rt.meshgrid(v, v[:2] * 2.0)
+    mean, var = rt.nn.moments(x, axes=[0, 1, 2])
+    normed = rt.nn.batch_normalization(x, mean, var, None, 2.0, 1e-3)
+    up = rt.keras.layers.ZeroPadding2D(1)(rt.keras.layers.UpSampling2D(2)(x))
+    return a, b, norm, gx, gy, normed, up, rt.math.log_sigmoid(v), rt.clip_by_norm(v, 0.5)
+
+
 pools.get_concrete_function(rt.TensorSpec([None, None, None, None], F))
 pools.get_concrete_function(rt.TensorSpec([2, 7, 9, 3], F))
 
@@ -991,6 +1003,15 @@ def test_rows_of_unknown_length_on_either_side_of_the_scratch_row(programs):
 
 ANY_CLASSES = (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.int64))
 POOLED = (rt.TensorSpec([None, None, None, None], rt.float32), rt.TensorSpec([2, 7, 9, 3], rt.float32))
+
+
+def test_composed_tensorflow_functions_run_natively(programs):
+    rng = np.random.default_rng(11)
+    specs = (rt.TensorSpec([None, None, None, None], rt.float32), rt.TensorSpec([None], rt.float32))
+    for shape, n in (((2, 3, 4, 5), 3), ((1, 1, 2, 1), 2)):
+        check(programs.composites, specs, [rt.constant(rng.standard_normal(shape).astype(np.float32)),
+                                           rt.constant(rng.standard_normal(n).astype(np.float32) * 4)])
+    assert not lower_function(built(programs.composites, *specs).graph, "composites").report.callbacks
 
 
 def test_average_pooling_runs_natively_over_static_and_unknown_sizes(programs):

@@ -1,10 +1,11 @@
 """``rt.keras.layers``: the ``Layer`` base class and the built-in layers.
 
 Core: ``Dense``, ``Activation``, ``Softmax``, ``ReLU``, ``LeakyReLU``, ``Dropout``, ``Flatten``, ``Reshape``,
-``Embedding``, ``Lambda``, ``Add``, ``Subtract``, ``Multiply``, ``Average``, ``Concatenate``; images (NHWC):
-``Conv2D``, ``MaxPooling2D`` (``MaxPool2D``), ``AveragePooling2D`` (``AvgPool2D``), ``GlobalAveragePooling2D``,
-``GlobalMaxPooling2D``; normalization: ``BatchNormalization``, ``LayerNormalization``, ``Normalization``;
-``Input`` and ``InputLayer`` for functional models.
+``Embedding``, ``Lambda``, ``ELU``, ``Rescaling``, ``Add``, ``Subtract``, ``Multiply``, ``Average``, ``Maximum``,
+``Minimum``, ``Concatenate``; images (NHWC): ``Conv2D``, ``MaxPooling2D`` (``MaxPool2D``), ``AveragePooling2D``
+(``AvgPool2D``), ``GlobalAveragePooling2D``, ``GlobalMaxPooling2D``, ``ZeroPadding2D``, ``UpSampling2D``;
+normalization: ``BatchNormalization``, ``LayerNormalization``, ``Normalization``; ``Input`` and ``InputLayer``
+for functional models.
 """
 from runtime.errors import missing_name
 from runtime.keras.functional import Input, InputLayer
@@ -19,6 +20,8 @@ from runtime.keras.layers.convolutional import (
                                                 GlobalMaxPooling2D,
                                                 MaxPool2D,
                                                 MaxPooling2D,
+                                                UpSampling2D,
+                                                ZeroPadding2D,
 )
 from runtime.keras.layers.core import (
                                                 Activation,
@@ -27,12 +30,16 @@ from runtime.keras.layers.core import (
                                                 Concatenate,
                                                 Dense,
                                                 Dropout,
+                                                ELU,
                                                 Embedding,
                                                 Flatten,
                                                 Lambda,
                                                 LeakyReLU,
+                                                Maximum,
+                                                Minimum,
                                                 Multiply,
                                                 ReLU,
+                                                Rescaling,
                                                 Reshape,
                                                 Softmax,
                                                 Subtract,
@@ -50,6 +57,7 @@ __all__ = [
                                                 "Conv2D",
                                                 "Dense",
                                                 "Dropout",
+                                                "ELU",
                                                 "Embedding",
                                                 "Flatten",
                                                 "GlobalAveragePooling2D",
@@ -59,17 +67,22 @@ __all__ = [
                                                 "Input",
                                                 "InputLayer",
                                                 "Lambda",
-                                                "LeakyReLU",
                                                 "Layer",
                                                 "LayerNormalization",
+                                                "LeakyReLU",
                                                 "MaxPool2D",
                                                 "MaxPooling2D",
+                                                "Maximum",
+                                                "Minimum",
                                                 "Multiply",
                                                 "Normalization",
                                                 "ReLU",
+                                                "Rescaling",
                                                 "Reshape",
                                                 "Softmax",
                                                 "Subtract",
+                                                "UpSampling2D",
+                                                "ZeroPadding2D",
 ]
 
 # a name TensorFlow has and rt lacks: an AttributeError pointing at the API table

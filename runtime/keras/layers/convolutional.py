@@ -6,7 +6,8 @@ import numpy as np
 
 from runtime.keras.layers.base import Layer
 from runtime.keras.layers.core import _KernelAndBias, last_dim
-from runtime.ops import math_ops, nn_ops
+from runtime.ops import array_ops, math_ops, nn_ops
+from runtime.ops.registry import convert
 from runtime.shapes import as_shape
 
 
@@ -89,6 +90,59 @@ class AveragePooling2D(MaxPooling2D):
 
 
 AvgPool2D = AveragePooling2D
+
+
+def _pad_pairs(padding, name: str) -> tuple:
+    """``((top, bottom), (left, right))`` from an int, ``(rows, cols)`` or ``((top, bottom), (left, right))``."""
+    if isinstance(padding, (int, np.integer)):
+        return (int(padding),) * 2, (int(padding),) * 2
+    parts = list(padding)
+    if len(parts) == 2 and all(isinstance(p, (int, np.integer)) for p in parts):
+        return (int(parts[0]),) * 2, (int(parts[1]),) * 2
+    if len(parts) == 2 and all(len(list(p)) == 2 for p in parts):
+        return tuple(tuple(int(v) for v in p) for p in parts)
+    raise ValueError(f"{name}: padding must be an int, (rows, cols) or ((top, bottom), (left, right)), got {padding!r}")
+
+
+class ZeroPadding2D(Layer):
+    """Rows and columns of zeros around NHWC images."""
+
+    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        _channels_last(self, data_format)
+        self.padding = _pad_pairs(padding, "ZeroPadding2D")
+        if any(v < 0 for pair in self.padding for v in pair):
+            raise ValueError(f"ZeroPadding2D: padding cannot be negative, got {padding!r}")
+
+    def call(self, inputs):
+        (top, bottom), (left, right) = self.padding
+        return array_ops.pad(inputs, [[0, 0], [top, bottom], [left, right], [0, 0]])
+
+
+class UpSampling2D(Layer):
+    """Each pixel of NHWC images repeated ``size`` times down and across (nearest-neighbour upsampling)."""
+
+    def __init__(self, size=(2, 2), data_format=None, interpolation: str = "nearest", **kwargs):
+        super().__init__(**kwargs)
+        _channels_last(self, data_format)
+        self.size = _pair(size, "size")
+        if interpolation != "nearest":
+            raise ValueError(f"UpSampling2D: rt supports interpolation='nearest' only, got {interpolation!r}")
+        self.interpolation = interpolation
+
+    def call(self, inputs):
+        x = convert(inputs)
+        if x.shape.rank not in (None, 4):
+            raise ValueError(f"{self.name}: expects 4-D inputs (batch, height, width, channels), got {x.shape}")
+        sh, sw = self.size
+        # [n, h, 1, w, 1, c] times ones [sh, 1, sw, 1]: the static dims stay known for the layers after it
+        spread = math_ops.multiply(array_ops.expand_dims(array_ops.expand_dims(x, 2), 4),
+                                   array_ops.ones([sh, 1, sw, 1], x.dtype))
+        static = x.shape.dims if x.shape.rank is not None else [None] * 4
+        if all(d is not None for d in static[1:]):
+            return array_ops.reshape(spread, [-1, static[1] * sh, static[2] * sw, static[3]])
+        dims = array_ops.shape(x)
+        return array_ops.reshape(spread, array_ops.stack([dims[0], dims[1] * sh, dims[2] * sw, dims[3]]))
 
 
 class _GlobalPooling2D(Layer):

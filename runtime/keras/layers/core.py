@@ -148,6 +148,32 @@ class LeakyReLU(Layer):
         return activations.leaky_relu(inputs, negative_slope=self.negative_slope)
 
 
+class ELU(Layer):
+    """``x`` above 0, ``alpha * (exp(x) - 1)`` below."""
+
+    def __init__(self, alpha: float = 1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.alpha = alpha
+
+    def call(self, inputs):
+        return activations.elu(inputs, alpha=self.alpha)
+
+
+class Rescaling(Layer):
+    """``inputs * scale + offset`` (pixel values from [0, 255] to [0, 1]: ``Rescaling(1 / 255)``), computed in
+    the layer's dtype."""
+
+    def __init__(self, scale, offset=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.scale, self.offset = scale, offset
+
+    def call(self, inputs):
+        x = math_ops.cast(convert(inputs), dtypes.as_dtype(self.dtype or "float32"))
+        scale = math_ops.cast(convert(self.scale), x.dtype)
+        offset = math_ops.cast(convert(self.offset), x.dtype)
+        return math_ops.add(math_ops.multiply(x, scale), offset)
+
+
 class Dropout(Layer):
     """In training, each input is zeroed with probability ``rate`` and the others scaled by ``1 / (1 - rate)``;
     otherwise the inputs pass unchanged.
@@ -277,6 +303,22 @@ class Add(_Merge):
         out = inputs[0]
         for x in inputs[1:]:
             out = math_ops.add(out, x)
+        return out
+
+
+class Maximum(_Merge):
+    def _merge(self, inputs):
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = math_ops.maximum(out, x)
+        return out
+
+
+class Minimum(_Merge):
+    def _merge(self, inputs):
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = math_ops.minimum(out, x)
         return out
 
 

@@ -375,3 +375,37 @@ def test_activation_layers_against_numpy_and_keras():
                                   {}),
                                  (L.LeakyReLU(), keras.layers.LeakyReLU(), {})):
         np.testing.assert_allclose(ours(x, **kwargs).numpy(), np.asarray(theirs(x, **kwargs)), rtol=1e-6, atol=1e-7)
+
+
+def test_padding_upsampling_rescaling_elu_and_min_max_merges():
+    img = np.random.default_rng(1).standard_normal((2, 3, 4, 2)).astype(np.float32)
+    padded = rt.keras.layers.ZeroPadding2D(((1, 2), (0, 3)))(img).numpy()
+    np.testing.assert_array_equal(padded, np.pad(img, [(0, 0), (1, 2), (0, 3), (0, 0)]))
+    np.testing.assert_array_equal(rt.keras.layers.ZeroPadding2D(2)(img).numpy(),
+                                  np.pad(img, [(0, 0), (2, 2), (2, 2), (0, 0)]))
+    up = rt.keras.layers.UpSampling2D((2, 3))(img).numpy()
+    np.testing.assert_array_equal(up, img.repeat(2, axis=1).repeat(3, axis=2))
+    np.testing.assert_allclose(rt.keras.layers.Rescaling(1 / 255.0, offset=-1.0)(img * 255).numpy(), img - 1.0,
+                               rtol=1e-5, atol=1e-5)
+    x = np.array([-2.0, 0.0, 3.0], np.float32)
+    np.testing.assert_allclose(rt.keras.layers.ELU(0.5)(x).numpy(), [0.5 * (np.exp(-2.0) - 1), 0.0, 3.0], rtol=1e-6)
+    a, b = img[0], img[1]
+    np.testing.assert_array_equal(rt.keras.layers.Maximum()([a, b]).numpy(), np.maximum(a, b))
+    np.testing.assert_array_equal(rt.keras.layers.Minimum()([a, b]).numpy(), np.minimum(a, b))
+    with pytest.raises(ValueError, match="nearest"):
+        rt.keras.layers.UpSampling2D(interpolation="bilinear")
+    with pytest.raises(ValueError, match="padding"):
+        rt.keras.layers.ZeroPadding2D((1, 2, 3))
+
+
+def test_an_image_model_with_the_new_layers_fits():
+    rng = np.random.default_rng(2)
+    model = rt.keras.Sequential([
+        rt.keras.Input((8, 8, 3)), rt.keras.layers.Rescaling(1 / 255.0), rt.keras.layers.ZeroPadding2D(1),
+        rt.keras.layers.Conv2D(4, 3), rt.keras.layers.AveragePooling2D(2), rt.keras.layers.UpSampling2D(2),
+        rt.keras.layers.ELU(), rt.keras.layers.Flatten(), rt.keras.layers.Dense(3)])
+    assert model.output_shape == (None, 3)
+    model.compile(optimizer="adam", loss=rt.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x, y = rng.random((32, 8, 8, 3)).astype(np.float32) * 255, rng.integers(0, 3, 32)
+    history = model.fit(x, y, epochs=3, batch_size=8, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
