@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-from runtime import context, dtypes, errors, nest
+from runtime import config, context, dtypes, errors, nest
 from runtime.composite import CompositeValue, TypeSpec, function_key
 from runtime.data import element_stages, index_stages, lowering
 from runtime.data.iterator_ops import GRAPH_ITERATION, Iterator, describe, element_key, leaves_of, spec_key
@@ -376,6 +376,11 @@ class Dataset(CompositeValue):
         initial = _normalize(initial_state, "Dataset.reduce initial_state")
         if context.current_graph() is not None:
             return _graph_reduce(self, initial, reduce_func)
+        if config.functions_run_eagerly():      # the Function below would run its Python eagerly: no graph
+            state = initial
+            for element in self:
+                state = reduce_func(state, element)
+            return state
         runner = Function(lambda dataset, state: _graph_reduce(dataset, state, reduce_func), name="reduce",
                           autograph=False)
         return runner(self, initial)

@@ -784,3 +784,18 @@ def test_window_elements_are_datasets_everywhere():
         ds.batch(2)
     with pytest.raises(TypeError, match="datasets"):
         list(ds.as_numpy_iterator())
+
+
+def test_reduce_with_functions_run_eagerly_loops_in_python():
+    """Under run_functions_eagerly the reduction's own Function would run its Python without a graph: the
+    reduction then loops over the elements eagerly (it raised AttributeError)."""
+    ds = rt.data.Dataset.from_tensor_slices(np.arange(12, dtype=np.float32).reshape(6, 2)).batch(4)
+    want = ds.reduce(rt.constant(0.0), lambda acc, xb: acc + rt.reduce_sum(xb)).numpy()
+    rt.config.run_functions_eagerly(True)
+    try:
+        got = ds.reduce(rt.constant(0.0), lambda acc, xb: acc + rt.reduce_sum(xb)).numpy()
+        pairs = rt.data.Dataset.range(4).map(lambda i: (i, i * 2))
+        total = pairs.reduce((np.int64(0), np.int64(0)), lambda s, e: (s[0] + e[0], s[1] + e[1]))
+    finally:
+        rt.config.run_functions_eagerly(False)
+    assert got == want == 66.0 and [int(t.numpy()) for t in total] == [6, 12]
