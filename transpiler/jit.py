@@ -246,7 +246,8 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")[0]
     if shutil.which(compiler) is None:
         raise _NoCompiler(f"no C compiler ({compiler}) on PATH")
-    code, variables, report = emit_function(graph, C_NAME)
+    blobs: dict = {}
+    code, variables, report = emit_function(graph, C_NAME, blobs=blobs)
     handles = _variable_handles(graph)
     position = {id(h): i for i, h in enumerate(handles)}
     hash_text = graph_hash(graph)
@@ -259,6 +260,7 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
                             graph_hash_string=("c_string", hash_text), metadata=("c_string", metadata),
                             header=("c_string", header), module_name=("c_string", name), init_name=("ident", name)),
         header: render("jit_native.h.tmpl", graph_hash=("c_comment", hash_text), function=("raw", code)),
+        **blobs,
     }
     rendered = types.SimpleNamespace(files=files, source=f"{name}.c", include_dirs=[KERNELS_DIR],
                                      extra_compile_args=list(COMPILE_ARGS), extra_link_args=list(LINK_ARGS),

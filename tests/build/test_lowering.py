@@ -254,6 +254,14 @@ def composites(x, v):
     return a, b, norm, gx, gy, normed, up, rt.math.log_sigmoid(v), rt.clip_by_norm(v, 0.5)
 
 
+TABLE = rt.cast(rt.linspace(-3.0, 3.0, 50_000), F)        # 200 KB: embedded as a binary file (.incbin)
+
+
+@rt.function(input_signature=[rt.TensorSpec([None], rt.int32)])
+def big_constant(i):
+    return rt.gather(TABLE, i) * 2.0, rt.reduce_max(TABLE[::7]) + rt.reduce_sum(rt.abs(TABLE[::7])) * 1e-3
+
+
 pools.get_concrete_function(rt.TensorSpec([None, None, None, None], F))
 pools.get_concrete_function(rt.TensorSpec([2, 7, 9, 3], F))
 
@@ -1003,6 +1011,11 @@ def test_rows_of_unknown_length_on_either_side_of_the_scratch_row(programs):
 
 ANY_CLASSES = (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.int64))
 POOLED = (rt.TensorSpec([None, None, None, None], rt.float32), rt.TensorSpec([2, 7, 9, 3], rt.float32))
+
+
+def test_a_big_captured_constant_is_embedded_and_read_natively(programs):
+    check(programs.big_constant, (rt.TensorSpec([None], rt.int32),), [rt.constant([0, 49_999, 12_345, 7])])
+    check(programs.big_constant, (rt.TensorSpec([None], rt.int32),), [rt.constant([50_000])])    # out of range
 
 
 def test_composed_tensorflow_functions_run_natively(programs):

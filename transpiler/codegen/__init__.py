@@ -72,7 +72,7 @@ EMITTER_PASSES = ("fuse_elementwise", "plan_memory")   # done while lowering, sw
 
 
 def emit_function(graph, c_name: str, fuse_elementwise: bool = True, plan_memory: bool = True,
-                  debug: list | None = None) -> tuple[str, list, Report]:
+                  debug: list | None = None, blobs: dict | None = None) -> tuple[str, list, Report]:
     """C for ``static int c_name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` computing ``graph``.
 
     Returns (C code, the variable handles whose storage follows the inputs, in order, the report:
@@ -81,7 +81,7 @@ def emit_function(graph, c_name: str, fuse_elementwise: bool = True, plan_memory
     lowered = lower_function(graph, c_name, fuse=fuse_elementwise, plan_memory=plan_memory)
     if debug is not None:
         debug.append(str(lowered.ir))
-    return render_function(lowered.ir), lowered.variables, lowered.report
+    return render_function(lowered.ir, blobs), lowered.variables, lowered.report
 
 
 @dataclass
@@ -144,6 +144,7 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
     # after every trace: a trace may create variables (an optimizer's slots, a layer's weights)
     paths = variable_paths(module)
     functions_c, entries, report = [], [], []
+    blobs: dict = {}          # big constants' bytes, embedded by the header's .incbin lines
     methods, callbacks = [], {}
     for target in targets:
         function = target.function
@@ -171,7 +172,7 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
                 if exclude and title in exclude:
                     raise CompilerRejected(exclude[title])
                 code, variables, function_report = emit_function(graph, f"rt_fn_{index}", debug=loops,
-                                                                 **emit_options)
+                                                                 blobs=blobs, **emit_options)
                 _set_paths(target, variables, paths)
             except Exception as error:  # noqa: BLE001 - reported with the signature; the rest still builds
                 stage = "compile" if isinstance(error, CompilerRejected) else "lower"
@@ -221,7 +222,7 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
     for title, code in functions_c:
         titles[line] = title
         line += code.count("\n") + 2
-    files = {f"{short}.c": glue, header_name: header, f"{short}.payload": payload}
+    files = {f"{short}.c": glue, header_name: header, f"{short}.payload": payload, **blobs}
     if debug:
         files[f"{short}.graphs.txt"] = "\n".join(debug)
         files[f"{short}.loops.txt"] = "\n".join(debug_loops)

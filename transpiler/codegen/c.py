@@ -12,7 +12,12 @@ reloads it after every store and leaves the loops reading it scalar; see ``rt_re
 """
 from __future__ import annotations
 
+import hashlib
+
+import numpy as np
+
 from transpiler.lowering.ir import (
+    BLOB_TYPES,
     Alloc,
     And,
     Assign,
@@ -29,6 +34,7 @@ from transpiler.lowering.ir import (
     Function,
     If,
     InArg,
+    Lit,
     Loop,
     OutArg,
     Parts,
@@ -42,9 +48,12 @@ from transpiler.lowering.ir import (
 )
 
 
-def render_function(fn: Function) -> str:
-    """``static int name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` for a lowered function."""
-    r = _Renderer()
+def render_function(fn: Function, blobs: dict | None = None) -> str:
+    """``static int name(rt_ctx *ctx, rt_tensor *in, rt_tensor *out)`` for a lowered function.
+
+    Big constants (``Declare.blob``) go to ``blobs`` (file name -> bytes, files to write beside the C file),
+    which a file-scope ``.incbin`` embeds; without ``blobs`` they are spelled as initializers."""
+    r = _Renderer(fn.name, blobs)
     if fn.guard:
         same = render_expr(And(tuple(Compare("==", a, b) for a, b in fn.guard)))
         r.line(1, f"if (!({same})) return {fn.fallback.name}(ctx, in, out);")
@@ -52,9 +61,9 @@ def render_function(fn: Function) -> str:
         r.stmt(d, 1)
     r.block(fn.body, 1)
     head = f"static int {fn.name}(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {{"
-    text = "\n".join([head] + r.lines + ["    return 0;", "fail:", "    return -1;", "}"])
+    text = "\n".join(r.globals + [head] + r.lines + ["    return 0;", "fail:", "    return -1;", "}"])
     if fn.fallback is not None:
-        text = render_function(fn.fallback) + "\n\n" + text
+        text = render_function(fn.fallback, blobs) + "\n\n" + text
     return text
 
 
@@ -78,7 +87,10 @@ def c_string(text: str) -> str:
 
 
 class _Renderer:
-    def __init__(self):
+    def __init__(self, function: str = "rt_fn", blobs: dict | None = None):
+        self.function = function
+        self.blobs = blobs
+        self.globals: list[str] = []     # file-scope lines before the function (the .incbin of its blobs)
         self.lines: list[str] = []
         self.fail_label = "fail"
         self.parts = 0
@@ -150,6 +162,19 @@ class _Renderer:
 
     def declare(self, s: Declare, depth: int) -> None:
         kind = ("static " if s.static else "") + ("const " if s.const else "")
+        if s.blob is not None and self.blobs is not None:
+            # named by content: functions of a module that capture one array share its bytes
+            symbol = f"rt_blob_{hashlib.sha256(s.blob).hexdigest()[:24]}"
+            if f"{symbol}.bin" not in self.blobs:
+                self.blobs[f"{symbol}.bin"] = s.blob
+                self.globals += [
+                    f'__asm__(".pushsection .rodata\\n.balign 64\\n.globl {symbol}\\n.hidden {symbol}\\n"',
+                    f'        "{symbol}:\\n.incbin \\"{symbol}.bin\\"\\n.popsection\\n");']
+            self.globals.append(f'extern const {s.ctype} {symbol}[] __attribute__((visibility("hidden")));')
+            self.line(depth, f"const {s.ctype} *const {s.name} = {symbol};")
+            return
+        if s.blob is not None:
+            s = Declare(s.name, s.ctype, size=s.size, static=s.static, const=s.const, values=_blob_values(s))
         if s.size is not None:
             if s.values is not None:
                 init = " = {" + (", ".join(spell(v.value, v.ctype) for v in s.values) or "0") + "}"
@@ -265,3 +290,8 @@ class _Renderer:
         self.line(depth, "}")
         self.line(depth, f"{{ int rc = 0; for (int p = 0; p < {n}; p++) rc |= rt_ctx_join(ctx, &{subs}[p], {rcs}[p]); "
                          f"if (rc) goto {self.fail_label}; }}")
+
+
+def _blob_values(s: Declare) -> tuple:
+    """A blob's elements as literals (rendering without a place for files)."""
+    return tuple(Lit(v, s.ctype) for v in np.frombuffer(s.blob, BLOB_TYPES[s.ctype]).tolist())

@@ -516,6 +516,12 @@ NUM_THREADS = Named("num_threads")
 ALWAYS = Lit(1, "int")
 
 
+# C element types of arrays whose bytes a build can embed (Declare.blob), and their numpy types
+BLOB_TYPES = {"float": "float32", "double": "float64", "int8_t": "int8", "int16_t": "int16", "int32_t": "int32",
+              "int64_t": "int64", "uint8_t": "uint8", "uint16_t": "uint16", "uint32_t": "uint32",
+              "uint64_t": "uint64"}
+
+
 def literal(value, dtype) -> Lit:
     """The constant of ``dtype`` for a Python/numpy scalar."""
     ctype = dtype.c_type
@@ -755,7 +761,8 @@ class Comment(Stmt):
 @dataclass(eq=False)
 class Declare(Stmt):
     """``ctype name[ = init];``: an array of ``size`` elements when given (64-byte aligned, its elements
-    ``values`` when given), ``static`` storage, or ``const``."""
+    ``values`` when given, or ``blob``, their bytes, for a big constant the C file embeds as a binary file
+    instead of an initializer), ``static`` storage, or ``const``."""
     name: Name
     ctype: TypeName
     init: Expr | None = None
@@ -763,6 +770,7 @@ class Declare(Stmt):
     values: tuple[Lit, ...] | None = None
     static: bool = False
     const: bool = False
+    blob: bytes | None = None
 
     def exprs(self):
         return () if self.init is None else (self.init,)
@@ -1135,6 +1143,8 @@ def _format_stmt(s: Stmt) -> str:
         init = "" if s.init is None else f" = {s.init}"
         if s.values is not None:
             init = " = {" + ", ".join(map(str, s.values)) + "}"
+        elif s.blob is not None:
+            init = f" = <{len(s.blob)} bytes>"
         kind = ("static " if s.static else "") + ("const " if s.const else "")
         return f"let {kind}{s.name}: {s.ctype}{size}{init}"
     if isinstance(s, Assign):

@@ -60,3 +60,28 @@ def test_generated_kernel_headers_are_current(path):
     if committed != kernel_table.GENERATED[path]():
         pytest.fail(f"{os.path.relpath(path)} is out of date with the Python tables; regenerate with: "
                     "python -m transpiler.codegen.kernel_table")
+
+
+def test_big_constants_are_embedded_as_binary_files_shared_by_content():
+    """A constant of at least BLOB_MIN_BYTES becomes a file the C embeds with .incbin (3.2 million C literals
+    took 70 s to render and compile); two functions capturing one array share its file; without a place for
+    files the constant is spelled as an initializer."""
+    import numpy as np
+
+    import runtime as rt
+    from transpiler.lowering.function import BLOB_MIN_BYTES
+    table = np.arange(BLOB_MIN_BYTES // 4 + 3, dtype=np.float32)
+
+    def graph_of(fn):
+        return rt.function(fn, input_signature=[rt.TensorSpec([None], rt.int32)]).get_concrete_function().graph
+    blobs: dict = {}
+    first, _, _ = emit_function(graph_of(lambda i: rt.gather(table, i)), "rt_fn_a", blobs=blobs)
+    second, _, _ = emit_function(graph_of(lambda i: rt.gather(table, i) * 2.0), "rt_fn_b", blobs=blobs)
+    assert len(blobs) == 1
+    (name, data), = blobs.items()
+    assert data == table.tobytes() and f'.incbin \\"{name}\\"' in first and ".incbin" not in second
+    assert name[:-4] in second and len(first) < 2000
+    small, _, _ = emit_function(graph_of(lambda i: rt.gather(table[:8], i)), "rt_fn_c", blobs=blobs)
+    assert ".incbin" not in small and len(blobs) == 1
+    spelled, _, _ = emit_function(graph_of(lambda i: rt.gather(table, i)), "rt_fn_d")
+    assert ".incbin" not in spelled and f"{float(table[-1])}" in spelled.replace("f", "")

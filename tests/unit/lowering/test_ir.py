@@ -43,7 +43,8 @@ F = rt.float32
 # Strings a node may hold: names, C types, operators of a closed set, messages (NewTypes of ir.py); values of the op
 # table (whose C templates stay there) and dtypes.
 NAMED_STRINGS = {ir.Name, ir.TypeName, ir.Message, ir.Operator}
-LEAVES = {int, float, bool, type(None), OpDef, Reduction, DType}
+LEAVES = {int, float, bool, type(None), OpDef, Reduction, DType,
+          bytes}      # a big constant's bytes (Declare.blob): written to a file that .incbin embeds, never C text
 
 
 @pytest.fixture(autouse=True)
