@@ -229,17 +229,21 @@ def conv2d(input, filters, strides=1, padding="VALID", data_format="NHWC", dilat
 # ---------------------------------------------------------------------------
 # Max pooling and its gradients.
 
-def _pool_infer(specs, attrs):
-    x = specs[0]
-    math_ops._check_dtype("MaxPool", x.dtype, FLOATS)
-    _check_rank4("MaxPool", x, "the input")
+def _pooled(op_type: str, x, attrs, fits: bool):
+    """The output (dtype, dims) of pooling ``x``; ``fits``: a VALID window larger than the input is an error."""
+    math_ops._check_dtype(op_type, x.dtype, FLOATS)
+    _check_rank4(op_type, x, "the input")
     xd = x.shape.dims or (None,) * 4
     (kh, kw), strides, padding = attrs["ksize"], attrs["strides"], attrs["padding"]
     for size, k in ((xd[1], kh), (xd[2], kw)):
-        if padding == "VALID" and size is not None and size < k:
-            raise ValueError(f"MaxPool: a {kh}x{kw} window does not fit in the input {x.shape} with padding VALID")
-    return [(x.dtype, (xd[0], out_size(xd[1], kh, strides[0], padding), out_size(xd[2], kw, strides[1], padding),
-                       xd[3]))]
+        if fits and padding == "VALID" and size is not None and size < k:
+            raise ValueError(f"{op_type}: a {kh}x{kw} window does not fit in the input {x.shape} with padding VALID")
+    return x.dtype, (xd[0], out_size(xd[1], kh, strides[0], padding), out_size(xd[2], kw, strides[1], padding),
+                     xd[3])
+
+
+def _pool_infer(specs, attrs):
+    return [_pooled("MaxPool", specs[0], attrs, fits=True)]
 
 
 def _pool_geometry(x, attrs):
@@ -349,13 +353,7 @@ def _pool_grad_grad_grad(op, grad):
 # Average pooling and its gradient.
 
 def _avg_pool_infer(specs, attrs):
-    x = specs[0]
-    math_ops._check_dtype("AvgPool", x.dtype, FLOATS)
-    _check_rank4("AvgPool", x, "the input")
-    xd = x.shape.dims or (None,) * 4
-    (kh, kw), strides, padding = attrs["ksize"], attrs["strides"], attrs["padding"]
-    return [(x.dtype, (xd[0], out_size(xd[1], kh, strides[0], padding), out_size(xd[2], kw, strides[1], padding),
-                       xd[3]))]
+    return [_pooled("AvgPool", specs[0], attrs, fits=False)]        # an average of no window is empty
 
 
 def _window_sums(x, attrs, oh, ow, top, left):

@@ -298,28 +298,27 @@ class _Merge(Layer):
         return self._merge(list(inputs))
 
 
-class Add(_Merge):
+class _Fold(_Merge):
+    """The inputs combined left to right by ``_combine``."""
+    _combine = None
+
     def _merge(self, inputs):
         out = inputs[0]
         for x in inputs[1:]:
-            out = math_ops.add(out, x)
+            out = type(self)._combine(out, x)
         return out
 
 
-class Maximum(_Merge):
-    def _merge(self, inputs):
-        out = inputs[0]
-        for x in inputs[1:]:
-            out = math_ops.maximum(out, x)
-        return out
+class Add(_Fold):
+    _combine = staticmethod(math_ops.add)
 
 
-class Minimum(_Merge):
-    def _merge(self, inputs):
-        out = inputs[0]
-        for x in inputs[1:]:
-            out = math_ops.minimum(out, x)
-        return out
+class Maximum(_Fold):
+    _combine = staticmethod(math_ops.maximum)
+
+
+class Minimum(_Fold):
+    _combine = staticmethod(math_ops.minimum)
 
 
 class Subtract(_Merge):
@@ -329,12 +328,8 @@ class Subtract(_Merge):
         return math_ops.subtract(inputs[0], inputs[1])
 
 
-class Multiply(_Merge):
-    def _merge(self, inputs):
-        out = inputs[0]
-        for x in inputs[1:]:
-            out = math_ops.multiply(out, x)
-        return out
+class Multiply(_Fold):
+    _combine = staticmethod(math_ops.multiply)
 
 
 class Average(_Merge):
