@@ -70,6 +70,12 @@ class _Loading:
 _LOADING: dict[str, _Loading] = {}
 
 
+def same_object(value):
+    """``value`` itself: how a build's payload refers again to an array it pickled once
+    (``transpiler.codegen.dumps_sharing``)."""
+    return value
+
+
 def install(module_globals: dict, payload: bytes, capsules: list) -> None:
     """Run the embedded module source in ``module_globals`` with the native functions attached."""
     # zlib-compressed since 2026-11; an extension built before embeds the pickle itself (it starts with PROTO)

@@ -85,3 +85,23 @@ def test_big_constants_are_embedded_as_binary_files_shared_by_content():
     assert ".incbin" not in small and len(blobs) == 1
     spelled, _, _ = emit_function(graph_of(lambda i: rt.gather(table, i)), "rt_fn_d")
     assert ".incbin" not in spelled and f"{float(table[-1])}" in spelled.replace("f", "")
+
+
+def test_the_payload_pickles_equal_big_arrays_once():
+    """Functions that capture one array hold a copy each in their graphs: the payload stores it once and its
+    other places refer to it (four functions over one 12.8 MB array made a 59 MB extension, now 25 MB)."""
+    import pickle
+
+    import numpy as np
+
+    from transpiler.codegen import dumps_sharing
+    big = np.random.default_rng(0).random(20_000).astype(np.float32)
+    other = big * 2
+    value = {"a": big.copy(), "b": [big.copy(), other], "c": (big.copy(), np.arange(4))}
+    data = dumps_sharing(value)
+    assert len(data) < big.nbytes * 2 + 4096 < len(pickle.dumps(value, protocol=4))
+    back = pickle.loads(data)
+    assert back["a"] is back["b"][0] is back["c"][0] and back["b"][1] is not back["a"]
+    np.testing.assert_array_equal(back["a"], big)
+    np.testing.assert_array_equal(back["b"][1], other)
+    np.testing.assert_array_equal(back["c"][1], np.arange(4))
