@@ -493,6 +493,16 @@ static inline void rt_pool_unit(const rt_window *g, int64_t u, int64_t *b, int64
     if (*r1 < *r0) *r1 = *r0;
 }
 
+/* The input rows [*h0, *h1) and columns [*w0, *w1) that output (r, o)'s window covers (padding left out). */
+static inline void rt_window_span(const rt_window *g, int64_t r, int64_t o, int64_t *h0, int64_t *h1, int64_t *w0,
+                                  int64_t *w1) {
+    const int64_t top = r * g->sh - g->top, left = o * g->sw - g->left;
+    *h0 = top > 0 ? top : 0;
+    *h1 = top + g->kh < g->h ? top + g->kh : g->h;
+    *w0 = left > 0 ? left : 0;
+    *w1 = left + g->kw < g->w ? left + g->kw : g->w;
+}
+
 #define RT_POOL_BLOCK 64          /* channels whose "already taken" flags a gradient keeps at once */
 
 #define RT_DEFINE_POOL(T, S) \
@@ -507,12 +517,10 @@ static inline void rt_pool_unit(const rt_window *g, int64_t u, int64_t *b, int64
             for (int64_t o = 0; o < g->ow; o++) { \
                 T *restrict out = y + (row * g->ow + o) * c; \
                 int first = 1; \
-                for (int64_t i = 0; i < g->kh; i++) { \
-                    const int64_t ih = r * g->sh + i - g->top; \
-                    if (ih < 0 || ih >= g->h) continue; \
-                    for (int64_t j = 0; j < g->kw; j++) { \
-                        const int64_t iw = o * g->sw + j - g->left; \
-                        if (iw < 0 || iw >= g->w) continue; \
+                int64_t h0, h1, w0, w1; \
+                rt_window_span(g, r, o, &h0, &h1, &w0, &w1); \
+                for (int64_t ih = h0; ih < h1; ih++) { \
+                    for (int64_t iw = w0; iw < w1; iw++) { \
                         const T *restrict in = x + ((b * g->h + ih) * g->w + iw) * c; \
                         if (first) { \
                             _Pragma("omp simd") \
@@ -546,12 +554,10 @@ static inline void rt_pool_unit(const rt_window *g, int64_t u, int64_t *b, int64
                         const int64_t kn = c - k0 < RT_POOL_BLOCK ? c - k0 : RT_POOL_BLOCK; \
                         const T *restrict best = y + at + k0, *restrict grad = dy + at + k0; \
                         int taken[RT_POOL_BLOCK] = {0}; \
-                        for (int64_t i = 0; i < g->kh; i++) { \
-                            const int64_t ih = r * g->sh + i - g->top; \
-                            if (ih < 0 || ih >= g->h) continue; \
-                            for (int64_t j = 0; j < g->kw; j++) { \
-                                const int64_t iw = o * g->sw + j - g->left; \
-                                if (iw < 0 || iw >= g->w) continue; \
+                        int64_t h0, h1, w0, w1; \
+                        rt_window_span(g, r, o, &h0, &h1, &w0, &w1); \
+                        for (int64_t ih = h0; ih < h1; ih++) { \
+                            for (int64_t iw = w0; iw < w1; iw++) { \
                                 const int64_t src = ((b * g->h + ih) * g->w + iw) * c + k0; \
                                 const T *restrict xs = x + src; \
                                 T *restrict out = dx + src; \
@@ -586,12 +592,10 @@ static inline void rt_pool_unit(const rt_window *g, int64_t u, int64_t *b, int64
                     int taken[RT_POOL_BLOCK] = {0}; \
                     _Pragma("omp simd") \
                     for (int64_t k = 0; k < kn; k++) value[k] = 0; \
-                    for (int64_t i = 0; i < g->kh; i++) { \
-                        const int64_t ih = r * g->sh + i - g->top; \
-                        if (ih < 0 || ih >= g->h) continue; \
-                        for (int64_t j = 0; j < g->kw; j++) { \
-                            const int64_t iw = o * g->sw + j - g->left; \
-                            if (iw < 0 || iw >= g->w) continue; \
+                    int64_t h0, h1, w0, w1; \
+                    rt_window_span(g, r, o, &h0, &h1, &w0, &w1); \
+                    for (int64_t ih = h0; ih < h1; ih++) { \
+                        for (int64_t iw = w0; iw < w1; iw++) { \
                             const int64_t src = ((b * g->h + ih) * g->w + iw) * c + k0; \
                             const T *restrict xs = x + src, *restrict grads = ddx + src; \
                             _Pragma("omp simd") \
@@ -621,22 +625,18 @@ static inline void rt_pool_unit(const rt_window *g, int64_t u, int64_t *b, int64
             const int64_t b = row / g->oh, r = row % g->oh; \
             for (int64_t o = 0; o < g->ow; o++) { \
                 T *restrict out = y + (row * g->ow + o) * c; \
-                int64_t count = 0; \
                 _Pragma("omp simd") \
                 for (int64_t k = 0; k < c; k++) out[k] = 0; \
-                for (int64_t i = 0; i < g->kh; i++) { \
-                    const int64_t ih = r * g->sh + i - g->top; \
-                    if (ih < 0 || ih >= g->h) continue; \
-                    for (int64_t j = 0; j < g->kw; j++) { \
-                        const int64_t iw = o * g->sw + j - g->left; \
-                        if (iw < 0 || iw >= g->w) continue; \
+                int64_t h0, h1, w0, w1; \
+                rt_window_span(g, r, o, &h0, &h1, &w0, &w1); \
+                for (int64_t ih = h0; ih < h1; ih++) { \
+                    for (int64_t iw = w0; iw < w1; iw++) { \
                         const T *restrict in = x + ((b * g->h + ih) * g->w + iw) * c; \
-                        count++; \
                         _Pragma("omp simd") \
                         for (int64_t k = 0; k < c; k++) out[k] += in[k]; \
                     } \
                 } \
-                const T n = (T)count; \
+                const T n = (T)((h1 - h0) * (w1 - w0)); \
                 _Pragma("omp simd") \
                 for (int64_t k = 0; k < c; k++) out[k] = out[k] / n; \
             } \
@@ -659,16 +659,11 @@ static inline void rt_pool_unit(const rt_window *g, int64_t u, int64_t *b, int64
             for (int64_t r = o0; r < o1; r++) \
                 for (int64_t o = 0; o < g->ow; o++) { \
                     const T *restrict grad = dy + ((b * g->oh + r) * g->ow + o) * c; \
-                    const int64_t i0 = r * g->sh - g->top, j0 = o * g->sw - g->left; \
-                    const int64_t rows = (i0 + g->kh < g->h ? i0 + g->kh : g->h) - (i0 > 0 ? i0 : 0); \
-                    const int64_t cols = (j0 + g->kw < g->w ? j0 + g->kw : g->w) - (j0 > 0 ? j0 : 0); \
-                    const T n = (T)(rows * cols); \
-                    for (int64_t i = 0; i < g->kh; i++) { \
-                        const int64_t ih = i0 + i; \
-                        if (ih < 0 || ih >= g->h) continue; \
-                        for (int64_t j = 0; j < g->kw; j++) { \
-                            const int64_t iw = j0 + j; \
-                            if (iw < 0 || iw >= g->w) continue; \
+                    int64_t h0, h1, w0, w1; \
+                    rt_window_span(g, r, o, &h0, &h1, &w0, &w1); \
+                    const T n = (T)((h1 - h0) * (w1 - w0)); \
+                    for (int64_t ih = h0; ih < h1; ih++) { \
+                        for (int64_t iw = w0; iw < w1; iw++) { \
                             T *restrict out = dx + ((b * g->h + ih) * g->w + iw) * c; \
                             _Pragma("omp simd") \
                             for (int64_t k = 0; k < c; k++) out[k] += grad[k] / n; \
