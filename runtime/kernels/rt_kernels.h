@@ -623,6 +623,20 @@ RT_DEFINE_SELECT(uint8_t, uint8)
 RT_DEFINE_SELECT(float, float32)
 RT_DEFINE_SELECT(double, float64)
 
+/* The 16 lanes of a sum (transpiler/lowering/lanes.py) added pairwise, lane i and lane i + 8, then + 4, + 2,
+ * + 1, as vector adds. Written as loops over the lanes, GCC made the array 16 scalars and added them one
+ * shuffle at a time: softmax over rows of 16 columns lost most of what the tree gained. */
+#define RT_DEFINE_TREE_SUM(T, S) \
+    static inline T rt_tree_sum16_##S(const T *a) { \
+        typedef T rt_half_##S __attribute__((vector_size(8 * sizeof(T)), aligned(sizeof(T)), may_alias)); \
+        typedef T rt_quarter_##S __attribute__((vector_size(4 * sizeof(T)))); \
+        rt_half_##S h = *(const rt_half_##S *)a + *(const rt_half_##S *)(a + 8); \
+        rt_quarter_##S q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7); \
+        return (q[0] + q[2]) + (q[1] + q[3]); \
+    }
+RT_DEFINE_TREE_SUM(float, float)
+RT_DEFINE_TREE_SUM(double, double)
+
 RT_DEFINE_INT_HELPERS(int8_t, int8)
 RT_DEFINE_INT_HELPERS(int16_t, int16)
 RT_DEFINE_INT_HELPERS(int32_t, int32)

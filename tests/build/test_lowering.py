@@ -275,7 +275,8 @@ def any_classes(logits, labels):
         loss = rt.reduce_mean(losses)
     return losses, tape.gradient(loss, logits)
 
-ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024)]
+ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024), (3, 16), (3, 17), (4, 50),
+              (2, 100), (2, 600)]
 for shape in ROW_SHAPES + [(None, None)]:
     softmaxes.get_concrete_function(rt.TensorSpec(shape, F))
     softmax_only.get_concrete_function(rt.TensorSpec(shape, F))
@@ -946,12 +947,15 @@ def test_row_groups_and_big_loops_on_threads(programs):
     assert "pragma omp parallel" in _generated_c(programs)
 
 
-ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024)]
+ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024), (3, 16), (3, 17), (4, 50),
+              (2, 100), (2, 600)]
 
 
 def test_row_programs_of_every_row_length(programs):
     """Static and run-time row lengths under, at and over the float32 sums' chunk (512): one chunk, chunks and
-    a rest, a rest only; one row, zero rows; softmax hosting its exponentials in the result row."""
+    a rest, a rest only; one row, zero rows; softmax hosting its exponentials in the result row; short rows
+    padded to whole vectors, their last one masked (17, 50, 100: ``lanes.peel_tails``); sums in lanes with
+    and without a rest after the whole blocks (``lanes.sum_lanes``)."""
     rng = np.random.default_rng(3)
     dynamic = rt.TensorSpec([None, None], rt.float32)
     for shape in ROW_SHAPES:
@@ -992,6 +996,12 @@ def test_rows_with_inf_and_nan_propagate_as_in_numpy(programs):
         check(programs.softmax_only, (spec,), [rows])
         check(programs.norms, (spec, rt.TensorSpec([None] if spec.shape.dims[0] is None else [1030], rt.float32)),
               [rows, rt.ones([1030])])
+    short = x[:4, :50].copy()        # a padded row: whole vectors, then the masked last one (lanes.peel_tails)
+    short[0, 49], short[1, 2], short[2, 40] = np.nan, np.inf, -np.inf
+    for spec in (rt.TensorSpec([4, 50], rt.float32), rt.TensorSpec([None, None], rt.float32)):
+        check(programs.softmaxes, (spec,), [rt.constant(short)])
+        check(programs.norms, (spec, rt.TensorSpec(spec.shape.dims[1:], rt.float32)),
+              [rt.constant(short), rt.ones([50])])
     soft = built(programs.softmax_only, rt.TensorSpec([None, None], rt.float32))(rt.constant(x)).numpy()
     assert np.isnan(soft[:2]).all() and soft[2, 1029] == 0 and np.isnan(soft[3]).all() and np.isfinite(soft[4]).all()
 

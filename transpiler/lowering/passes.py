@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from transpiler.lowering.epilogue import fuse_epilogues
 from transpiler.lowering.ir import Function
+from transpiler.lowering.lanes import peel_tails, sum_lanes
 from transpiler.lowering.merge import merge_loops
 from transpiler.lowering.verify import IRError, verify
 
@@ -24,6 +25,10 @@ PASSES: list[tuple[str, Pass]] = [
     # After merging: a nest reading a GEMM's result runs on each of its parallel blocks; it moves statements
     # around the product, which would separate nests that merging joins.
     ("fuse_epilogues", fuse_epilogues),
+    # Last: they split a row's loops, which the passes above would no longer recognise; the sums of a row's
+    # whole vectors and of its last one share their lanes.
+    ("peel_tails", peel_tails),
+    ("sum_lanes", sum_lanes),
 ]
 
 PASS_NAMES = [name for name, _ in PASSES]

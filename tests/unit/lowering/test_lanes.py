@@ -1,0 +1,131 @@
+"""The passes of ``transpiler/lowering/lanes.py``: a padded row loop split into its whole vectors and its masked
+last one (``peel_tails``), float sums kept in 16 lanes added as a tree (``sum_lanes``), and the loops they leave
+alone."""
+from __future__ import annotations
+
+import pytest
+
+import runtime as rt
+from tests.unit.lowering.test_printed_ir import _expect, _listing
+from transpiler.lowering.ir import Assign, Declare, For, Function, Helper, Lit, Load, Poly, Var, walk_stmts
+from transpiler.lowering.lanes import LANES, peel_tails, sum_lanes
+from transpiler.lowering.verify import verify
+
+F = rt.float32
+
+
+def test_a_padded_row_sums_its_whole_vectors_unmasked_and_its_last_under_the_length():
+    _expect(lambda x: rt.reduce_sum(x, axis=-1), (rt.TensorSpec([8, 50], F),), """
+        function f(x: float32[8,50]):
+          let x1: float * = (float *)in[0].data
+          let p2: float * = NULL
+          # reduce_sum = Sum
+          p2 = alloc float[8] (arena)
+          for k3 in 8:
+            let acc5: double = 0
+            let n8: int64_t = rt_opaque_i64(50)
+            let part6: float = 0
+            let lanes10: float[16] = {0}
+            for b11 in 3:
+              let terms13: float[16]
+              for l12 in 16  [simd]:
+                let live7: int = 1
+                let ld9: float = x1[16 * b11 + 50 * k3 + l12]
+                terms13[l12] = (float)(live7 ? ld9 : 0)
+              for l14 in 16  [simd]:
+                lanes10[l14] = lanes10[l14] + terms13[l14]
+            let terms16: float[16]
+            for l15 in 16  [simd]:
+              let live7: int = l15 + 48 < n8
+              let ld9: float = l15 + 48 < n8 ? x1[50 * k3 + l15 + 48] : 0
+              terms16[l15] = (float)(live7 ? ld9 : 0)
+            for l17 in 16  [simd]:
+              lanes10[l17] = lanes10[l17] + terms16[l17]
+            part6 = part6 + rt_tree_sum16_float(((const float *)lanes10))
+            acc5 = (acc5 + part6)
+            p2[k3] = (float)acc5
+          out[0] = tensor(p2, [8], dtype 7)
+    """)
+
+
+def test_a_row_of_unknown_length_runs_whole_blocks_then_the_rest_into_the_same_lanes():
+    text = _listing(lambda x: rt.reduce_sum(x, axis=-1), rt.TensorSpec([8, None], F))
+    assert "let blocks12: int64_t = (-512 * chunks9 + n1) / 16LL" in text
+    assert "for l17 in -16 * blocks12 - 512 * chunks9 + n1  [simd]:" in text
+    assert text.count("rt_tree_sum16_float(") == 2          # the chunks' sum, the rest's sum
+
+
+def test_softmax_max_exponentials_and_stores_of_a_padded_row_are_split_too():
+    text = _listing(rt.nn.softmax, rt.TensorSpec([8, 100], F))
+    assert text.count("for r4 in 96  [simd") == 4             # max, exponentials, the two stores (reciprocal or not)
+    assert text.count("for r4 in 96..112  [simd") == 4
+    assert text.count("r4 < n") == 5                          # the max's flag and load, the exps' load, the stores
+
+
+def _loop(body, stop=40, start=0, reductions=(("+", "s"),), parallel=None, simd=True) -> Function:
+    """``s = 0; for (r = start; r < stop; r++) body`` with ``x`` a float buffer, ``s`` a float sum."""
+    loop = For("r", Poly.of(start), Poly.of(stop), body, parallel=parallel, simd=simd, reductions=list(reductions))
+    return Function("f", [Declare("x", "float *", Lit(0, "int"))], [Declare("s", "float", Lit(0, "float")), loop])
+
+
+def _add(value) -> Assign:
+    return Assign("s", _plus(Var("s", "float"), value))
+
+
+def _plus(a, b):
+    from transpiler.lowering.ir import Arith
+    return Arith("+", a, b, "float")
+
+
+X = Load("x", Poly.sym("r"), "float")
+
+
+def test_a_sum_of_40_is_two_blocks_and_a_rest_of_8_added_as_a_tree():
+    fn = _loop([_add(X)])
+    assert sum_lanes(fn)
+    verify(fn)
+    text = str(fn)
+    assert "for b2 in 2:" in text and "x[16 * b2 + l3]" in text and "for l6 in 8  [simd]:" in text
+    assert "x[l6 + 32]" in text and text.count("rt_tree_sum16_float") == 1
+    (tree,) = [s for s in walk_stmts(fn.body) if isinstance(s, Assign) and isinstance(s.value.b, Helper)]
+    assert tree.name == "s"
+    assert not [s for s in walk_stmts(fn.body) if isinstance(s, For) and s.reductions]
+
+
+@pytest.mark.parametrize("case", ["read in the body", "parallel", "an int sum", "a max", "shorter than a vector",
+                                  "not vectorised"])
+def test_loops_whose_sum_cannot_live_in_lanes_are_left_alone(case):
+    if case == "read in the body":
+        fn = _loop([_add(X), Assign("t", _plus(Var("s", "float"), X))])
+    elif case == "parallel":
+        fn = _loop([_add(X)], parallel=Lit(1, "int"))
+    elif case == "an int sum":
+        from transpiler.lowering.ir import Arith
+        fn = _loop([Assign("s", Arith("+", Var("s", "int"), Lit(1, "int"), "int"))])
+    elif case == "a max":
+        fn = _loop([_add(X)], reductions=(("max", "s"),))
+    elif case == "shorter than a vector":
+        fn = _loop([_add(X)], stop=LANES - 1)
+    else:
+        fn = _loop([_add(X)], simd=False)
+    before = str(fn)
+    assert not sum_lanes(fn) and str(fn) == before
+
+
+def test_only_a_loop_padded_past_its_length_is_peeled():
+    from transpiler.lowering.ir import Compare, Select
+    length = Declare("n", "int64_t", Helper("rt_opaque_i64", (Poly.of(20),), "int64_t"))
+    mask = Compare("<", Poly.sym("r"), Poly.sym("n"))
+    body = [_add(Select(mask, X, Lit(0, "float"), "float"))]
+    fn = _loop(body, stop=32)
+    fn.body.insert(0, length)
+    assert peel_tails(fn)
+    verify(fn)
+    main, tail = [s for s in fn.body if isinstance(s, For)]
+    assert (main.start, main.stop, tail.start, tail.stop) == (0, 16, 16, 32)
+    assert "r < n" not in str(main) and "r < n" in str(Function("g", [], tail.body))
+    assert main.reductions == tail.reductions == [("+", "s")]
+    for stop in (48, 20):                # not the length's padding: one vector more, or not padded
+        fn = _loop(list(body), stop=stop)
+        fn.body.insert(0, length)
+        assert not peel_tails(fn)
