@@ -1,19 +1,27 @@
-"""Float sums kept in vector lanes and added up as a tree: the pass ``sum_lanes``.
+"""Short rows' loops in whole vectors: the passes ``peel_tails`` and ``sum_lanes``.
 
-GCC vectorises ``#pragma omp simd reduction(+:s)`` over floats by giving each lane its own partial sum and,
-after the loop, adding the lanes into ``s`` one after another: without ``-fassociative-math`` (which the
-generated code must not have: it would reorder the user's own arithmetic) that order is kept, 16 dependent
-adds at AVX-512 (8 at AVX2). A row loop pays them on every row: softmax over rows of 16 columns spent a
-third of its time there (14.4 ns a row on one core; 9.2 ns with the lanes added as a tree, jax.jit's time).
+``peel_tails``: a row padded to whole vectors (``kernels.pad_inner``: 100 floats run 112 iterations) loads,
+stores and folds under ``r < n`` in every vector; the loop is split into its whole vectors, unmasked, and its
+last one, masked.
 
-The pass gives such a loop a lane array instead: whole blocks of ``LANES`` iterations each add into
-``lanes[i - block start]`` (one vector add per block at AVX-512, two at AVX2), the iterations after the last
-whole block into the first lanes, and the lanes are then added pairwise, 8 + 8, 4 + 4, 2 + 2, 1 + 1, into the
-sum: four vector adds. The sum's value changes only by the order of its additions, as with the partial sums
-GCC's lanes already made.
+``sum_lanes``: GCC vectorises ``#pragma omp simd reduction(+:s)`` over floats by giving each lane its own
+partial sum and, after the loop, adding the lanes into ``s`` one after another: without
+``-fassociative-math`` (which the generated code must not have: it would reorder the user's own arithmetic)
+that order is kept, 16 dependent adds at AVX-512 (8 at AVX2). A row loop pays them on every row: softmax over
+rows of 16 columns spent a third of its time there (14.4 ns a row on one core; 9.2 ns with the lanes added
+as a tree, jax.jit's time). The pass gives such a loop a lane array instead: its first block of ``LANES``
+iterations stores its terms in ``lanes[i - block start]``, the next blocks add to them (one vector add per
+block at AVX-512, two at AVX2), the iterations after the last whole block to the first lanes, and the lanes
+are added pairwise, 8 + 8, 4 + 4, 2 + 2, 1 + 1 (``rt_tree_sum16_*``). The sum changes only by the order of
+its additions, as with the partial sums GCC's lanes already made.
 
-A loop qualifies when it is vectorised, serial (a parallel loop's reduction clause combines its threads), its
-every reduction is a float or double ``+``, and each reduction variable is only updated ``s = s + x`` in it.
+A loop qualifies for ``sum_lanes`` when it is vectorised, serial (a parallel loop's reduction clause combines
+its threads), runs a static number of iterations from ``LANES`` to ``LANES * MAX_BLOCKS``, its every reduction
+is a float or double ``+``, and each reduction variable is only updated ``s = s + x`` in it. Consecutive loops
+adding to the same sums (a row's whole vectors, then its last) share one lane array.
+
+Measured on softmax and layer norm over about 1M floats, rows of 16 to 128 (x86-64-v4): 0.51-0.85x the time
+before, layer norm 0.58-0.77x; at x86-64-v3 0.57-1.0x; rows of 200 and more unchanged.
 """
 from __future__ import annotations
 
@@ -45,6 +53,11 @@ from transpiler.lowering.ir import (
 )
 
 LANES = 16          # a block of iterations: one AVX-512 vector of float32 (two of AVX2)
+# ... and the most blocks a loop of lanes has: GCC unrolls them, the lanes stay in registers. Over more blocks (or
+# a number known at run time) it kept them on the stack, a store and a load on each block's chain: softmax over
+# rows of 512 at AVX2 took 1.15x, layer norm 1.4x the time of the reduction clause's loop, whose in-order end is
+# paid once per long row
+MAX_BLOCKS = 8
 FLOATS = ("float", "double")
 
 
@@ -108,20 +121,28 @@ def _whole_vectors(loop: For, lengths: dict) -> For | None:
     return main
 
 
-def _unmasked(body: list, mask: Compare) -> list:
-    """``body`` with ``mask`` true: conditional loads and stores made plain (the C compiler folds the rest)."""
+def _unmasked(body: list, mask: Compare, flags: set | None = None) -> list:
+    """``body`` with ``mask`` true: conditional loads and stores made plain (the C compiler folds the rest).
+    ``flags``: the locals holding ``mask`` (a reduction's ``live``), true as well."""
+    flags = set() if flags is None else flags
+
+    def true(e) -> bool:
+        return e == mask or isinstance(e, Var) and e.name in flags
+
     def unmask(e):
-        if isinstance(e, Select) and e.cond == mask:
+        if isinstance(e, Select) and true(e.cond):
             return map_expr(e.then, on_node=unmask)
-        return Lit(1, "int") if e == mask else None
+        return Lit(1, "int") if true(e) else None
     out = []
     for s in body:
-        if isinstance(s, If) and s.cond == mask:
-            out += _unmasked(s.then, mask)
+        if isinstance(s, If) and true(s.cond):
+            out += _unmasked(s.then, mask, flags)
             continue
+        if isinstance(s, Declare) and s.init is not None and true(s.init):
+            flags.add(s.name)
         s.map_exprs(lambda e: map_expr(e, on_node=unmask))
         for b in s.blocks():
-            b[:] = _unmasked(b, mask)
+            b[:] = _unmasked(b, mask, flags)
         out.append(s)
     return out
 
@@ -151,7 +172,7 @@ def _sums(loop: For) -> dict | None:
     if not loop.simd or loop.parallel is not None or not loop.reductions:
         return None
     trip = loop.stop - loop.start
-    if trip.const is not None and trip.const < LANES:
+    if trip.const is None or not LANES <= trip.const <= LANES * MAX_BLOCKS:
         return None
     wanted = {name for op, name in loop.reductions if op == "+"}
     if len(wanted) != len(loop.reductions):
@@ -183,55 +204,95 @@ def _update(s: Assign) -> tuple[str, Expr] | None:
 
 def _in_lanes(loops: list, sums: dict, names: Namer) -> list:
     lanes = {name: names.fresh("lanes") for name in sums}
-    out = [Declare(lanes[name], ctype, size=LANES, values=(Lit(0, ctype),)) for name, ctype in sums.items()]
-    for loop in loops:
-        out += _blocks(loop, sums, lanes, names)
+    # the first block stores its terms in the lanes: with the lanes zeroed before the loop, GCC kept them in
+    # memory between blocks (a store and a load on each block's chain)
+    init = not _loads_under_conditions(loops[0].body) and _updated_once(loops[0].body, sums)
+    out = [Declare(lanes[name], ctype, size=LANES, values=None if init else (Lit(0, ctype),))
+           for name, ctype in sums.items()]
+    for i, loop in enumerate(loops):
+        out += _blocks(loop, sums, lanes, names, init and i == 0)
     for name, ctype in sums.items():
         tree = Helper(f"rt_tree_sum16_{ctype}", (Ptr(lanes[name], cast=f"const {ctype} *"),), ctype)
         out.append(Assign(name, Arith("+", Var(name, ctype), tree, ctype)))
     return out
 
 
-def _blocks(loop: For, sums: dict, lanes: dict, names: Namer) -> list:
-    """``loop`` as whole blocks of ``LANES`` iterations, then the rest, adding to ``lanes``."""
-    out = []
-    trip = loop.stop - loop.start
-    if trip.const is not None:
-        whole = Poly.of(trip.const // LANES)
-    else:
-        whole = Poly.sym(names.fresh("blocks"))
-        out.append(Declare(str(whole), "int64_t", Arith("/", trip, Lit(LANES, "int64_t"), "int64_t")))
+def _updated_once(body: list, sums: dict) -> bool:
+    """Whether each sum is updated once in ``body``, by a statement of the body itself (not under an ``if``)."""
+    top = [s.name for s in body if isinstance(s, Assign) and s.name in sums]
+    every = [s.name for s in walk_stmts(body) if isinstance(s, Assign) and s.name in sums]
+    return sorted(top) == sorted(every) == sorted(sums)
 
-    def block(start: Poly, count: Poly, body: list) -> list:
-        """The iterations ``start + lane`` for ``lane`` below ``count``, counted from 0 (with ``-fwrapv``, GCC
-        cannot tell that a loop from ``16 * b`` to ``16 * b + 16`` runs 16 times, and left it scalar), their
-        terms stored in ``values`` and added to the lanes by a second loop (with ``lanes[l] += x`` in the first,
-        GCC did not vectorise a loop that loads under a condition: a padded row's masked loads)."""
+
+def _blocks(loop: For, sums: dict, lanes: dict, names: Namer, init: bool = False) -> list:
+    """``loop`` (a static number of iterations) as whole blocks of ``LANES`` iterations, then the rest, adding
+    to ``lanes`` (``init``: the first block stores to them)."""
+    out = []
+    trip = (loop.stop - loop.start).const
+    whole = trip // LANES
+
+    def block(start: Poly, count: int, body: list, first: bool = False) -> list:
+        """The iterations ``start + lane`` for ``lane`` below ``count``, counted from 0: with ``-fwrapv``, GCC
+        cannot tell that a loop from ``16 * b`` to ``16 * b + 16`` runs 16 times, and left it scalar."""
         lane = names.fresh("l")
         at = {loop.var: start + Poly.sym(lane)}
         for s in walk_stmts(body):
             s.map_exprs(lambda e: e.substitute(at) if isinstance(e, Poly) else map_expr(e, lambda p: p.substitute(at)))
+        if not _loads_under_conditions(body):
+            return [For(lane, Poly.of(0), Poly.of(count), _to_lanes(body, sums, lanes, Poly.sym(lane), first),
+                        simd=True)]
+        # a masked last vector: its terms stored in ``values``, added to the lanes by a second loop (with
+        # ``lanes[l] += x`` in the loop that loads under a condition, GCC did not vectorise it; without such
+        # loads the terms' copy cost AVX2 a store-forwarding stall per vector, layer norm 3x its time)
         values = {name: names.fresh("terms") for name in sums}
         add = names.fresh("l")
         return [Declare(values[name], ctype, size=LANES) for name, ctype in sums.items()] + [
-            For(lane, Poly.of(0), count, _terms(body, sums, values, Poly.sym(lane)), simd=True),
-            For(add, Poly.of(0), count, [_add(lanes[name], Poly.sym(add), Load(values[name], Poly.sym(add), ctype))
-                                         for name, ctype in sums.items()], simd=True)]
-    if whole == 1:
-        out += block(loop.start, Poly.of(LANES), deepcopy(loop.body))
-    elif whole != 0:
+            For(lane, Poly.of(0), Poly.of(count), _terms(body, sums, values, Poly.sym(lane)), simd=True),
+            For(add, Poly.of(0), Poly.of(count), [
+                _add(lanes[name], Poly.sym(add), Load(values[name], Poly.sym(add), ctype))
+                for name, ctype in sums.items()], simd=True)]
+    first = 1 if init else 0
+    if init:
+        out += block(loop.start, LANES, deepcopy(loop.body), first=True)
+    if whole - first == 1:
+        out += block(loop.start + first * LANES, LANES, deepcopy(loop.body))
+    elif whole - first > 1:
         b = names.fresh("b")
-        out.append(For(b, Poly.of(0), whole, block(loop.start + Poly.sym(b) * LANES, Poly.of(LANES),
-                                                   deepcopy(loop.body))))
-    if trip.const is None or trip.const % LANES:
-        done = loop.start + whole * LANES
-        out += block(done, loop.stop - done, loop.body)
+        out.append(For(b, Poly.of(first), Poly.of(whole),
+                       block(loop.start + Poly.sym(b) * LANES, LANES, deepcopy(loop.body))))
+    if trip % LANES:
+        out += block(loop.start + whole * LANES, trip % LANES, loop.body)
     return out
 
 
 def _add(array: str, index: Poly, value: Expr) -> Store:
     """``array[index] = array[index] + value``."""
     return Store(array, index, Arith("+", Load(array, index, value.ctype), value, value.ctype))
+
+
+def _loads_under_conditions(body: list) -> bool:
+    """Whether ``body`` loads under a condition (``c ? p[i] : 0``) or has an ``if``."""
+    for s in walk_stmts(body):
+        if isinstance(s, If):
+            return True
+        for e in s.exprs():
+            if any(isinstance(x, Select) and any(isinstance(y, Load) for branch in (x.then, x.orelse)
+                                                 for y in walk_expr(branch)) for x in walk_expr(e)):
+                return True
+    return False
+
+
+def _to_lanes(body: list, sums: dict, lanes: dict, lane: Poly, first: bool = False) -> list:
+    """``body`` with each ``s = s + x`` made ``lanes[s][lane] = lanes[s][lane] + x``, in place; ``first``:
+    ``lanes[s][lane] = 0 + x``, what zeroed lanes would hold (-0.0 becomes 0.0), and not a copy: GCC made a
+    copy a memcpy of 16-byte moves, which the tree's 32-byte loads then waited on at AVX2."""
+    for block in [body] + [b for s in walk_stmts(body) for b in s.blocks()]:
+        for i, s in enumerate(block):
+            if isinstance(s, Assign) and s.name in sums:
+                x = _update(s)[1]
+                block[i] = Store(lanes[s.name], lane, Arith("+", Lit(0, x.ctype), x, x.ctype)) if first \
+                    else _add(lanes[s.name], lane, x)
+    return body
 
 
 def _terms(body: list, sums: dict, values: dict, lane: Poly) -> list:

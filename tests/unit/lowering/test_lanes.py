@@ -8,7 +8,7 @@ import pytest
 import runtime as rt
 from tests.unit.lowering.test_printed_ir import _expect, _listing
 from transpiler.lowering.ir import Assign, Declare, For, Function, Helper, Lit, Load, Poly, Var, walk_stmts
-from transpiler.lowering.lanes import LANES, peel_tails, sum_lanes
+from transpiler.lowering.lanes import LANES, MAX_BLOCKS, peel_tails, sum_lanes
 from transpiler.lowering.verify import verify
 
 F = rt.float32
@@ -25,22 +25,23 @@ def test_a_padded_row_sums_its_whole_vectors_unmasked_and_its_last_under_the_len
             let acc5: double = 0
             let n8: int64_t = rt_opaque_i64(50)
             let part6: float = 0
-            let lanes10: float[16] = {0}
-            for b11 in 3:
-              let terms13: float[16]
-              for l12 in 16  [simd]:
+            let lanes10: float[16]
+            for l11 in 16  [simd]:
+              let live7: int = 1
+              let ld9: float = x1[50 * k3 + l11]
+              lanes10[l11] = 0 + (float)ld9
+            for b12 in 1..3:
+              for l13 in 16  [simd]:
                 let live7: int = 1
-                let ld9: float = x1[16 * b11 + 50 * k3 + l12]
-                terms13[l12] = (float)(live7 ? ld9 : 0)
-              for l14 in 16  [simd]:
-                lanes10[l14] = lanes10[l14] + terms13[l14]
-            let terms16: float[16]
-            for l15 in 16  [simd]:
-              let live7: int = l15 + 48 < n8
-              let ld9: float = l15 + 48 < n8 ? x1[50 * k3 + l15 + 48] : 0
-              terms16[l15] = (float)(live7 ? ld9 : 0)
-            for l17 in 16  [simd]:
-              lanes10[l17] = lanes10[l17] + terms16[l17]
+                let ld9: float = x1[16 * b12 + 50 * k3 + l13]
+                lanes10[l13] = lanes10[l13] + (float)ld9
+            let terms15: float[16]
+            for l14 in 16  [simd]:
+              let live7: int = l14 + 48 < n8
+              let ld9: float = l14 + 48 < n8 ? x1[50 * k3 + l14 + 48] : 0
+              terms15[l14] = (float)(live7 ? ld9 : 0)
+            for l16 in 16  [simd]:
+              lanes10[l16] = lanes10[l16] + terms15[l16]
             part6 = part6 + rt_tree_sum16_float(((const float *)lanes10))
             acc5 = (acc5 + part6)
             p2[k3] = (float)acc5
@@ -48,11 +49,12 @@ def test_a_padded_row_sums_its_whole_vectors_unmasked_and_its_last_under_the_len
     """)
 
 
-def test_a_row_of_unknown_length_runs_whole_blocks_then_the_rest_into_the_same_lanes():
-    text = _listing(lambda x: rt.reduce_sum(x, axis=-1), rt.TensorSpec([8, None], F))
-    assert "let blocks12: int64_t = (-512 * chunks9 + n1) / 16LL" in text
-    assert "for l17 in -16 * blocks12 - 512 * chunks9 + n1  [simd]:" in text
-    assert text.count("rt_tree_sum16_float(") == 2          # the chunks' sum, the rest's sum
+def test_long_rows_and_rows_of_unknown_length_keep_their_reduction_clause():
+    """Over more than MAX_BLOCKS blocks, or a number known at run time, GCC kept the lanes on the stack."""
+    for cols in (None, LANES * MAX_BLOCKS + 1):
+        text = _listing(lambda x: rt.reduce_sum(x, axis=-1), rt.TensorSpec([8, cols], F))
+        assert "lanes" not in text and "reduce(+:part" in text
+    assert "lanes" in _listing(lambda x: rt.reduce_sum(x, axis=-1), rt.TensorSpec([8, LANES * MAX_BLOCKS], F))
 
 
 def test_softmax_max_exponentials_and_stores_of_a_padded_row_are_split_too():
@@ -85,15 +87,16 @@ def test_a_sum_of_40_is_two_blocks_and_a_rest_of_8_added_as_a_tree():
     assert sum_lanes(fn)
     verify(fn)
     text = str(fn)
-    assert "for b2 in 2:" in text and "x[16 * b2 + l3]" in text and "for l6 in 8  [simd]:" in text
-    assert "x[l6 + 32]" in text and text.count("rt_tree_sum16_float") == 1
+    # the first block stores 0 + its terms (no zeroed lanes), the second adds, then the 8 left
+    assert "lanes1[l2] = 0 + x[l2]" in text and "lanes1[l3] = lanes1[l3] + x[l3 + 16]" in text
+    assert "for l4 in 8  [simd]:" in text and "x[l4 + 32]" in text and text.count("rt_tree_sum16_float") == 1
     (tree,) = [s for s in walk_stmts(fn.body) if isinstance(s, Assign) and isinstance(s.value.b, Helper)]
     assert tree.name == "s"
     assert not [s for s in walk_stmts(fn.body) if isinstance(s, For) and s.reductions]
 
 
 @pytest.mark.parametrize("case", ["read in the body", "parallel", "an int sum", "a max", "shorter than a vector",
-                                  "not vectorised"])
+                                  "longer than MAX_BLOCKS", "not vectorised"])
 def test_loops_whose_sum_cannot_live_in_lanes_are_left_alone(case):
     if case == "read in the body":
         fn = _loop([_add(X), Assign("t", _plus(Var("s", "float"), X))])
@@ -106,6 +109,8 @@ def test_loops_whose_sum_cannot_live_in_lanes_are_left_alone(case):
         fn = _loop([_add(X)], reductions=(("max", "s"),))
     elif case == "shorter than a vector":
         fn = _loop([_add(X)], stop=LANES - 1)
+    elif case == "longer than MAX_BLOCKS":
+        fn = _loop([_add(X)], stop=LANES * MAX_BLOCKS + 1)
     else:
         fn = _loop([_add(X)], simd=False)
     before = str(fn)

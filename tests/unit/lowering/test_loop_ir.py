@@ -88,8 +88,7 @@ def test_softmax_and_layer_norm_are_one_loop_over_rows():
         divided = [s for s in outer[0].body if isinstance(s, If)]      # the store, by a reciprocal or not
         assert len(divided) == 1 and len(divided[0].then) == len(divided[0].orelse) == 1
         passes.append(divided[0].then[0])
-        # a sum runs in blocks of vectorised loops (lanes.sum_lanes)
-        assert len(passes) == count and all(p.simd or all(q.simd for q in p.body if isinstance(q, For)) for p in passes)
+        assert len(passes) == count and all(p.simd for p in passes)
         allocs = [s for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
         assert len(allocs) == 1                                          # only the result
 
@@ -107,11 +106,11 @@ def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_a_scratch_row_and
     (result,) = [s.ptr for s in walk_stmts(lowered.ir.body) if isinstance(s, Alloc)]
     chunks = [s for s in outer.body if isinstance(s, For) and not s.simd and s.var.startswith("c")]
     assert len(chunks) == 1 and chunks[0].stop == Poly.of(2)                              # 2 chunks of 512
-    # each chunk's sum in 32 blocks of 16 lanes (lanes.sum_lanes), then the 76 elements after the chunks
-    (blocks,) = [s for s in chunks[0].body if isinstance(s, For)]
-    assert blocks.stop == Poly.of(32) and [q.stop for q in blocks.body if isinstance(q, For) and q.simd] == [16, 16]
-    tail = [s for s in outer.body if isinstance(s, For) and s.stop in (Poly.of(4), Poly.of(12))]
-    assert len(tail) == 3 and "scratch5[16 * b18 + l19 + 1024]" in str(lowered.ir)
+    (inner,) = chunks[0].body[1:2]
+    assert inner.simd and inner.reductions[0][1].startswith("part") and inner.stop - inner.start == Poly.of(512)
+    # the 76 elements after the chunks: 4 blocks of 16 lanes and 12 (lanes.sum_lanes), added up as a tree
+    tail = [s for s in outer.body if isinstance(s, For) and (s.stop - s.start).const in (16, 3, 12)]
+    assert len(tail) == 3 and "scratch5[l" in str(lowered.ir) and str(lowered.ir).count("rt_tree_sum16_float(") == 1
     assert not [s for s in walk_stmts(tail) if isinstance(s, Store) and _row_buffer(s.ptr)]    # the sum only reads
     (exps,) = [s for s in outer.body if isinstance(s, For) and s.simd and s.stop == Poly.of(1100) and s.start == 0
                and any(isinstance(t, Store) for t in walk_stmts(s.body))]
@@ -181,8 +180,8 @@ def test_short_static_rows_run_over_whole_vectors_with_masked_loads_and_stores()
     summed = _lower(lambda x: rt.reduce_sum(x, axis=-1), rt.TensorSpec([64, 20], F))
     # the row's whole vector unmasked, then its last one under the length (lanes.peel_tails), in one sum's lanes
     text = str(summed.ir)
-    assert [loop.stop for loop in _loops(summed.ir) if loop.simd] == [Poly.of(16)] * 4
-    assert "x1[20 * k3 + l11]" in text and "l14 + 16 < n8 ? x1[20 * k3 + l14 + 16] : 0" in text
+    assert [loop.stop for loop in _loops(summed.ir) if loop.simd] == [Poly.of(16)] * 3
+    assert "x1[20 * k3 + l11]" in text and "l12 + 16 < n8 ? x1[20 * k3 + l12 + 16] : 0" in text
     assert text.count("rt_tree_sum16_float(") == 1
     whole = _lower(lambda x: rt.nn.softmax(x), rt.TensorSpec([64, 32], F))
     assert "rt_opaque_i64" not in str(whole.ir)

@@ -23,15 +23,10 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
             }
             double acc12 = 0;
             float part13 = 0;
-            __attribute__((aligned(64))) float lanes17[16] = {0};
-            __attribute__((aligned(64))) float terms19[16];
+            __attribute__((aligned(64))) float lanes17[16];
             #pragma omp simd
             for (int64_t l18 = 0; l18 < 16; l18++) {
-                terms19[l18] = ((float)scratch6[l18]);
-            }
-            #pragma omp simd
-            for (int64_t l20 = 0; l20 < 16; l20++) {
-                lanes17[l20] = lanes17[l20] + terms19[l20];
+                lanes17[l18] = 0 + ((float)scratch6[l18]);
             }
             part13 = part13 + rt_tree_sum16_float(((const float *)lanes17));
             acc12 = (acc12 + part13);
@@ -68,15 +63,10 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
             }
             double acc12 = 0;
             float part13 = 0;
-            __attribute__((aligned(64))) float lanes17[16] = {0};
-            __attribute__((aligned(64))) float terms19[16];
+            __attribute__((aligned(64))) float lanes17[16];
             #pragma omp simd
             for (int64_t l18 = 0; l18 < 16; l18++) {
-                terms19[l18] = ((float)scratch6[l18]);
-            }
-            #pragma omp simd
-            for (int64_t l20 = 0; l20 < 16; l20++) {
-                lanes17[l20] = lanes17[l20] + terms19[l20];
+                lanes17[l18] = 0 + ((float)scratch6[l18]);
             }
             part13 = part13 + rt_tree_sum16_float(((const float *)lanes17));
             acc12 = (acc12 + part13);
