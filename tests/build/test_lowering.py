@@ -276,7 +276,7 @@ def any_classes(logits, labels):
     return losses, tape.gradient(loss, logits)
 
 ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024), (3, 16), (3, 17), (4, 50),
-              (2, 100), (2, 600)]
+              (2, 100), (2, 128), (2, 600)]
 for shape in ROW_SHAPES + [(None, None)]:
     softmaxes.get_concrete_function(rt.TensorSpec(shape, F))
     softmax_only.get_concrete_function(rt.TensorSpec(shape, F))
@@ -948,14 +948,14 @@ def test_row_groups_and_big_loops_on_threads(programs):
 
 
 ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024), (3, 16), (3, 17), (4, 50),
-              (2, 100), (2, 600)]
+              (2, 100), (2, 128), (2, 600)]
 
 
 def test_row_programs_of_every_row_length(programs):
     """Static and run-time row lengths under, at and over the float32 sums' chunk (512): one chunk, chunks and
     a rest, a rest only; one row, zero rows; softmax hosting its exponentials in the result row; short rows
-    padded to whole vectors, their last one masked (17, 50, 100: ``lanes.peel_tails``); sums in lanes with
-    and without a rest after the whole blocks (``lanes.sum_lanes``)."""
+    padded to whole vectors, their last one masked (17, 50, 100: ``lanes.peel_tails``), of unknown length too
+    (up to PAD_MAX, with and without a last partial vector); sums in lanes (``lanes.sum_lanes``)."""
     rng = np.random.default_rng(3)
     dynamic = rt.TensorSpec([None, None], rt.float32)
     for shape in ROW_SHAPES:

@@ -460,7 +460,7 @@ def _letters(n: int) -> str:
 
 
 def pad_inner(cx, loops: list, body: list, live: Var | None = None, whole: frozenset = frozenset(),
-              one_vector: bool = False) -> tuple[list, list, list]:
+              one_vector: bool = False, short: bool = False) -> tuple[list, list, list]:
     """The innermost of ``loops`` over whole vectors when it is short and static: a row of 10 logits runs 16
     iterations, the last 6 doing nothing, instead of one vector of 8 and 2 scalar iterations (each calling
     ``expf`` on its own: 2.5x slower for a cross entropy over 10 classes).
@@ -480,19 +480,29 @@ def pad_inner(cx, loops: list, body: list, live: Var | None = None, whole: froze
     compiler, a row of 10 ran as a scalar remainder calling ``expf`` per element (softmax over [8192, None]
     3.2x its [8192, 10] spelling); padding longer rows of unknown length to whole vectors did not help (GCC
     vectorised the masked loop 8 lanes wide with a scalar remainder still).
+
+    ``short``: the extent, known only at run time, is at most ``PAD_MAX`` (the caller checks it): the loop runs
+    to the next whole vector (``pad``), which ``lanes.peel_tails`` splits into the whole vectors, unmasked, and a
+    masked last one. Left to the C compiler, the rest after the whole vectors ran as scalar iterations calling
+    ``expf`` each: softmax over rows of 50 of unknown length took 1.95x its static spelling.
     """
     if not loops:
         return loops, _unlive(body, live), []
     var, extent, kind = loops[-1]
     n = extent.const
     if not all(isinstance(s, (Declare, Assign, Store)) for s in body) or (
-            padded_length(n) == n if n is not None else not one_vector):
+            padded_length(n) == n if n is not None else not (one_vector or short)):
         return loops, _unlive(body, live), []
     length = cx.fresh("n")
     if n is not None:
         prelude = [Declare(length, "int64_t", Helper("rt_opaque_i64", (Poly.of(n),), "int64_t"))]
+        stop = Poly.of(padded_length(n))
     else:
         prelude = [Declare(length, "int64_t", extent)]
+        stop = Poly.of(PAD_LANES)
+        if not one_vector:
+            stop = Poly.sym(cx.fresh("pad"))
+            prelude.append(Declare(str(stop), "int64_t", padded_extent(Poly.sym(length))))
     cond = Compare("<", Poly.sym(var), Poly.sym(length))
     out = [Declare(live.name, "int", cond)] if live is not None else []
 
@@ -529,8 +539,12 @@ def pad_inner(cx, loops: list, body: list, live: Var | None = None, whole: froze
         else:
             value = guarded(s.value)
             out.append(Assign(s.name, value))
-    stop = Poly.of(padded_length(n) if n is not None else PAD_LANES)
     return loops[:-1] + [(var, stop, kind)], out, prelude
+
+
+def padded_extent(length: Poly) -> Arith:
+    """``length`` rounded up to whole vectors of ``PAD_LANES``, at run time."""
+    return Arith("&", length + (PAD_LANES - 1), Lit(-PAD_LANES, "int64_t"), "int64_t")
 
 
 def padded_length(n: int) -> int:

@@ -51,8 +51,9 @@ from transpiler.lowering.ir import (
     walk_expr,
     walk_stmts,
 )
+from transpiler.lowering.kernels import PAD_LANES, padded_extent
 
-LANES = 16          # a block of iterations: one AVX-512 vector of float32 (two of AVX2)
+LANES = PAD_LANES   # a block of iterations: one AVX-512 vector of float32 (two of AVX2)
 # ... and the most blocks a loop of lanes has: GCC unrolls them, the lanes stay in registers. Over more blocks (or
 # a number known at run time) it kept them on the stack, a store and a load on each block's chain: softmax over
 # rows of 512 at AVX2 took 1.15x, layer norm 1.4x the time of the reduction clause's loop, whose in-order end is
@@ -77,48 +78,75 @@ def peel_tails(fn: Function) -> bool:
 
     A row of 100 floats runs 112 iterations, every vector loading, storing and folding under ``r < n``: GCC
     computed that mask from 64-bit indices for each of the 7 vectors (two compares and a merge), and the masked
-    loads and stores of the 6 whole ones cost as much again. Only the last vector needs the mask."""
-    return any([_peel_block(f.body, {}) for f in (fn, fn.fallback) if f is not None])
+    loads and stores of the 6 whole ones cost as much again. Only the last vector needs the mask. A row of
+    unknown length (``pad_inner(short=True)``) runs its whole vectors, then, when the row has more, one masked
+    vector of 16 iterations."""
+    return any([_peel_block(f.body, {}, {}, f.names) for f in (fn, fn.fallback) if f is not None])
 
 
-def _peel_block(block: list, lengths: dict) -> bool:
-    """``peel_tails`` in ``block`` and the blocks nested in it; ``lengths``: the row lengths hidden from the C
-    compiler (``rt_opaque_i64``) declared around ``block``, name -> value."""
+def _peel_block(block: list, lengths: dict, padded: dict, names: Namer) -> bool:
+    """``peel_tails`` in ``block`` and the blocks nested in it; ``lengths``: the static row lengths hidden from
+    the C compiler (``rt_opaque_i64``) declared around ``block``, name -> value; ``padded``: the run-time row
+    lengths rounded up to whole vectors, name -> the length's name."""
     changed = False
-    lengths = dict(lengths)
+    lengths, padded = dict(lengths), dict(padded)
     i = 0
     while i < len(block):
         s = block[i]
         if isinstance(s, Declare) and isinstance(s.init, Helper) and s.init.name == "rt_opaque_i64" \
                 and isinstance(s.init.args[0], Poly) and s.init.args[0].const is not None:
             lengths[s.name] = s.init.args[0].const
+        elif isinstance(s, Declare) and s.init is not None and s.init == _padded(s.init):
+            padded[s.name] = next(iter(s.init.a.symbols()))
         elif isinstance(s, For) and s.simd and s.start == 0 and s.parallel is None:
-            main = _whole_vectors(s, lengths)
-            if main is not None:
-                block[i:i] = [main]
-                i += 1
+            split = _split(s, lengths, padded, names)
+            if split is not None:
+                block[i:i + 1] = split
+                i += len(split) - 1
                 changed = True
         for b in s.blocks():
-            changed |= _peel_block(b, lengths)
+            changed |= _peel_block(b, lengths, padded, names)
         i += 1
     return changed
 
 
-def _whole_vectors(loop: For, lengths: dict) -> For | None:
-    """The loop over ``loop``'s whole vectors with its mask taken as true, ``loop`` left with the last vector;
-    None when ``loop`` is not a padded row loop with whole vectors before its last."""
-    for length, value in lengths.items():
+def _padded(e) -> Expr | None:
+    """``e`` when it is ``pad_inner``'s run-time length rounded up to whole vectors (``padded_extent``)."""
+    if isinstance(e, Arith) and isinstance(e.a, Poly) and len(e.a.symbols()) == 1:
+        length = Poly.sym(next(iter(e.a.symbols())))
+        return e if e == padded_extent(length) else None
+    return None
+
+
+def _split(loop: For, lengths: dict, padded: dict, names: Namer) -> list | None:
+    """The statements replacing ``loop``, a padded row loop: its whole vectors with the mask taken as true, then
+    its last vector; None when ``loop`` is not one."""
+    def masked(length: str) -> Compare | None:
         mask = Compare("<", Poly.sym(loop.var), Poly.sym(length))
+        return mask if any(e == mask for s in walk_stmts(loop.body) for x in s.exprs() for e in walk_expr(x)) \
+            else None
+    stop = next(iter(loop.stop.symbols())) if loop.stop.const is None and len(loop.stop.symbols()) == 1 else None
+    if stop in padded and loop.stop == Poly.sym(stop) and (mask := masked(padded[stop])):
+        length = Poly.sym(padded[stop])
+        whole = Poly.sym(names.fresh("whole"))
+        main = For(loop.var, Poly.of(0), whole, _unmasked(deepcopy(loop.body), mask), simd=True,
+                   reductions=list(loop.reductions))
+        # the last vector counted from 0 (``sum_lanes``'s blocks say why)
+        lane = names.fresh("l")
+        at = {loop.var: whole + Poly.sym(lane)}
+        for s in walk_stmts(loop.body):
+            s.map_exprs(lambda e: e.substitute(at) if isinstance(e, Poly) else map_expr(e, lambda p: p.substitute(at)))
+        last = For(lane, Poly.of(0), Poly.of(LANES), loop.body, simd=True, reductions=list(loop.reductions))
+        return [Declare(str(whole), "int64_t", Arith("&", length, Lit(-LANES, "int64_t"), "int64_t")), main,
+                If(Compare("<", whole, length), [last])]
+    for length, value in lengths.items():
         whole = value // LANES * LANES
-        if whole and loop.stop == whole + LANES and any(e == mask for s in walk_stmts(loop.body)
-                                                         for x in s.exprs() for e in walk_expr(x)):
-            break
-    else:
-        return None
-    main = For(loop.var, Poly.of(0), Poly.of(whole), _unmasked(deepcopy(loop.body), mask), simd=True,
-               reductions=list(loop.reductions))
-    loop.start = Poly.of(whole)
-    return main
+        if whole and loop.stop == whole + LANES and (mask := masked(length)):
+            main = For(loop.var, Poly.of(0), Poly.of(whole), _unmasked(deepcopy(loop.body), mask), simd=True,
+                       reductions=list(loop.reductions))
+            loop.start = Poly.of(whole)
+            return [main, loop]
+    return None
 
 
 def _unmasked(body: list, mask: Compare, flags: set | None = None) -> list:

@@ -37,6 +37,7 @@ from transpiler.lowering.ir import (
 from transpiler.lowering.kernels import (
     HEAVY_WEIGHT,
     PAD_LANES,
+    PAD_MAX,
     SCRATCH_MAX,
     Accumulator,
     NotInRow,
@@ -185,10 +186,11 @@ def _build(cx, region: Region) -> list:
     hosts = {} if fits else _hosts(cx, shared, full, targets)
     full.sort(key=lambda t: id(t) in hosts.values())     # a host's store last: the others read its row first
 
-    def build(el, kept: list, hosting: dict, one_vector: bool = False):
+    def build(el, kept: list, hosting: dict, one_vector: bool = False, short: bool = False):
         """The group's loops with the shared values ``kept``: in the row of the output ``hosting`` names, else
         in a scratch row (the others are computed where they are read); ``one_vector``: for rows of unknown
-        length up to ``PAD_LANES``, run as one whole vector."""
+        length up to ``PAD_LANES``, run as one whole vector; ``short``: for rows of unknown length up to
+        ``PAD_MAX``, run as whole vectors and a masked last one (``pad_inner``)."""
         knames = [cx.fresh("k") for _ in range(k)]
         rnames = [cx.fresh("r") for _ in range(region.reduced)]
         state = RowState(cx, region, knames, rnames, members)
@@ -198,7 +200,8 @@ def _build(cx, region: Region) -> list:
                 state.hosted[id(t)] = targets[hosting[id(t)]]
                 continue
             state.scratch[id(t)] = cx.fresh("scratch")
-            size = padded_length(cols.const) if cols.const is not None else PAD_LANES if one_vector else SCRATCH_MAX
+            size = padded_length(cols.const) if cols.const is not None else PAD_LANES if one_vector else \
+                PAD_MAX if short else SCRATCH_MAX
             state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=size))
         whole = frozenset(state.scratch.values())      # whole vectors: padded row loops need no masks there
         index = tuple(Poly.sym(n) for n in knames + rnames)
@@ -214,7 +217,7 @@ def _build(cx, region: Region) -> list:
                 # store-to-load chain per vector: softmax over [4096, 1024] at AVX2 took 1020 us, now 910 us
                 state.saved |= set(state.computed)
                 loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, state.pass_stmts),
-                                                 whole=whole, one_vector=one_vector)
+                                                 whole=whole, one_vector=one_vector, short=short)
                 state.row_stmts += prelude + wrap_loops(loops, body)
                 state.pass_stmts = []
                 state.computed = {}
@@ -227,10 +230,13 @@ def _build(cx, region: Region) -> list:
             body = state.pass_stmts + (part or acc).update(cx, value, live)
             state.saved |= set(state.computed)
             loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), live, whole,
-                                            one_vector)
+                                            one_vector, short)
             state.row_stmts += prelude
             if part is None or not loops:
                 state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
+            elif short:          # a row shorter than a chunk: one chunk
+                inner = wrap_loops(loops[-1:], body, reductions=part.clauses()) + acc.combine_with(part.name)
+                state.row_stmts += acc.declare() + part.declare() + wrap_loops(loops[:-1], inner, simd=False)
             else:
                 inner = chunked_sum(cx, loops[-1], body, part, acc)
                 state.row_stmts += acc.declare() + part.declare() + wrap_loops(loops[:-1], inner, simd=False)
@@ -247,13 +253,13 @@ def _build(cx, region: Region) -> list:
             body = state.pass_stmts + stores
             fast, cond = _reciprocals(cx, state, deepcopy(body))
             loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), whole=whole,
-                                             one_vector=one_vector)
+                                             one_vector=one_vector, short=short)
             state.row_stmts += prelude
             if cond is None:
                 state.row_stmts += wrap_loops(loops, body)
             else:
                 fast_loops, fast, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, fast),
-                                                       whole=whole, one_vector=one_vector)
+                                                       whole=whole, one_vector=one_vector, short=short)
                 state.row_stmts += prelude
                 state.row_stmts.append(If(cond, wrap_loops(fast_loops, fast), wrap_loops(loops, body)))
         for t in stored:
@@ -278,6 +284,9 @@ def _build(cx, region: Region) -> list:
         scratch = versions(cx, lambda el: build(el, shared, {}))
         out = [If(Compare("<=", cols, Lit(SCRATCH_MAX, "int64_t")), scratch, out)]
     if cols.const is None:
+        # rows of unknown length up to PAD_MAX: whole vectors, then a masked one, as static short rows run
+        short = versions(cx, lambda el: build(el, shared, {}, short=True))
+        out = [If(Compare("<=", cols, Lit(PAD_MAX, "int64_t")), short, out)]
         # rows of unknown length up to one vector (10 classes): as the static spelling runs them
         short = versions(cx, lambda el: build(el, shared, {}, one_vector=True))
         out = [If(Compare("<=", cols, Lit(PAD_LANES, "int64_t")), short, out)]

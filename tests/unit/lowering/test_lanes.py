@@ -64,6 +64,16 @@ def test_softmax_max_exponentials_and_stores_of_a_padded_row_are_split_too():
     assert text.count("r4 < n") == 5                          # the max's flag and load, the exps' load, the stores
 
 
+def test_short_rows_of_unknown_length_run_whole_vectors_then_a_masked_one_when_the_row_has_more():
+    text = _listing(rt.nn.softmax, rt.TensorSpec([8, None], F))
+    assert "if n1 <= 128LL:" in text and "if n1 <= 16LL:" in text
+    start = text.index("if n1 <= 128LL:")
+    short = text[start:text.index("\n    else:\n", start)]
+    assert short.count("& -16LL") == 2 * short.count("let whole") == 2 * 5     # the max, exps, sum, two stores
+    assert short.count("for l") == short.count("if whole") + 1                 # the sum's tail: terms, lanes
+    assert "rt_tree_sum16_float" in short
+
+
 def _loop(body, stop=40, start=0, reductions=(("+", "s"),), parallel=None, simd=True) -> Function:
     """``s = 0; for (r = start; r < stop; r++) body`` with ``x`` a float buffer, ``s`` a float sum."""
     loop = For("r", Poly.of(start), Poly.of(stop), body, parallel=parallel, simd=simd, reductions=list(reductions))

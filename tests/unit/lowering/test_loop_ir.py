@@ -10,7 +10,7 @@ from runtime.optimizer import optimize
 from transpiler.lowering import Poly, lower_function
 from transpiler.lowering.contract import contract_products
 from transpiler.lowering.ir import Alloc, Assign, Call, Check, Declare, For, If, Load, Loop, Store, walk_stmts
-from transpiler.lowering.kernels import PAD_LANES, SCRATCH_MAX, loads
+from transpiler.lowering.kernels import PAD_LANES, PAD_MAX, SCRATCH_MAX, loads
 from transpiler.lowering.ops import SMALL_MATMUL
 
 F = rt.float32
@@ -122,14 +122,16 @@ def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_a_scratch_row_and
 
 
 def test_rows_of_unknown_length_use_a_scratch_row_where_it_fits_and_the_result_row_otherwise():
-    """[None, None]: a run-time choice between the static spelling's loops (a scratch row of SCRATCH_MAX, the
-    exponentials in a loop of their own, the result written once) and, for longer rows, the exponentials kept
-    in the result's row."""
+    """[None, None]: rows up to one vector, rows up to PAD_MAX, else a run-time choice between the static
+    spelling's loops (a scratch row of SCRATCH_MAX, the exponentials in a loop of their own, the result written
+    once) and, for longer rows, the exponentials kept in the result's row."""
     lowered = _lower(_softmax, rt.TensorSpec([None, None], F))
     (short,) = [s for s in lowered.ir.body if isinstance(s, If)]
     assert short.cond.op == "<=" and short.cond.b.value == PAD_LANES
     assert {s.stop for s in walk_stmts(short.then) if isinstance(s, For) and s.simd} == {Poly.of(PAD_LANES)}
-    (choice,) = short.orelse
+    (shorter,) = short.orelse                    # rows up to PAD_MAX: whole vectors and a masked one (lanes.py)
+    assert shorter.cond.op == "<=" and shorter.cond.b.value == PAD_MAX
+    (choice,) = shorter.orelse
     (result,) = [s for s in lowered.ir.body if isinstance(s, Alloc)]
     columns = result.count.symbols() - {next(iter(_loops_of(choice.then)[0].stop.symbols()))}
     assert choice.cond.op == "<=" and choice.cond.b.value == SCRATCH_MAX and choice.cond.a.symbols() == columns
