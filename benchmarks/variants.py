@@ -31,6 +31,11 @@ attention = rt.function(ml.attention.python_function, input_signature=[_spec(Non
 # a classifier's logits: many rows shorter than a vector (softmax_any takes them too)
 LOGITS = (8192, CLASSES)
 softmax_logits = rt.function(ml.softmax.python_function, input_signature=[_spec(*LOGITS)])
+# short rows: 100 floats are 6 whole vectors and part of a 7th (transpiler/lowering/lanes.py)
+SHORT = (8192, 100)
+softmax_short = rt.function(ml.softmax.python_function, input_signature=[_spec(*SHORT)])
+layer_norm_short = rt.function(ml.layer_norm.python_function, input_signature=[_spec(*SHORT), _spec(SHORT[1]),
+                                                                                _spec(SHORT[1])])
 pairwise_distances = rt.function(ml.pairwise_distances.python_function, input_signature=[_spec(None, 3),
                                                                                           _spec(None, 3)])
 all_dots = rt.function(ml.all_dots.python_function, input_signature=[_spec(None, DEPTH), _spec(None, DEPTH)])

@@ -2,8 +2,8 @@
 
 - variants: each second-wave workload as ``benchmarks/ml.py`` / ``training.py`` declare it (static sizes) and as
   ``benchmarks/variants.py`` spells it: ``None`` for batch/time/length dims, trip counts and dims from
-  ``rt.shape``, an RNN without a TensorArray; and a softmax over a classifier's logits (rows of 10) and a
-  batched attention (GEMM-bound like the dense layers: their target), static and ``None``. Targets: every
+  ``rt.shape``, an RNN without a TensorArray; a softmax over a classifier's logits (rows of 10), softmax and
+  layer norm over rows of 100 (whole vectors and part of one), and a batched attention (GEMM-bound like the dense layers: their target), static and ``None``. Targets: every
   spelling within 1.25x of the best spelling of its workload, and the ``None`` spelling meets the static
   one's peer target (measured in the same row).
 - tensor while: a vectorised Mandelbrot (``MANDELBROT`` grid, ``variants.MANDELBROT_STEPS`` steps) in a tensor
@@ -69,6 +69,19 @@ def spellings(bench: Bench) -> list[Row]:
     rows.append(_spellings(bench, f"softmax over logits {list(variants.LOGITS)}", {
         "static": lambda: built.softmax_logits(logits), "None rows and columns": lambda: built.softmax_any(logits)},
         second_wave.softmax_peers(logits), [("jax.jit", 1.0)], "None rows and columns", second_wave.SOFTMAX))
+
+    rng = np.random.default_rng(6)
+    short = rng.standard_normal(variants.SHORT).astype(f32)
+    gain = rng.uniform(0.5, 1.5, variants.SHORT[1]).astype(f32)
+    bias = rng.standard_normal(variants.SHORT[1]).astype(f32)
+    rows.append(_spellings(bench, f"softmax over rows of {variants.SHORT[1]}", {
+        "static": lambda: built.softmax_short(short), "None rows and columns": lambda: built.softmax_any(short)},
+        second_wave.softmax_peers(short), [("jax.jit", 1.0)], "None rows and columns", second_wave.SOFTMAX))
+    rows.append(_spellings(bench, f"layer norm over rows of {variants.SHORT[1]}", {
+        "static": lambda: built.layer_norm_short(short, gain, bias),
+        "None rows and columns": lambda: built.layer_norm_any(short, gain, bias)},
+        second_wave.layer_norm_peers(short, gain, bias), [("jax.jit", 1.0)], "None rows and columns",
+        second_wave.LAYER_NORM))
 
     q, k, v = second_wave.attention_inputs()
     rows.append(_spellings(bench, f"attention {[ml.HEADS, ml.TOKENS, ml.HEAD_DIM]}", {
