@@ -3,9 +3,9 @@
 - variants: each second-wave workload as ``benchmarks/ml.py`` / ``training.py`` declare it (static sizes) and as
   ``benchmarks/variants.py`` spells it: ``None`` for batch/time/length dims, trip counts and dims from
   ``rt.shape``, an RNN without a TensorArray; a softmax over a classifier's logits (rows of 10), softmax and
-  layer norm over rows of 100 (whole vectors and part of one), and a batched attention (GEMM-bound like the dense layers: their target), static and ``None``. Targets: every
-  spelling within 1.25x of the best spelling of its workload, and the ``None`` spelling meets the static
-  one's peer target (measured in the same row).
+  layer norm over rows of 100 (whole vectors and part of one), and a batched attention (GEMM-bound like the
+  dense layers: their target), static and ``None``. Targets: every spelling within 1.25x of the best spelling
+  of its workload, and the ``None`` spelling meets the static one's peer target (measured in the same row).
 - tensor while: a vectorised Mandelbrot (``MANDELBROT`` grid, ``variants.MANDELBROT_STEPS`` steps) in a tensor
   ``while``, built, vs numpy. Target: >= 5x numpy.
 """
