@@ -133,9 +133,7 @@ def _split(loop: For, lengths: dict, padded: dict, names: Namer) -> list | None:
                    reductions=list(loop.reductions))
         # the last vector counted from 0 (``sum_lanes``'s blocks say why)
         lane = names.fresh("l")
-        at = {loop.var: whole + Poly.sym(lane)}
-        for s in walk_stmts(loop.body):
-            s.map_exprs(lambda e: e.substitute(at) if isinstance(e, Poly) else map_expr(e, lambda p: p.substitute(at)))
+        _substitute(loop.body, {loop.var: whole + Poly.sym(lane)})
         last = For(lane, Poly.of(0), Poly.of(LANES), loop.body, simd=True, reductions=list(loop.reductions))
         return [Declare(str(whole), "int64_t", Arith("&", length, Lit(-LANES, "int64_t"), "int64_t")), main,
                 If(Compare("<", whole, length), [last])]
@@ -147,6 +145,12 @@ def _split(loop: For, lengths: dict, padded: dict, names: Namer) -> list | None:
             loop.start = Poly.of(whole)
             return [main, loop]
     return None
+
+
+def _substitute(body: list, at: dict) -> None:
+    """Replace index symbols in ``body`` by polynomials (``{name: Poly}``), in place."""
+    for s in walk_stmts(body):
+        s.map_exprs(lambda e: e.substitute(at) if isinstance(e, Poly) else map_expr(e, lambda p: p.substitute(at)))
 
 
 def _unmasked(body: list, mask: Compare, flags: set | None = None) -> list:
@@ -263,9 +267,7 @@ def _blocks(loop: For, sums: dict, lanes: dict, names: Namer, init: bool = False
         """The iterations ``start + lane`` for ``lane`` below ``count``, counted from 0: with ``-fwrapv``, GCC
         cannot tell that a loop from ``16 * b`` to ``16 * b + 16`` runs 16 times, and left it scalar."""
         lane = names.fresh("l")
-        at = {loop.var: start + Poly.sym(lane)}
-        for s in walk_stmts(body):
-            s.map_exprs(lambda e: e.substitute(at) if isinstance(e, Poly) else map_expr(e, lambda p: p.substitute(at)))
+        _substitute(body, {loop.var: start + Poly.sym(lane)})
         if not _loads_under_conditions(body):
             return [For(lane, Poly.of(0), Poly.of(count), _to_lanes(body, sums, lanes, Poly.sym(lane), first),
                         simd=True)]
