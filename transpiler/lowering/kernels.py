@@ -478,13 +478,13 @@ def pad_inner(cx, loops: list, body: list, live: Var | None = None, whole: froze
     ``one_vector``: the extent, known only at run time, is at most ``PAD_LANES`` (the caller's version for
     such rows checks it): the loop runs ``PAD_LANES`` iterations as a short static row does. Left to the C
     compiler, a row of 10 ran as a scalar remainder calling ``expf`` per element (softmax over [8192, None]
-    3.2x its [8192, 10] spelling); padding longer rows of unknown length to whole vectors did not help (GCC
-    vectorised the masked loop 8 lanes wide with a scalar remainder still).
+    3.2x its [8192, 10] spelling).
 
     ``short``: the extent, known only at run time, is at most ``PAD_MAX`` (the caller checks it): the loop runs
     to the next whole vector (``pad``), which ``lanes.peel_tails`` splits into the whole vectors, unmasked, and a
     masked last one. Left to the C compiler, the rest after the whole vectors ran as scalar iterations calling
-    ``expf`` each: softmax over rows of 50 of unknown length took 1.95x its static spelling.
+    ``expf`` each: softmax over rows of 50 of unknown length took 1.95x its static spelling. (Padded but not
+    split, GCC vectorised the masked loop 8 lanes wide with a scalar remainder still.)
     """
     if not loops:
         return loops, _unlive(body, live), []

@@ -288,8 +288,8 @@ def _build(cx, region: Region) -> list:
         short = versions(cx, lambda el: build(el, shared, {}, short=True))
         out = [If(Compare("<=", cols, Lit(PAD_MAX, "int64_t")), short, out)]
         # rows of unknown length up to one vector (10 classes): as the static spelling runs them
-        short = versions(cx, lambda el: build(el, shared, {}, one_vector=True))
-        out = [If(Compare("<=", cols, Lit(PAD_LANES, "int64_t")), short, out)]
+        one = versions(cx, lambda el: build(el, shared, {}, one_vector=True))
+        out = [If(Compare("<=", cols, Lit(PAD_LANES, "int64_t")), one, out)]
     return prelude + out + _values(cx, stored, targets)
 
 
