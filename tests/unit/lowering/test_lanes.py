@@ -60,8 +60,11 @@ def test_long_rows_and_rows_of_unknown_length_keep_their_reduction_clause():
 def test_softmax_max_exponentials_and_stores_of_a_padded_row_are_split_too():
     text = _listing(rt.nn.softmax, rt.TensorSpec([8, 100], F))
     assert text.count("for r4 in 96  [simd") == 4             # max, exponentials, the two stores (reciprocal or not)
-    assert text.count("for r4 in 96..112  [simd") == 4
+    # the last vector: the max, the exponentials, and each store's values into a local vector, then its live
+    # lanes stored (_stores_after)
+    assert text.count("for r4 in 96..112  [simd") == 6
     assert text.count("r4 < n") == 5                          # the max's flag and load, the exps' load, the stores
+    assert text.count("p2[100 * k3 + r4] = vals") == 2
 
 
 def test_short_rows_of_unknown_length_run_whole_vectors_then_a_masked_one_when_the_row_has_more():
