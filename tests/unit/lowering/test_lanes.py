@@ -73,7 +73,9 @@ def test_short_rows_of_unknown_length_run_whole_vectors_then_a_masked_one_when_t
     start = text.index("if n1 <= 128LL:")
     short = text[start:text.index("\n    else:\n", start)]
     assert short.count("& -16LL") == 2 * short.count("let whole") == 2 * 5     # the max, exps, sum, two stores
-    assert short.count("for l") == short.count("if whole") + 1                 # the sum's tail: terms, lanes
+    # + the sum's tail (terms, lanes) and each store's (values, then the live lanes stored)
+    assert short.count("for l") == short.count("if whole") + 3
+    assert short.count("= vals") == 2
     assert "rt_tree_sum16_float" in short
 
 
