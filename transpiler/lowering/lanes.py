@@ -65,11 +65,16 @@ FLOATS = ("float", "double")
 def sum_lanes(fn: Function) -> bool:
     """Give every qualifying loop of ``fn`` (and of its fallback) lane arrays, in place."""
     changed = False
-    for f in (fn, fn.fallback) if fn.fallback is not None else (fn,):
-        blocks = [f.body] + [b for s in walk_stmts(f.body) for b in s.blocks()]
-        for block in blocks:
-            changed |= _rewrite_block(block, f.names)
+    for f in (fn, fn.fallback):
+        if f is not None:
+            for block in _lists(f.body):
+                changed |= _rewrite_block(block, f.names)
     return changed
+
+
+def _lists(body: list) -> list:
+    """``body`` and every statement list nested in it."""
+    return [body] + [b for s in walk_stmts(body) for b in s.blocks()]
 
 
 def peel_tails(fn: Function) -> bool:
@@ -96,7 +101,7 @@ def _peel_block(block: list, lengths: dict, padded: dict, names: Namer) -> bool:
         if isinstance(s, Declare) and isinstance(s.init, Helper) and s.init.name == "rt_opaque_i64" \
                 and isinstance(s.init.args[0], Poly) and s.init.args[0].const is not None:
             lengths[s.name] = s.init.args[0].const
-        elif isinstance(s, Declare) and s.init is not None and s.init == _padded(s.init):
+        elif isinstance(s, Declare) and _padded(s.init) is not None:
             padded[s.name] = next(iter(s.init.a.symbols()))
         elif isinstance(s, For) and s.simd and s.start == 0 and s.parallel is None:
             split = _split(s, lengths, padded, names)
@@ -273,7 +278,7 @@ def _in_lanes(loops: list, sums: dict, names: Namer) -> list:
     return out
 
 
-def _updated_once(body: list, sums: dict) -> bool:
+def _updated_once(body: list, sums) -> bool:
     """Whether each sum is updated once in ``body``, by a statement of the body itself (not under an ``if``)."""
     top = [s.name for s in body if isinstance(s, Assign) and s.name in sums]
     every = [s.name for s in walk_stmts(body) if isinstance(s, Assign) and s.name in sums]
@@ -340,7 +345,7 @@ def _to_lanes(body: list, sums: dict, lanes: dict, lane: Poly, first: bool = Fal
     """``body`` with each ``s = s + x`` made ``lanes[s][lane] = lanes[s][lane] + x``, in place; ``first``:
     ``lanes[s][lane] = 0 + x``, what zeroed lanes would hold (-0.0 becomes 0.0), and not a copy: GCC made a
     copy a memcpy of 16-byte moves, which the tree's 32-byte loads then waited on at AVX2."""
-    for block in [body] + [b for s in walk_stmts(body) for b in s.blocks()]:
+    for block in _lists(body):
         for i, s in enumerate(block):
             if isinstance(s, Assign) and s.name in sums:
                 x = _update(s)[1]
@@ -352,10 +357,8 @@ def _to_lanes(body: list, sums: dict, lanes: dict, lane: Poly, first: bool = Fal
 def _terms(body: list, sums: dict, values: dict, lane: Poly) -> list:
     """``body`` storing what it adds to each sum in ``values[sum][lane]``, in place: one update at the top of
     the body stores its term, others (several, or under a condition) add to a 0 stored first."""
-    top = [s for s in body if isinstance(s, Assign) and s.name in sums]
-    alone = {s.name for s in top} if len(top) == len({s.name for s in top}) else set()
-    alone -= {s.name for s in walk_stmts(body) if isinstance(s, Assign) and s not in top}
-    for block in [body] + [b for s in walk_stmts(body) for b in s.blocks()]:
+    alone = {name for name in sums if _updated_once(body, {name})}
+    for block in _lists(body):
         for i, s in enumerate(block):
             if isinstance(s, Assign) and s.name in sums:
                 ctype, x = _update(s)

@@ -204,6 +204,10 @@ def _build(cx, region: Region) -> list:
                 PAD_MAX if short else SCRATCH_MAX
             state.row_stmts.append(Declare(state.scratch[id(t)], t.dtype.c_type, size=size))
         whole = frozenset(state.scratch.values())      # whole vectors: padded row loops need no masks there
+
+        def row_loops(body: list, live: Var | None = None) -> tuple[list, list, list]:
+            """``pad_inner`` of the loops over a row around ``body``."""
+            return pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), live, whole, one_vector, short)
         index = tuple(Poly.sym(n) for n in knames + rnames)
         reductions = [op for op in region.members if op.opdef.reduction is not None]
         for op in reductions:
@@ -216,8 +220,7 @@ def _build(cx, region: Region) -> list:
                 # calls, it lived on the stack across each call (no vector register survives one), a
                 # store-to-load chain per vector: softmax over [4096, 1024] at AVX2 took 1020 us, now 910 us
                 state.saved |= set(state.computed)
-                loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, state.pass_stmts),
-                                                 whole=whole, one_vector=one_vector, short=short)
+                loops, body, prelude = row_loops(state.pass_stmts)
                 state.row_stmts += prelude + wrap_loops(loops, body)
                 state.pass_stmts = []
                 state.computed = {}
@@ -229,8 +232,7 @@ def _build(cx, region: Region) -> list:
             live = Var(cx.fresh("live"), "int")
             body = state.pass_stmts + (part or acc).update(cx, value, live)
             state.saved |= set(state.computed)
-            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), live, whole,
-                                            one_vector, short)
+            loops, body, prelude = row_loops(body, live)
             state.row_stmts += prelude
             if part is None or not loops:
                 state.row_stmts += acc.declare() + wrap_loops(loops, body, reductions=acc.clauses())
@@ -252,14 +254,12 @@ def _build(cx, region: Region) -> list:
         if stores:
             body = state.pass_stmts + stores
             fast, cond = _reciprocals(cx, state, deepcopy(body))
-            loops, body, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, body), whole=whole,
-                                             one_vector=one_vector, short=short)
+            loops, body, prelude = row_loops(body)
             state.row_stmts += prelude
             if cond is None:
                 state.row_stmts += wrap_loops(loops, body)
             else:
-                fast_loops, fast, prelude = pad_inner(cx, *merged_loops(cx, list(domain[k:]), rnames, fast),
-                                                       whole=whole, one_vector=one_vector, short=short)
+                fast_loops, fast, prelude = row_loops(fast)
                 state.row_stmts += prelude
                 state.row_stmts.append(If(cond, wrap_loops(fast_loops, fast), wrap_loops(loops, body)))
         for t in stored:
