@@ -980,9 +980,30 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     for value in (on, off):
         if isinstance(value, Tensor) and not isinstance(value, EagerTensor):
             raise TypeError("one_hot: on_value and off_value must be Python or eager values")
-    attrs = {"depth": int(depth), "axis": -1 if axis is None else int(axis), "dtype": dtype,
+    axis = -1 if axis is None else int(axis)
+    if isinstance(depth, Tensor) and not isinstance(depth, EagerTensor):
+        return _one_hot_traced(indices, depth, on, off, axis, dtype)
+    attrs = {"depth": int(depth), "axis": axis, "dtype": dtype,
              "on_value": to_array(on, dtype).item(), "off_value": to_array(off, dtype).item()}
     return apply("OneHot", [indices], attrs, name=name)
+
+
+def _one_hot_traced(indices, depth, on, off, axis: int, dtype):
+    """``one_hot`` with a depth known only when the graph runs (``rt.shape(logits)[1]``, as tutorials write it):
+    the indices compared with ``range(depth)``, which every mode lowers as it does the comparison. Out-of-range
+    and negative indices give all-off rows, as the OneHot op does."""
+    rank = indices.shape.rank
+    if axis != -1 and rank is None:
+        raise ValueError("one_hot: an axis other than -1 needs indices of known rank when the depth is a tensor")
+    if not (-1 <= axis <= (rank if rank is not None else 0)):
+        raise ValueError(f"one_hot: axis {axis} is out of range for indices of rank {rank}")
+    columns = range(cast(depth, indices.dtype))
+    hot = math_ops.equal(expand_dims(indices, -1), columns)
+    out = math_ops.where(hot, convert(to_array(on, dtype)), convert(to_array(off, dtype)))
+    if axis in (-1, rank):
+        return out
+    perm = list(builtins_range(rank))
+    return transpose(out, perm[:axis] + [rank] + perm[axis:])
 
 
 # -- sizes that are static or not --------------------------------------------------------------

@@ -106,3 +106,21 @@ def test_nd_pooling_entry_points_pool_4d_inputs():
                                   rt.nn.avg_pool2d(img, 3, 2, "SAME").numpy())
     with pytest.raises(ValueError, match="4-D NHWC"):
         rt.nn.max_pool(img[0], 2, 2, "VALID")
+
+
+def test_one_hot_takes_a_depth_known_only_when_the_graph_runs():
+    """``rt.one_hot(labels, rt.shape(logits)[1])``, as tutorials write it: the same values as a Python depth, on
+    every axis, out-of-range and negative indices all off."""
+    indices = np.array([[0, 2], [3, -1]], np.int32)
+    for axis in (-1, 0, 1, 2):
+        f = rt.function(lambda i, x: rt.one_hot(i, rt.shape(x)[1], on_value=5.0, off_value=-1.0, axis=axis))
+        got = f(indices, np.zeros((2, 3), np.float32)).numpy()
+        want = rt.one_hot(indices, 3, on_value=5.0, off_value=-1.0, axis=axis).numpy()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    f = rt.function(lambda i, x: rt.one_hot(i, rt.shape(x)[0], dtype=rt.int64),
+                    input_signature=[rt.TensorSpec([None], rt.int32), rt.TensorSpec([None], rt.float32)])
+    np.testing.assert_array_equal(f(np.array([1, 0, 7], np.int32), np.zeros(4, np.float32)).numpy(),
+                                  np.eye(4, dtype=np.int64)[[1, 0]].tolist() + [[0, 0, 0, 0]])
+    with pytest.raises(ValueError, match="axis 3 is out of range"):
+        rt.function(lambda i, x: rt.one_hot(i, rt.shape(x)[0], axis=3))(indices, np.zeros(3, np.float32))
