@@ -90,9 +90,10 @@ for k, axis in enumerate(AXES):
     extremes.get_concrete_function(spec(3), axis, k % 2 == 1)
     integer_totals.get_concrete_function(spec(3, rt.int32), axis)
 
-# static shapes whose reductions over leading or middle axes accumulate a short kept run locally
+# static shapes whose reductions over leading or middle axes accumulate a short kept run locally (the last two:
+# a kept run longer than a local array, in a row of partial results per chunk of rows)
 COLUMNS = [((1, 40000, 8), [0, 1]), ((3, 40000, 8), [1]), ((64, 2000, 4), [1]), ((40000, 3, 8), [0, 1]),
-           ((5, 7, 3), [0, 1]), ((6, 4, 600), [1])]
+           ((5, 7, 3), [0, 1]), ((6, 4, 600), [1]), ((2000, 2, 300), [0]), ((600, 1030, 1), [0])]
 for _shape, _axis in COLUMNS:
     totals.get_concrete_function(rt.TensorSpec(_shape, F), _axis, False)
     extremes.get_concrete_function(rt.TensorSpec(_shape, F), _axis, AXES.index(_axis) % 2 == 1)
@@ -804,7 +805,7 @@ def test_big_reductions_run_in_parallel_chunks(programs):
 
 
 COLUMNS = [((1, 40000, 8), [0, 1]), ((3, 40000, 8), [1]), ((64, 2000, 4), [1]), ((40000, 3, 8), [0, 1]),
-           ((5, 7, 3), [0, 1]), ((6, 4, 600), [1])]
+           ((5, 7, 3), [0, 1]), ((6, 4, 600), [1]), ((2000, 2, 300), [0]), ((600, 1030, 1), [0])]
 
 
 def test_column_reductions_accumulate_locally_the_same_on_any_number_of_threads(programs):
@@ -833,6 +834,40 @@ def test_column_reductions_accumulate_locally_the_same_on_any_number_of_threads(
     lowered = str(lower_function(built(programs.totals, rt.TensorSpec(COLUMNS[0][0], rt.float32), [0, 1],
                                        False).graph, "columns").ir)
     assert "let cols" in lowered and "parallel" in lowered, lowered
+
+
+# run-time kept runs of every length class: a local array is not possible, a row of partial results per chunk
+# of rows up to COLUMN_PARTIAL_MAX, then chunks of the columns each walking every row
+RUN_TIME_COLUMNS = [((3000, 2, 300), [0]), ((700, 1, 1030), [0, 1]), ((40, 1, 4096), [0]), ((40, 1, 4097), [0]),
+                    ((5, 3, 2), [0]), ((0, 2, 700), [0]), ((9, 3, 0), [0, 1])]
+
+
+def test_column_reductions_of_run_time_width_fold_rows_of_partials_the_same_on_any_number_of_threads(programs):
+    """[None, None, None] reduced over its leading axes: the same values as eager, the same bits on one and two
+    threads, NaN through max and min, below, at and past the partial rows' width limit; the lowered IR
+    chooses between the two schedules by the width."""
+    rng = np.random.default_rng(13)
+    spec = rt.TensorSpec([None] * 3, rt.float32)
+    for shape, axis in RUN_TIME_COLUMNS:
+        x = rng.standard_normal(shape).astype(np.float32)
+        if x.size:
+            x.flat[x.size // 3] = np.nan
+        results = []
+        for threads in (1, 2):
+            rt.config.threading.set_intra_op_parallelism_threads(threads)
+            try:
+                check(programs.totals, (spec, axis, False), [rt.constant(x)], [axis, False], atol=2e-3)
+                keep = AXES.index(axis) % 2 == 1
+                check(programs.extremes, (spec, axis, keep), [rt.constant(x)], [axis, keep])
+                results.append(built(programs.totals, spec, axis, False)(rt.constant(x)))
+            finally:
+                rt.config.threading.set_intra_op_parallelism_threads(0)
+        for one, two in zip(*results):
+            np.testing.assert_array_equal(one.numpy(), two.numpy())
+        xi = rng.integers(-50, 50, shape).astype(np.int32)
+        check(programs.integer_totals, (rt.TensorSpec([None] * 3, rt.int32), axis), [rt.constant(xi)], [axis])
+    lowered = str(lower_function(built(programs.totals, spec, [0], False).graph, "columns").ir)
+    assert "<= 4096" in lowered and "parallel" in lowered, lowered
 
 
 def test_empty_mean_is_nan_and_empty_max_is_the_lowest_value(programs):

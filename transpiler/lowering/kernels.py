@@ -61,6 +61,7 @@ CHUNKS = 16            # a big full reduction: partial results per chunk, combin
 SCRATCH_MAX = 16384    # elements of a per-row scratch buffer (on the stack of each thread)
 SUM_CHUNK = 512        # elements of a row that a float32 sum adds up in float before adding them to its double total
 COLUMN_LOCAL_MAX = 512  # kept elements of a column reduction accumulated in a local array
+COLUMN_PARTIAL_MAX = 4096   # ... in a row of partial results per chunk of rows (32 KiB of doubles)
 # a row group calling vector math (exp, tanh, log) costs about this many plain ops per element: softmax over
 # [8192, 10] (82K elements, under PARALLEL_MIN_ELEMENTS) took 117 us on one thread, 60 us on two
 HEAVY_WEIGHT = 4
@@ -893,6 +894,19 @@ def _column_schedule(cx, acc, head, tail, value, out_at, target, kept, dims) -> 
     local = _local_columns(cx, acc, head, tail, value, out_at, target)
     if local is not None:
         return local
+    partials = _partial_columns(cx, acc, head, tail, value, out_at, target)
+    if partials is not None:
+        width = head[-1][1]
+        if width.const is not None:
+            return partials
+        rest = _walked_columns(cx, acc, head, tail, value, out_at, target, kept, dims)
+        return [If(Compare("<=", width, Lit(COLUMN_PARTIAL_MAX, "int64_t")), partials, rest)]
+    return _walked_columns(cx, acc, head, tail, value, out_at, target, kept, dims)
+
+
+def _walked_columns(cx, acc, head, tail, value, out_at, target, kept, dims) -> list:
+    """``_column_schedule`` into an output-shaped buffer, in parallel over chunks of the innermost kept loop
+    (each chunk walks every row) when there is one."""
     out = []
     out_count = product(dims[d] for d in kept)
     if isinstance(target, Array) and acc.ctype == target.ctype and not acc.red.mean:
@@ -980,6 +994,38 @@ def _local_columns(cx, acc, head, tail, value, out_at, target) -> list | None:
                                                                                acc.ctype)))], simd=True)]))
     body = [For(c, Poly.of(0), Poly.of(CHUNKS), chunk, parallel=cond)] + combined + store
     return [alloc] + wrap_loops(outer, body, simd=False)
+
+
+def _partial_columns(cx, acc, head, tail, value, out_at, target) -> list | None:
+    """A column reduction [reduced] [kept] whose kept run is too long for a local array (``_local_columns``) or
+    known only at run time, up to ``COLUMN_PARTIAL_MAX``: ``CHUNKS`` chunks of the rows, in parallel, each folding
+    its rows into a row of partial results of its own (in L1 or L2), read in memory order; the rows combined in
+    chunk order (the same result on any number of threads). None for other loops.
+
+    Split by columns instead, each of 16 chunks walked every row for a few cache lines at the row's stride:
+    column sums over [4096, None of 512] took 1.7x their static spelling, a batch norm over columns 1.9x.
+    """
+    if tail or not isinstance(target, Array) or [kind for _, _, kind in head] != ["r", "k"]:
+        return None
+    rows, (var, width, _) = head[0], head[1]
+    if width.const is not None and not COLUMN_LOCAL_MAX < width.const <= COLUMN_PARTIAL_MAX:
+        return None
+    partial, alloc = temporary(cx, acc.ctype, width * CHUNKS)
+    c, lo, hi = cx.fresh("c"), cx.fresh("lo"), cx.fresh("hi")
+    at = Poly.sym(var)
+    mine = Poly.sym(c) * width + at
+    init = For(var, Poly.of(0), width, [Store(partial, mine, acc.init())], simd=True)
+    fold = wrap_loops([rows, head[1]], [Store(partial, mine, _column_combine(
+        acc, Load(partial, mine, acc.ctype), Cast(value, acc.ctype)))], simd=True)
+    fold[0].start, fold[0].stop = Poly.sym(lo), Poly.sym(hi)
+    chunk = chunk_bounds(lo, hi, rows[1], Poly.sym(c), Poly.of(CHUNKS)) + [init] + fold
+    k = cx.fresh("c")
+    combine = For(k, Poly.of(1), Poly.of(CHUNKS), [For(var, Poly.of(0), width, [Store(partial, at, _column_combine(
+        acc, Load(partial, at, acc.ctype), Load(partial, Poly.sym(k) * width + at, acc.ctype)))], simd=True)])
+    store = For(var, Poly.of(0), width, [Store(target.ptr, out_at, acc.final(Load(partial, at, acc.ctype)))],
+                simd=True)
+    cond = parallel_condition(rows[1] * width)
+    return [alloc, For(c, Poly.of(0), Poly.of(CHUNKS), chunk, parallel=cond), combine, store]
 
 
 def _chunked_columns(cx, head, step, cond) -> list:
