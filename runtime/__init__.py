@@ -98,8 +98,8 @@ math = _namespace("math", {
     "log_sigmoid": _composite_ops.log_sigmoid,
 })
 linalg = _namespace("linalg", {
-    **_pick(_linalg_ops, "norm inv solve det eye diag diag_part trace matrix_transpose l2_normalize matvec einsum "
-                         "tensordot"),
+    **_pick(_linalg_ops, "norm inv solve det eye diag diag_part band_part trace matrix_transpose l2_normalize "
+                         "matvec einsum tensordot"),
     "matmul": _linalg_ops.linalg_matmul,
     "global_norm": _composite_ops.global_norm,
 })

@@ -231,6 +231,34 @@ def diag_part(input, name=None, k=0, padding_value=0, align="RIGHT_LEFT"):
     return array_ops.strided_slice(flat, (Ellipsis, slice(0, stop, step)), name=name)
 
 
+def band_part(input, num_lower, num_upper, name=None):
+    """Each matrix of ``input`` [..., m, n] with the elements outside a band around its diagonal zeroed: row ``i``
+    keeps columns ``j`` with ``i - j <= num_lower`` and ``j - i <= num_upper``, a negative bound keeping that
+    whole triangle (``tf.linalg.band_part``; ``band_part(ones([t, t]), -1, 0)`` is a causal mask). A comparison
+    of two ranges and a selection, so it is built natively as they are."""
+    x = convert(input)
+    rank = _rank(x, "linalg.band_part")
+    if rank < 2:
+        raise ValueError(f"linalg.band_part: the input must be at least 2-D, got shape {x.shape}")
+    rows = array_ops.expand_dims(array_ops.range(0, dim_size(x, -2)), 1)
+    cols = array_ops.expand_dims(array_ops.range(0, dim_size(x, -1)), 0)
+    keep = None
+    for below, bound, what, size in ((math_ops.subtract(rows, cols), num_lower, "num_lower", x.shape.dims[-2]),
+                                     (math_ops.subtract(cols, rows), num_upper, "num_upper", x.shape.dims[-1])):
+        if isinstance(bound, (int, np.integer)) and bound < 0:
+            continue
+        if isinstance(bound, (int, np.integer)) and size is not None and bound > size:
+            raise errors.InvalidArgumentError(
+                f"linalg.band_part: {what} must be negative or at most the number of "
+                f"{'rows' if what == 'num_lower' else 'columns'} ({size}), got {bound}")
+        bound = math_ops.cast(convert(bound), dtypes.int32)
+        inside = math_ops.logical_or(math_ops.less(bound, 0), math_ops.less_equal(below, bound))
+        keep = inside if keep is None else math_ops.logical_and(keep, inside)
+    if keep is None:
+        return array_ops.identity(x, name=name)
+    return math_ops.where(keep, x, array_ops.zeros_like(x), name=name)
+
+
 def trace(x, name=None):
     """The sum of each matrix's main diagonal (``tf.linalg.trace``)."""
     return math_ops.reduce_sum(diag_part(x), -1, name=name)
