@@ -251,8 +251,8 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     handles = _variable_handles(graph)
     position = {id(h): i for i, h in enumerate(handles)}
     hash_text = graph_hash(graph)
-    metadata = json.dumps({"variables": [position[id(h)] for h in variables], "callbacks": bool(report.callbacks),
-                           "small": not report.callbacks and is_small(graph)})
+    metadata = json.dumps({"variables": [position[id(h)] for h in variables], "callbacks": report.calls_python(),
+                           "small": not report.calls_python() and is_small(graph)})
     name = so.name.split(".")[0]
     header = f"{name}_native.h"
     files = {

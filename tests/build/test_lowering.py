@@ -267,6 +267,20 @@ pools.get_concrete_function(rt.TensorSpec([None, None, None, None], F))
 pools.get_concrete_function(rt.TensorSpec([2, 7, 9, 3], F))
 
 
+@rt.function(input_signature=[spec(3), spec(0, rt.int32)])
+def checked_gates(x, steps):
+    """An LSTM's gates cut by rt.split from a run-time width (an Assert of its divisibility, every step), an
+    explicit Assert, and one_hot/band_part over run-time sizes."""
+    total = rt.zeros_like(x[0, :, :1])
+    for _ in rt.range(steps):
+        i, f, g, o = rt.split(x[0], 4, axis=1)
+        total = total + rt.reduce_sum(rt.sigmoid(i) * f + g * o, axis=1, keepdims=True)
+    rt.debugging.Assert(steps < 100, ["too many steps:", steps])
+    mask = rt.linalg.band_part(rt.ones([rt.shape(x)[1], rt.shape(x)[1]]), -1, 0)
+    hot = rt.one_hot(rt.cast(rt.reduce_sum(mask, 1), rt.int32) - 1, rt.shape(x)[1])
+    return total, hot * mask
+
+
 @rt.function(input_signature=[spec(2), spec(1, rt.int64)])
 def any_classes(logits, labels):
     """A cross entropy whose number of classes only the run time tells, and its gradient."""
@@ -1056,6 +1070,21 @@ def test_rows_of_unknown_length_on_either_side_of_the_scratch_row(programs):
 
 ANY_CLASSES = (rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.int64))
 POOLED = (rt.TensorSpec([None, None, None, None], rt.float32), rt.TensorSpec([2, 7, 9, 3], rt.float32))
+
+
+def test_asserts_test_their_condition_natively_and_raise_through_python_only_when_false(programs):
+    """rt.split's check of a run-time width and an explicit Assert: native code evaluates them (no callback per
+    call or per step); a false one raises the message eager code raises."""
+    specs = (rt.TensorSpec([None] * 3, rt.float32), rt.TensorSpec([], rt.int32))
+    x = rt.constant(np.random.default_rng(3).standard_normal((2, 5, 8)).astype(np.float32))
+    check(programs.checked_gates, specs, [x, rt.constant(3)])
+    check(programs.checked_gates, specs, [x, rt.constant(0)])
+    check(programs.checked_gates, specs, [x[:, :, :6], rt.constant(2)])     # 6 columns are not 4 parts
+    check(programs.checked_gates, specs, [x, rt.constant(200)])              # the explicit Assert
+    with pytest.raises(rt.errors.InvalidArgumentError, match="too many steps: 200"):
+        built(programs.checked_gates, *specs)(x, rt.constant(200))
+    report = lower_function(built(programs.checked_gates, *specs).graph, "checked_gates").report
+    assert not report.callbacks and report.failure_callbacks == 2, report
 
 
 def test_a_big_captured_constant_is_embedded_and_read_natively(programs):

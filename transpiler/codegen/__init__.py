@@ -190,8 +190,8 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
                 debug_loops.append(f"# {title}\n{loops[0]}\n")
             functions_c.append((title, f"/* {title} */\n{code}"))
             entry.update({"index": index, "graph": graph, "structured_outputs": structured_outputs,
-                          "variables": list(variables), "callbacks": bool(function_report.callbacks),
-                          "small": not function_report.callbacks and is_small(graph)})
+                          "variables": list(variables), "callbacks": function_report.calls_python(),
+                          "small": not function_report.calls_python() and is_small(graph)})
             entries.append(entry)
             before, after = len(all_operations(concrete.graph)), len(all_operations(graph))
             line = f"  {_signature_label(target, concrete)}: {before} nodes, {after} after optimization"

@@ -40,6 +40,11 @@ class Report:
     fused: int = 0                                   # ops computed inside another op's kernel
     groups: int = 0                                  # row groups (reductions fused with their readers)
     callback_ops: list = field(default_factory=list)   # the ops run through Python
+    failure_callbacks: int = 0      # ops run through Python only when a native check fails (a false Assert)
+
+    def calls_python(self) -> bool:
+        """Whether the function can call into Python (its native call then needs the per-call state)."""
+        return bool(self.callbacks) or self.failure_callbacks > 0
     plans: list = field(default_factory=list)          # (graph, Plan) of the top graph and each subgraph
 
 

@@ -30,6 +30,7 @@ from transpiler.lowering.ir import (
     Field,
     For,
     Gemm,
+    If,
     Lit,
     Load,
     Named,
@@ -352,11 +353,26 @@ def _reads_elsewhere(cx, value, held: Array, rank: int, scalar: bool) -> bool:
 # Python callbacks.
 
 
-def callback(cx, op) -> list:
-    """Run the op's numpy kernel through Python (the GIL is taken only here)."""
+def emit_assert(cx, op) -> list | None:
+    """``Assert`` of a one-element condition (``rt.debugging.Assert``, ``rt.split``'s check of a run-time size):
+    the condition tested natively, and only when it is false the kernel called through Python to format the
+    message and raise. Through Python on every call, a check inside an LSTM's time loop took the GIL every step."""
+    cond = op.inputs[0]
+    if cond.shape.rank is None or product(cx.dims[id(cond)]).const != 1:
+        return None
+    ok = Elements(cx).of(cond, (Poly.of(0),) * len(cx.dims[id(cond)]))
+    return [If(Compare("==", ok, Lit(0, "int")), callback(cx, op, per_call=False))]
+
+
+def callback(cx, op, per_call: bool = True) -> list:
+    """Run the op's numpy kernel through Python (the GIL is taken only here); ``per_call``: on every call (the
+    build report lists it), not only when a native test failed."""
     stmts: list = []
-    cx.report.callbacks[op.type] = cx.report.callbacks.get(op.type, 0) + 1
-    cx.report.callback_ops.append(op)
+    if per_call:
+        cx.report.callbacks[op.type] = cx.report.callbacks.get(op.type, 0) + 1
+        cx.report.callback_ops.append(op)
+    else:
+        cx.report.failure_callbacks += 1
     n_in, n_out = len(op.inputs), len(op.outputs)
     ins, outs = cx.fresh("cb_in"), cx.fresh("cb_out")
     stmts += [Declare(ins, "rt_tensor", size=max(n_in, 1)), Declare(outs, "rt_tensor", size=max(n_out, 1))]
@@ -435,6 +451,7 @@ EMITTERS = {
     "AssignSubVariableOp": emit_assign,
     "If": control.emit_if,
     "While": tiles.emit_while,
+    "Assert": emit_assert,
     **nn.EMITTERS,
     **scatter.EMITTERS,
     **library_calls.EMITTERS,
