@@ -1,6 +1,7 @@
 /* The blocked GEMM of one floating type. rt_kernels.h includes this file once per type, with
  *   RT_G_T  the element type (float, double) and
  *   RT_G_S  the name suffix (float32, float64)
+ *   RT_G_SIZE  sizeof(RT_G_T), for the preprocessor (4, 8)
  * defined; it defines rt_gemm_blocked_<S>: C[m,n] = op(A)[m,k] @ op(B)[k,n], row-major, op(X) = X or X^T,
  * with any row strides.
  *
@@ -248,7 +249,7 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
 static inline int RT_G_FN(rt_gemm_grid)(int64_t m, int64_t k, int64_t n, int threads, int *tn_out) {
     int tm = 1, tn = 1;
     const int64_t work = m * k * n;
-    if (threads > 1 && (work >= RT_GEMM_PARALLEL_MIN || (work >= RT_GEMM_HOT_MIN && rt_gemm_back_to_back()))) {
+    if (threads > 1 && m > 1 && n > 1 && (work >= RT_GEMM_PARALLEL_MIN || (work >= RT_GEMM_HOT_MIN && rt_gemm_back_to_back()))) {
         for (int t = threads; t > 1;) {
             int f = 2;
             while (t % f) f++;
@@ -287,11 +288,141 @@ static inline int RT_G_FN(rt_gemm_block_part)(const RT_G_T *a, int64_t lda, cons
                                   c + *i0 * ldc + *j0, ldc, *i1 - *i0, k, *j1 - *j0);
 }
 
+#define RT_G_GEMV_CHUNK 256                                 /* outputs a sum of scaled rows accumulates at once */
+
+/* The lanes of `x` added as a tree of vector halves: GCC ends an `omp simd` reduction with the lanes added one
+ * after another (16 dependent adds at AVX-512), which took two thirds of a [2048, 32] @ [32, 1] product's time. */
+#define RT_G_LO16 0, 1, 2, 3, 4, 5, 6, 7
+#define RT_G_HI16 8, 9, 10, 11, 12, 13, 14, 15
+#define RT_G_LO8 0, 1, 2, 3
+#define RT_G_HI8 4, 5, 6, 7
+#define RT_G_LO4 0, 1
+#define RT_G_HI4 2, 3
+static inline RT_G_T RT_G_FN(rt_vec_sum)(RT_G_FN(rt_vec) x) {
+#if RT_VEC_BYTES / RT_G_SIZE >= 16
+    const __typeof__(__builtin_shufflevector(x, x, RT_G_LO16)) x8 =
+        __builtin_shufflevector(x, x, RT_G_LO16) + __builtin_shufflevector(x, x, RT_G_HI16);
+#else
+    const RT_G_FN(rt_vec) x8 = x;
+#endif
+#if RT_VEC_BYTES / RT_G_SIZE >= 8
+    const __typeof__(__builtin_shufflevector(x8, x8, RT_G_LO8)) x4 =
+        __builtin_shufflevector(x8, x8, RT_G_LO8) + __builtin_shufflevector(x8, x8, RT_G_HI8);
+#else
+    const __typeof__(x8) x4 = x8;
+#endif
+#if RT_VEC_BYTES / RT_G_SIZE >= 4
+    const __typeof__(__builtin_shufflevector(x4, x4, RT_G_LO4)) x2 =
+        __builtin_shufflevector(x4, x4, RT_G_LO4) + __builtin_shufflevector(x4, x4, RT_G_HI4);
+#else
+    const __typeof__(x4) x2 = x4;
+#endif
+    return x2[0] + x2[1];
+}
+#undef RT_G_LO16
+#undef RT_G_HI16
+#undef RT_G_LO8
+#undef RT_G_HI8
+#undef RT_G_LO4
+#undef RT_G_HI4
+
+/* y[i * ys] = sum over p of M(i, p) * v[p * vs] for i in [i0, i1), M(i, p) at mat[i * rs + p * cs]: a dot product
+ * of each row when M's rows are contiguous (cs == 1), else a sum of M's columns scaled by v, RT_G_GEMV_CHUNK
+ * outputs at a time in a local array. Either way vectorised over contiguous elements, each output summed in an
+ * order that does not depend on [i0, i1). */
+static RT_FMA_KERNEL void RT_G_FN(rt_gemv_range)(const RT_G_T *restrict mat, int64_t rs, int64_t cs,
+                                                 const RT_G_T *restrict v, int64_t vs, RT_G_T *restrict y, int64_t ys,
+                                                 int64_t k, int64_t i0, int64_t i1) {
+    if (cs == 1) {
+        typedef RT_G_FN(rt_vec) vec;
+        const int64_t whole = k / RT_G_VL * RT_G_VL;
+        for (int64_t i = i0; i < i1; i++) {
+            const RT_G_T *restrict row = mat + i * rs;
+            RT_G_T acc = 0;
+            if (vs == 1) {        /* whole vectors in two accumulators added as a tree, then the rest in order */
+                vec s0 = {0}, s1 = {0};
+                int64_t p = 0;
+                for (; p + 2 * RT_G_VL <= whole; p += 2 * RT_G_VL) {
+                    s0 += *(const vec *)(row + p) * *(const vec *)(v + p);
+                    s1 += *(const vec *)(row + p + RT_G_VL) * *(const vec *)(v + p + RT_G_VL);
+                }
+                if (p < whole) s0 += *(const vec *)(row + p) * *(const vec *)(v + p);
+                acc = RT_G_FN(rt_vec_sum)(s0 + s1);
+                for (p = whole; p < k; p++) acc += row[p] * v[p];
+            } else {
+                _Pragma("omp simd reduction(+:acc)")
+                for (int64_t p = 0; p < k; p++) acc += row[p] * v[p * vs];
+            }
+            y[i * ys] = acc;
+        }
+        return;
+    }
+    RT_G_T acc[RT_G_GEMV_CHUNK] __attribute__((aligned(64)));
+    for (int64_t c0 = i0; c0 < i1; c0 += RT_G_GEMV_CHUNK) {
+        const int64_t w = i1 - c0 < RT_G_GEMV_CHUNK ? i1 - c0 : RT_G_GEMV_CHUNK;
+        _Pragma("omp simd")
+        for (int64_t i = 0; i < w; i++) acc[i] = 0;
+        int64_t p = 0;
+        if (rs == 1) {        /* eight columns a pass (each output still adds them one after another) */
+            for (; p + 8 <= k; p += 8) {
+                RT_G_T vq[8];
+                for (int q = 0; q < 8; q++) vq[q] = v[(p + q) * vs];
+                const RT_G_T *restrict col = mat + p * cs + c0;
+                _Pragma("omp simd")
+                for (int64_t i = 0; i < w; i++) {
+                    RT_G_T s = acc[i];
+                    _Pragma("GCC unroll 8")
+                    for (int q = 0; q < 8; q++) s += col[i + q * cs] * vq[q];
+                    acc[i] = s;
+                }
+            }
+        }
+        for (; p < k; p++) {
+            const RT_G_T vp = v[p * vs];
+            const RT_G_T *restrict col = mat + p * cs + c0 * rs;
+            _Pragma("omp simd")
+            for (int64_t i = 0; i < w; i++) acc[i] += col[i * rs] * vp;
+        }
+        for (int64_t i = 0; i < w; i++) y[(c0 + i) * ys] = acc[i];
+    }
+}
+
+/* Matrix-vector products, C = op(A) @ op(B) with n == 1 or m == 1: the blocked GEMM's tiles are a vector of
+ * columns wide and its B panel is padded with zeros to that width, so one column cost a vector's work (a
+ * gradient [2048, 32]^T @ [2048, 1] took 10x numpy's time). Outputs are split over threads in chunks when the
+ * product is big; the bits do not depend on the split (rt_gemm_grid gives such products one part). */
+static void RT_G_FN(rt_gemv)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c, int64_t ldc,
+                             int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) {
+    const RT_G_T *mat, *v;
+    int64_t rows, rs, cs, vs, ys;
+    if (n == 1) {             /* C[:, 0] = op(A) @ op(B)[:, 0] */
+        rows = m, mat = a, rs = ta ? 1 : lda, cs = ta ? lda : 1;
+        v = b, vs = tb ? 1 : ldb, ys = ldc;
+    } else {                  /* C[0, :] = op(B)^T @ op(A)[0, :] */
+        rows = n, mat = b, rs = tb ? ldb : 1, cs = tb ? 1 : ldb;
+        v = a, vs = ta ? lda : 1, ys = 1;
+    }
+    if (threads > 1 && rows >= 2 * RT_G_GEMV_CHUNK && rows * k >= RT_GEMM_PARALLEL_MIN) {
+        const int64_t chunks = (rows + RT_G_GEMV_CHUNK - 1) / RT_G_GEMV_CHUNK;
+        _Pragma("omp parallel for schedule(static) num_threads(threads)")
+        for (int64_t t = 0; t < chunks; t++) {
+            const int64_t hi = (t + 1) * RT_G_GEMV_CHUNK;
+            RT_G_FN(rt_gemv_range)(mat, rs, cs, v, vs, c, ys, k, t * RT_G_GEMV_CHUNK, hi < rows ? hi : rows);
+        }
+        return;
+    }
+    RT_G_FN(rt_gemv_range)(mat, rs, cs, v, vs, c, ys, k, 0, rows);
+}
+
 /* C = op(A) @ op(B) with up to `threads` threads; C is [m, n] with rows ldc apart, not aliasing A or B.
  * op(A) is [m, k]: A's rows (of k, or of m when `ta`) are lda apart; likewise B's (of n, or of k when `tb`) ldb.
  * Returns 0, or -1 when the packing buffers cannot be allocated. */
 static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c, int64_t ldc,
                                     int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) {
+    if (m == 1 || n == 1) {
+        RT_G_FN(rt_gemv)(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, threads);
+        return 0;
+    }
     int tn;
     const int parts = RT_G_FN(rt_gemm_grid)(m, k, n, threads, &tn);
     if (parts == 1) return RT_G_FN(rt_gemm_block)(a, lda, ta, b, ldb, tb, c, ldc, m, k, n);
@@ -314,3 +445,4 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *
 #undef RT_G_MC
 #undef RT_G_NC
 #undef RT_G_INPLACE_B
+#undef RT_G_GEMV_CHUNK

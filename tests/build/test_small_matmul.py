@@ -15,7 +15,12 @@ import runtime as rt
 
 pytestmark = pytest.mark.build
 
-SIZES = [(3, 3, 3), (10, 10, 10), (1, 17, 5), (7, 9, 33), (16, 16, 16), (33, 20, 40), (5, 64, 12)]
+SIZES = [(3, 3, 3), (10, 10, 10), (1, 17, 5), (7, 9, 33), (16, 16, 16), (33, 20, 40), (5, 64, 12), (64, 32, 1),
+         (1, 100, 17), (200, 7, 1), (1, 33, 1)]
+# matrix-vector products of run-time sizes (rt_gemv_S): ragged around the vector widths, long rows, many rows
+# (the last two past the size from which the outputs are split over threads)
+VECTOR_SIZES = [(1, 1, 1), (5, 3, 1), (1, 3, 5), (37, 33, 1), (1, 33, 300), (3, 1000, 1), (1, 1000, 3),
+                (4500, 1000, 1), (1, 1000, 4500)]
 
 PROGRAMS = '''
 import runtime as rt
@@ -60,6 +65,16 @@ sliced.get_concrete_function(rt.TensorSpec([12, 20], rt.int32), rt.TensorSpec([7
 batched.get_concrete_function(rt.TensorSpec([3, 5, 8], rt.float32), rt.TensorSpec([3, 8, 6], rt.float32))
 batched.get_concrete_function(rt.TensorSpec([2, 1, 4, 8], rt.int32), rt.TensorSpec([3, 8, 10], rt.int32))
 power.get_concrete_function(rt.TensorSpec([10, 10], rt.int32), 100)
+
+
+@rt.function(input_signature=[rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None, None], rt.float32)])
+def vector_products(a, b):
+    return (rt.matmul(a, b), rt.matmul(rt.transpose(a), b, transpose_a=True),
+            rt.matmul(a, rt.transpose(b), transpose_b=True))
+
+
+vector_products_f64 = rt.function(vector_products.python_function, input_signature=[
+    rt.TensorSpec([None, None], rt.float64), rt.TensorSpec([None, None], rt.float64)])
 '''
 
 
@@ -160,3 +175,34 @@ def test_a_chain_of_100_products(built):
     for _ in range(100):
         expected = x @ expected                     # numpy's int32 matmul wraps
     np.testing.assert_array_equal(concrete(x).numpy(), expected)
+
+
+@pytest.mark.parametrize("size", VECTOR_SIZES)
+def test_matrix_vector_products_of_run_time_sizes(built, size):
+    """n == 1 or m == 1 over [None, None] (rt_gemv_S), with each operand transposed or not: numpy's values, eager's,
+    and the same bits on one and two threads; a NaN reaches only the outputs it belongs to."""
+    m, k, n = size
+    rng = np.random.default_rng(m + 7 * k + 13 * n)
+    for function, dtype in ((built.vector_products, np.float32), (built.vector_products_f64, np.float64)):
+        a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
+        a[-1, -1] = np.nan
+        results = []
+        for threads in (1, 2):
+            rt.config.threading.set_intra_op_parallelism_threads(threads)
+            try:
+                concrete = function.get_concrete_function()
+                assert concrete.native
+                results.append([t.numpy() for t in concrete(a, b)])
+            finally:
+                rt.config.threading.set_intra_op_parallelism_threads(0)
+        rt.config.run_functions_eagerly(True)
+        try:
+            eager = [t.numpy() for t in function(a, b)]
+        finally:
+            rt.config.run_functions_eagerly(False)
+        for got, other, same in zip(results[0], results[1], eager):
+            np.testing.assert_array_equal(got, other)
+            np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+            np.testing.assert_allclose(got, same, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+            assert np.isnan(got[-1]).all() and not np.isnan(got[:-1]).any() if n == 1 else \
+                np.isnan(got).all() if m == 1 else True
