@@ -117,6 +117,11 @@ def _dims_from(spec, op_type):
         if spec.shape.rank is None:
             return None
         raise ValueError(f"{op_type}: the shape argument must be a vector, got shape {spec.shape}")
+    if spec.partial is not None:        # [rt.shape(x)[0], 1]: the dims known while tracing
+        if any(d is not None and d < 0 for d in spec.partial):
+            raise ValueError(f"{op_type}: dimensions must be non-negative, got "
+                             f"{[-1 if d is None else d for d in spec.partial]}")
+        return spec.partial
     n = spec.shape[0]
     return None if n is None else (None,) * n
 
@@ -302,6 +307,8 @@ def _reshape_infer(specs, attrs):
 def _dims_from_signed(spec):
     if spec.const is not None:
         return tuple(int(d) for d in np.asarray(spec.const).reshape(-1))
+    if spec.partial is not None:
+        return spec.partial
     if spec.shape.rank == 1 and spec.shape[0] is not None:
         return (None,) * spec.shape[0]
     return None

@@ -26,10 +26,13 @@ from runtime.tensor import EagerTensor
 
 
 class Spec(NamedTuple):
-    """What inference sees of an input: dtype, shape and, when known while tracing, its value."""
+    """What inference sees of an input: dtype, shape and, when known while tracing, its value; ``partial``: for
+    a vector of sizes whose value is only partly known (``[rt.shape(x)[0], 1]``), its elements, None where
+    unknown (TensorFlow's ``constant_value_as_shape``)."""
     dtype: dtypes.DType
     shape: TensorShape
     const: Any = None
+    partial: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -179,5 +182,54 @@ def constant_value(tensor) -> np.ndarray | None:
     return None
 
 
+def _known_size(tensor) -> int | None:
+    """The value of a scalar integer ``tensor`` when it is known while tracing: a constant, or one dim of a
+    ``Shape`` whose input has that dim static (``rt.shape(x)[1]`` of an [None, 5] x)."""
+    value = constant_value(tensor)
+    if value is not None:
+        return int(value) if np.ndim(value) == 0 else None
+    op = getattr(tensor, "op", None)
+    if op is None:
+        return None
+    if op.type in ("Identity", "Cast") and op.inputs[0].dtype.is_integer:
+        return _known_size(op.inputs[0])
+    if op.type == "StridedSlice" and len(op.attrs["spec"]) == 1 and op.attrs["spec"][0][0] == "i":
+        dims = partial_value(op.inputs[0])
+        k = op.attrs["spec"][0][1]
+        if dims is not None and -len(dims) <= k < len(dims):
+            return dims[k]
+    return None
+
+
+def partial_value(tensor) -> tuple | None:
+    """The elements of an integer vector known while tracing (None where unknown): a ``Shape`` of a tensor of
+    known rank, a ``Pack`` of scalars, a ``ConcatV2`` of such vectors; None when even its length is unknown."""
+    if not tensor.dtype.is_integer or tensor.shape.rank != 1:
+        return None
+    value = constant_value(tensor)
+    if value is not None:
+        return tuple(int(v) for v in np.asarray(value).reshape(-1))
+    op = getattr(tensor, "op", None)
+    if op is None:
+        return None
+    if op.type == "Shape" and op.inputs[0].shape.rank is not None:
+        return tuple(op.inputs[0].shape.dims)
+    if op.type in ("Identity", "Cast") and op.inputs[0].dtype.is_integer:
+        return partial_value(op.inputs[0])
+    if op.type == "Pack" and op.attrs.get("axis", 0) == 0 and all(t.shape.rank == 0 for t in op.inputs):
+        return tuple(_known_size(t) for t in op.inputs)
+    if op.type == "ConcatV2" and op.attrs.get("axis") == 0:
+        parts = [partial_value(t) for t in op.inputs]
+        if all(p is not None for p in parts):
+            return tuple(d for p in parts for d in p)
+    return None
+
+
 def specs_of(tensors) -> list[Spec]:
-    return [Spec(t.dtype, t.shape, constant_value(t)) for t in tensors]
+    out = []
+    for t in tensors:
+        const = constant_value(t)
+        partial = partial_value(t) if const is None and t.dtype.is_integer and t.shape.rank == 1 else None
+        out.append(Spec(t.dtype, t.shape, const, partial if partial is not None and any(
+            d is not None for d in partial) else None))
+    return out

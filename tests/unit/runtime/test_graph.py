@@ -583,3 +583,28 @@ def test_graph_pickles_after_generic_and_reference_runs():
     run_graph(cf.graph, [np.array([1.0], np.float32)])  # the reference executor caches its own
     copy = pickle.loads(pickle.dumps(cf.graph))
     assert run_graph(copy, [np.array([3.0], np.float32)])[0].tolist() == [7.0]
+
+
+def test_shapes_built_from_partly_known_sizes_keep_the_known_dims():
+    """``zeros([rt.shape(x)[1], 1])``, ``reshape(x, [-1, n, 1])``, ``broadcast_to(v, [rt.shape(x)[0], 3])``: the
+    dims known while tracing are static, as TensorFlow's ``constant_value_as_shape`` makes them; the values are
+    the same as eagerly."""
+    seen = {}
+
+    @rt.function(input_signature=[rt.TensorSpec([None, 5])])
+    def f(x):
+        seen["zeros"] = rt.zeros([rt.shape(x)[0], 1]).shape.as_list()
+        seen["static dim"] = rt.ones([rt.shape(x)[1], rt.shape(x)[0]]).shape.as_list()
+        seen["reshape"] = rt.reshape(x, [-1, rt.shape(x)[0] * 5, 1]).shape.as_list()
+        seen["broadcast"] = rt.broadcast_to(rt.ones([1]), [rt.shape(x)[0], 3]).shape.as_list()
+        seen["concat"] = rt.zeros(rt.concat([rt.shape(x), [2]], 0)).shape.as_list()
+        seen["cast"] = rt.zeros(rt.cast(rt.shape(x), rt.int64)).shape.as_list()
+        return rt.reshape(x, [-1, rt.shape(x)[0] * 5, 1]) + rt.zeros([1, rt.shape(x)[0] * 5, 1])
+    x = np.arange(10, dtype=np.float32).reshape(2, 5)
+    out = f(x).numpy()
+    assert seen == {"zeros": [None, 1], "static dim": [5, None], "reshape": [None, None, 1],
+                    "broadcast": [None, 3], "concat": [None, 5, 2], "cast": [None, 5]}, seen
+    np.testing.assert_array_equal(out, np.reshape(x, (-1, 10, 1)))
+    with pytest.raises(ValueError, match="non-negative"):
+        rt.function(lambda x: rt.zeros([rt.shape(x)[0], -2]), input_signature=[rt.TensorSpec([None])]
+                    ).get_concrete_function()
