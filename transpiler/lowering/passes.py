@@ -14,6 +14,7 @@ from transpiler.lowering.epilogue import fuse_epilogues
 from transpiler.lowering.ir import Function
 from transpiler.lowering.lanes import peel_tails, sum_lanes
 from transpiler.lowering.merge import merge_loops
+from transpiler.lowering.unit import unit_inner
 from transpiler.lowering.verify import IRError, verify
 
 Pass = Callable[[Function], bool]
@@ -25,6 +26,9 @@ PASSES: list[tuple[str, Pass]] = [
     # After merging: a nest reading a GEMM's result runs on each of its parallel blocks; it moves statements
     # around the product, which would separate nests that merging joins.
     ("fuse_epilogues", fuse_epilogues),
+    # A nest whose inner extent is known at run time only, when that extent is one: one vectorised loop (an
+    # [n, 1] column declared [None, None]).
+    ("unit_inner", unit_inner),
     # Last: they split a row's loops, which the passes above would no longer recognise; the sums of a row's
     # whole vectors and of its last one share their lanes.
     ("peel_tails", peel_tails),

@@ -12,19 +12,33 @@ static int rt_fn_bias_relu_any(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     /* Identity = Identity */
     if (!(p9 = (float *)rt_alloc_array(ctx, n1 * n6, sizeof(float)))) goto fail;
     if (n2 == n6 && n4 == n6) {
-        if (n1 * n6 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
-            #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
-            for (int64_t i10 = 0; i10 < n1; i10++) {
+        if (n6 == 1LL) {
+            if (n1 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
+                #pragma omp parallel for simd schedule(static) num_threads(ctx->num_threads)
+                for (int64_t i10 = 0; i10 < n1; i10++) {
+                    p9[i10] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2] + x5[0])))));
+                }
+            } else {
                 #pragma omp simd
-                for (int64_t i11 = 0; i11 < n6; i11++) {
-                    p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11] + x5[i11])))));
+                for (int64_t i10 = 0; i10 < n1; i10++) {
+                    p9[i10] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2] + x5[0])))));
                 }
             }
         } else {
-            for (int64_t i10 = 0; i10 < n1; i10++) {
-                #pragma omp simd
-                for (int64_t i11 = 0; i11 < n6; i11++) {
-                    p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11] + x5[i11])))));
+            if (n1 * n6 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
+                #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
+                for (int64_t i10 = 0; i10 < n1; i10++) {
+                    #pragma omp simd
+                    for (int64_t i11 = 0; i11 < n6; i11++) {
+                        p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11] + x5[i11])))));
+                    }
+                }
+            } else {
+                for (int64_t i10 = 0; i10 < n1; i10++) {
+                    #pragma omp simd
+                    for (int64_t i11 = 0; i11 < n6; i11++) {
+                        p9[i10 * n6 + i11] = ((float)((float)rt_relu_float32(((float)(x3[i10 * n2 + i11] + x5[i11])))));
+                    }
                 }
             }
         }
@@ -53,19 +67,33 @@ static int rt_fn_bias_relu(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     float * p7 = NULL;
     /* Identity = Identity */
     if (!(p7 = (float *)rt_alloc_array(ctx, n1 * n2, sizeof(float)))) goto fail;
-    if (n1 * n2 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
-        #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
-        for (int64_t i8 = 0; i8 < n1; i8++) {
+    if (n2 == 1LL) {
+        if (n1 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
+            #pragma omp parallel for simd schedule(static) num_threads(ctx->num_threads)
+            for (int64_t i8 = 0; i8 < n1; i8++) {
+                p7[i8] = ((float)((float)rt_relu_float32(((float)(x3[i8] + x4[0])))));
+            }
+        } else {
             #pragma omp simd
-            for (int64_t i9 = 0; i9 < n2; i9++) {
-                p7[i8 * n2 + i9] = ((float)((float)rt_relu_float32(((float)(x3[i8 * n2 + i9] + x4[i9])))));
+            for (int64_t i8 = 0; i8 < n1; i8++) {
+                p7[i8] = ((float)((float)rt_relu_float32(((float)(x3[i8] + x4[0])))));
             }
         }
     } else {
-        for (int64_t i8 = 0; i8 < n1; i8++) {
-            #pragma omp simd
-            for (int64_t i9 = 0; i9 < n2; i9++) {
-                p7[i8 * n2 + i9] = ((float)((float)rt_relu_float32(((float)(x3[i8 * n2 + i9] + x4[i9])))));
+        if (n1 * n2 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
+            #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
+            for (int64_t i8 = 0; i8 < n1; i8++) {
+                #pragma omp simd
+                for (int64_t i9 = 0; i9 < n2; i9++) {
+                    p7[i8 * n2 + i9] = ((float)((float)rt_relu_float32(((float)(x3[i8 * n2 + i9] + x4[i9])))));
+                }
+            }
+        } else {
+            for (int64_t i8 = 0; i8 < n1; i8++) {
+                #pragma omp simd
+                for (int64_t i9 = 0; i9 < n2; i9++) {
+                    p7[i8 * n2 + i9] = ((float)((float)rt_relu_float32(((float)(x3[i8 * n2 + i9] + x4[i9])))));
+                }
             }
         }
     }
