@@ -86,7 +86,7 @@ SOURCE = textwrap.dedent('''
     def sorting(x):
         return (rt.sort(x), rt.sort(x, 0, "DESCENDING"), rt.argsort(x), rt.argsort(x, 0, "DESCENDING"),
                 rt.math.top_k(x, 1).values, rt.math.top_k(x, 1).indices, rt.argmax(x, 1), rt.argmin(x, 0),
-                rt.math.argmax(x, 0, output_type=rt.int32))
+                rt.math.argmax(x, 0, output_type=rt.int32), *rt.math.top_k(x, rt.minimum(3, rt.shape(x)[1])))
 
 
     @rt.function(input_signature=[rt.TensorSpec([None, None], D)])
@@ -287,6 +287,9 @@ def test_arg_reductions_of_big_inputs_run_on_threads(library):
     np.testing.assert_array_equal(out[6], np.argmax(x, 1))
     np.testing.assert_array_equal(out[7], np.argmin(x, 0))
     np.testing.assert_array_equal(out[0], np.sort(x, 1))
+    order = np.argsort(-x, 1, kind="stable")[:, :3]          # the three largest of 200 (one pass each row)
+    np.testing.assert_array_equal(out[-1], order)
+    np.testing.assert_array_equal(out[-2], np.take_along_axis(x, order, 1))
 
 
 def test_arg_reductions_of_float64_and_their_errors(library):
