@@ -147,10 +147,12 @@ def mean_time(fn: Callable[[], object], seconds: float = 1.0) -> float:
 
 
 def best_times(fns: list[Callable[[], object]], repeat: int = 7, min_seconds: float = 0.2,
-               rounds: int = 2) -> list[float]:
+               rounds: int = 3) -> list[float]:
     """Seconds per call of each of ``fns``: each function is timed as ``best_time`` does, one after the other,
     and that ``rounds`` times; the minimum of each function's rounds. A burst of noise on the machine then
-    spoils at most one round of a function, not its only measurement. (Timing the functions in alternation
+    spoils at most one round of a function, not its only measurement. Three rounds, not two: on a VM whose
+    memory bandwidth moved by 2x within seconds (a 16 MB copy took 630-1190 us), layer norm's static spelling
+    measured 1.34x its `None` spelling in one run and 1.0x in the next. (Timing the functions in alternation
     call by call is not fair: right after another function, TensorFlow's training step ran 1.5x slower and
     JAX's 1.2x, their thread pools and caches cold, which flattered the built code.)
     """
