@@ -155,6 +155,9 @@ def _is_register(cx, t) -> bool:
 def _must_store(cx, t, k, readers, kind, outputs) -> bool:
     if id(t) in outputs or _is_register(cx, t):
         return True
+    # a Shape or Size reads the dims only: the gradient of a mean reads its input's size, which made a squared
+    # error computed once into memory and read back by its mean (a second reader)
+    readers = [(op, pos) for op, pos in readers if kind[id(op)] != "query"]
     if not readers:
         return False
     for op, pos in readers:
