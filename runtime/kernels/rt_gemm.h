@@ -326,6 +326,63 @@ static inline RT_G_T RT_G_FN(rt_vec_sum)(RT_G_FN(rt_vec) x) {
 #undef RT_G_LO4
 #undef RT_G_HI4
 
+/* Lanes per vector, for the preprocessor, and shuffle index lists over them. */
+#define RT_G_VLEN (RT_VEC_BYTES / RT_G_SIZE)
+#define RT_G_LIST2(F, U) F(0, U), F(1, U)
+#define RT_G_LIST4(F, U) RT_G_LIST2(F, U), F(2, U), F(3, U)
+#define RT_G_LIST8(F, U) RT_G_LIST4(F, U), F(4, U), F(5, U), F(6, U), F(7, U)
+#define RT_G_LIST16(F, U) RT_G_LIST8(F, U), F(8, U), F(9, U), F(10, U), F(11, U), F(12, U), F(13, U), F(14, U), F(15, U)
+#if RT_G_VLEN == 16
+#define RT_G_LIST RT_G_LIST16
+#elif RT_G_VLEN == 8
+#define RT_G_LIST RT_G_LIST8
+#elif RT_G_VLEN == 4
+#define RT_G_LIST RT_G_LIST4
+#else
+#define RT_G_LIST RT_G_LIST2
+#endif
+/* Two vectors a, b of groups of U lanes (a row's partial sums each) -> one of groups of U / 2: lane t of each
+ * group plus lane t + U / 2, a's groups first (RT_G_A picks the first addend of output lane i, RT_G_B the second). */
+#define RT_G_GROUP(i, U) ((i) / ((U) / 2))
+#define RT_G_A(i, U) (RT_G_GROUP(i, U) < RT_G_VLEN / (U) ? RT_G_GROUP(i, U) * (U) + (i) % ((U) / 2) \
+                      : RT_G_VLEN + (RT_G_GROUP(i, U) - RT_G_VLEN / (U)) * (U) + (i) % ((U) / 2))
+#define RT_G_B(i, U) (RT_G_A(i, U) + (U) / 2)
+#define RT_G_MERGE(a, b, U) (__builtin_shufflevector(a, b, RT_G_LIST(RT_G_A, U)) + \
+                             __builtin_shufflevector(a, b, RT_G_LIST(RT_G_B, U)))
+#define RT_G_LEVEL(s, U) \
+    _Pragma("GCC unroll 16") \
+    for (int j = 0; j < (U) / 2; j++) s[j] = RT_G_MERGE(s[2 * j], s[2 * j + 1], U);
+
+/* A row's whole vectors times v's: two accumulators (even and odd vectors), added. */
+static inline RT_G_FN(rt_vec) RT_G_FN(rt_row_dot)(const RT_G_T *restrict row, const RT_G_T *restrict v,
+                                                  int64_t whole) {
+    typedef RT_G_FN(rt_vec) vec;
+    vec s0 = {0}, s1 = {0};
+    int64_t p = 0;
+    for (; p + 2 * RT_G_VL <= whole; p += 2 * RT_G_VL) {
+        s0 += *(const vec *)(row + p) * *(const vec *)(v + p);
+        s1 += *(const vec *)(row + p + RT_G_VL) * *(const vec *)(v + p + RT_G_VL);
+    }
+    if (p < whole) s0 += *(const vec *)(row + p) * *(const vec *)(v + p);
+    return s0 + s1;
+}
+
+/* s[0..VLEN): one vector per row -> s[0]: lane r the sum of row r's lanes, added as rt_vec_sum adds them (lane t
+ * and t + VLEN / 2, then t and t + VLEN / 4 ...), VLEN rows at once: a row's tree alone spent most of its time
+ * moving halves between registers (2.8 us of a [2048, 32] @ [32, 1] product). */
+static inline void RT_G_FN(rt_vec_sums)(RT_G_FN(rt_vec) *s) {
+#if RT_G_VLEN >= 16
+    RT_G_LEVEL(s, 16)
+#endif
+#if RT_G_VLEN >= 8
+    RT_G_LEVEL(s, 8)
+#endif
+#if RT_G_VLEN >= 4
+    RT_G_LEVEL(s, 4)
+#endif
+    RT_G_LEVEL(s, 2)
+}
+
 /* y[i * ys] = sum over p of M(i, p) * v[p * vs] for i in [i0, i1), M(i, p) at mat[i * rs + p * cs]: a dot product
  * of each row when M's rows are contiguous (cs == 1), else a sum of M's columns scaled by v, RT_G_GEMV_CHUNK
  * outputs at a time in a local array. Either way vectorised over contiguous elements, each output summed in an
@@ -336,19 +393,28 @@ static RT_FMA_KERNEL void RT_G_FN(rt_gemv_range)(const RT_G_T *restrict mat, int
     if (cs == 1) {
         typedef RT_G_FN(rt_vec) vec;
         const int64_t whole = k / RT_G_VL * RT_G_VL;
-        for (int64_t i = i0; i < i1; i++) {
+        int64_t i = i0;
+        if (vs == 1) {            /* VLEN rows at a time, their whole vectors' sums added as one tree */
+            for (; i + RT_G_VLEN <= i1; i += RT_G_VLEN) {
+                vec s[RT_G_VLEN];
+                _Pragma("GCC unroll 16")
+                for (int r = 0; r < RT_G_VLEN; r++) s[r] = RT_G_FN(rt_row_dot)(mat + (i + r) * rs, v, whole);
+                RT_G_FN(rt_vec_sums)(s);
+                _Pragma("GCC unroll 16")
+                for (int r = 0; r < RT_G_VLEN; r++) {
+                    const RT_G_T *restrict row = mat + (i + r) * rs;
+                    RT_G_T acc = s[0][r];
+                    for (int64_t p = whole; p < k; p++) acc += row[p] * v[p];
+                    y[(i + r) * ys] = acc;
+                }
+            }
+        }
+        for (; i < i1; i++) {
             const RT_G_T *restrict row = mat + i * rs;
             RT_G_T acc = 0;
             if (vs == 1) {        /* whole vectors in two accumulators added as a tree, then the rest in order */
-                vec s0 = {0}, s1 = {0};
-                int64_t p = 0;
-                for (; p + 2 * RT_G_VL <= whole; p += 2 * RT_G_VL) {
-                    s0 += *(const vec *)(row + p) * *(const vec *)(v + p);
-                    s1 += *(const vec *)(row + p + RT_G_VL) * *(const vec *)(v + p + RT_G_VL);
-                }
-                if (p < whole) s0 += *(const vec *)(row + p) * *(const vec *)(v + p);
-                acc = RT_G_FN(rt_vec_sum)(s0 + s1);
-                for (p = whole; p < k; p++) acc += row[p] * v[p];
+                acc = RT_G_FN(rt_vec_sum)(RT_G_FN(rt_row_dot)(row, v, whole));
+                for (int64_t p = whole; p < k; p++) acc += row[p] * v[p];
             } else {
                 _Pragma("omp simd reduction(+:acc)")
                 for (int64_t p = 0; p < k; p++) acc += row[p] * v[p * vs];
@@ -446,3 +512,14 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *
 #undef RT_G_NC
 #undef RT_G_INPLACE_B
 #undef RT_G_GEMV_CHUNK
+#undef RT_G_VLEN
+#undef RT_G_LIST2
+#undef RT_G_LIST4
+#undef RT_G_LIST8
+#undef RT_G_LIST16
+#undef RT_G_LIST
+#undef RT_G_GROUP
+#undef RT_G_A
+#undef RT_G_B
+#undef RT_G_MERGE
+#undef RT_G_LEVEL
