@@ -141,3 +141,39 @@ def _convolve(image):
 
 conv = rt.function(_convolve, input_signature=[_spec(None, None, None, CHANNELS)])
 conv_static = rt.function(_convolve, input_signature=[_spec(1, IMAGE, IMAGE, CHANNELS)])
+
+
+# a batch normalisation's statistics: reductions over the rows (columns kept), static and with None dims
+COLUMNS = (4096, 512)
+
+
+def _standardize_columns(x):
+    """Each column to mean 0 and variance 1 (the batch statistics of a batch normalisation)."""
+    mean = rt.reduce_mean(x, axis=0)
+    variance = rt.reduce_mean(rt.square(x - mean), axis=0)
+    return (x - mean) * rt.math.rsqrt(variance + 1e-5)
+
+
+standardize_columns_static = rt.function(_standardize_columns, input_signature=[_spec(*COLUMNS)])
+standardize_columns = rt.function(_standardize_columns, input_signature=[_spec(None, None)])
+
+# a linear regression trained by gradient descent inside one Function (a tutorial's basic training loop), whose
+# products are matrix-vector products; its targets a column, declared [None, 1] or [None, None]
+REGRESSION = (2048, 32)
+REGRESSION_STEPS = 50
+
+
+def _fit_regression(x, y):
+    """``REGRESSION_STEPS`` steps of gradient descent on the mean squared error of ``x @ w`` against ``y``."""
+    w = rt.zeros([rt.shape(x)[1], 1])
+    for _ in rt.range(REGRESSION_STEPS):
+        with rt.GradientTape() as tape:
+            tape.watch(w)
+            loss = rt.reduce_mean(rt.square(rt.matmul(x, w) - y))
+        w = w - 0.05 * tape.gradient(loss, w)
+    return w
+
+
+fit_regression_static = rt.function(_fit_regression, input_signature=[_spec(*REGRESSION), _spec(REGRESSION[0], 1)])
+fit_regression_column = rt.function(_fit_regression, input_signature=[_spec(None, None), _spec(None, 1)])
+fit_regression = rt.function(_fit_regression, input_signature=[_spec(None, None), _spec(None, None)])

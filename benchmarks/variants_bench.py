@@ -3,8 +3,10 @@
 - variants: each second-wave workload as ``benchmarks/ml.py`` / ``training.py`` declare it (static sizes) and as
   ``benchmarks/variants.py`` spells it: ``None`` for batch/time/length dims, trip counts and dims from
   ``rt.shape``, an RNN without a TensorArray; a softmax over a classifier's logits (rows of 10), softmax and
-  layer norm over rows of 100 (whole vectors and part of one), and a batched attention (GEMM-bound like the
-  dense layers: their target), static and ``None``. Targets: every spelling within 1.25x of the best spelling
+  layer norm over rows of 100 (whole vectors and part of one), a batched attention (GEMM-bound like the
+  dense layers: their target), columns standardized by their batch statistics (reductions over the rows), and a
+  linear regression trained in a tensor loop (matrix-vector products; its targets a column declared ``[None,
+  1]`` or ``[None, None]``), static and ``None``. Targets: every spelling within 1.25x of the best spelling
   of its workload, and the ``None`` spelling meets the static one's peer target (measured in the same row).
 - tensor while: a vectorised Mandelbrot (``MANDELBROT`` grid, ``variants.MANDELBROT_STEPS`` steps) in a tensor
   ``while``, built, vs numpy. Target: >= 5x numpy.
@@ -83,6 +85,12 @@ def spellings(bench: Bench) -> list[Row]:
         second_wave.layer_norm_peers(short, gain, bias), [("jax.jit", 1.0)], "None rows and columns",
         second_wave.LAYER_NORM))
 
+    columns = rng.standard_normal(variants.COLUMNS).astype(f32) * 2 + 1
+    rows.append(_spellings(bench, f"standardized columns {list(variants.COLUMNS)} (batch statistics)", {
+        "static": lambda: built.standardize_columns_static(columns),
+        "None rows and columns": lambda: built.standardize_columns(columns)},
+        _columns_peers(columns), [("jax.jit", 1.0)], "None rows and columns", second_wave.LAYER_NORM))
+
     q, k, v = second_wave.attention_inputs()
     rows.append(_spellings(bench, f"attention {[ml.HEADS, ml.TOKENS, ml.HEAD_DIM]}", {
         "static": lambda: static.attention(q, k, v), "None dims": lambda: built.attention(q, k, v)},
@@ -127,6 +135,14 @@ def spellings(bench: Bench) -> list[Row]:
         at_most=True))
     rows += [states, last]
 
+    rx = rng.standard_normal(variants.REGRESSION).astype(f32)
+    ry = (rx @ rng.standard_normal((variants.REGRESSION[1], 1)) + 0.1).astype(f32)
+    rows.append(_spellings(bench, f"linear regression, {variants.REGRESSION_STEPS} steps of gradient descent in a "
+                                  f"tensor loop, x {list(variants.REGRESSION)}", {
+        "static": lambda: built.fit_regression_static(rx, ry), "None dims, y [None, 1]":
+            lambda: built.fit_regression_column(rx, ry), "None dims": lambda: built.fit_regression(rx, ry)},
+        _regression_peers(rx, ry), [("jax.jit", 1.0)], "None dims", REGRESSION))
+
     bx, by = training_bench._batch()
     weights = [v.numpy().copy() for v in built.model.trainable_variables]
     rows.append(_spellings(bench, "training step", {
@@ -143,6 +159,70 @@ def spellings(bench: Bench) -> list[Row]:
     rows[-1].checks.append(_within(rows[-1], "None batch and size", "tf.function", 1.5))
     assert training.CHANNELS == variants.CHANNELS
     return rows
+
+
+# 50 steps from zero weights: float32 sums of 2048 products in other orders than the peers'
+REGRESSION = Tolerance(rtol=1e-4, atol=1e-5)
+
+
+def _columns_numpy(x):
+    mean = x.mean(axis=0)
+    return (x - mean) / np.sqrt(np.square(x - mean).mean(axis=0) + f32(1e-5))
+
+
+def _columns_peers(x) -> dict:
+    """numpy, jax.jit and tf.function versions of ``variants.standardize_columns``."""
+    def jax_version(jax):
+        jnp = jax.numpy
+
+        def standardize(x):
+            mean = jnp.mean(x, axis=0)
+            return (x - mean) * jax.lax.rsqrt(jnp.mean(jnp.square(x - mean), axis=0) + 1e-5)
+        fn, device = jax.jit(standardize), jax.device_put(x)
+        return lambda: fn(device).block_until_ready()
+
+    def tf_version(tf):
+        @tf.function
+        def standardize(x):
+            mean = tf.reduce_mean(x, axis=0)
+            return (x - mean) * tf.math.rsqrt(tf.reduce_mean(tf.square(x - mean), axis=0) + 1e-5)
+        tensor = tf.constant(x)
+        return lambda: standardize(tensor)
+    return {"numpy": lambda: _columns_numpy(x), "jax.jit": jax_version, "tf.function": tf_version}
+
+
+def _regression_numpy(x, y):
+    w = np.zeros((x.shape[1], 1), f32)
+    for _ in range(variants.REGRESSION_STEPS):
+        w = w - f32(0.05) * (x.T @ ((x @ w - y) * f32(2 / len(x))))
+    return w
+
+
+def _regression_peers(x, y) -> dict:
+    """numpy, jax.jit (``fori_loop`` over ``grad``) and tf.function versions of ``variants.fit_regression``."""
+    def jax_version(jax):
+        jnp = jax.numpy
+
+        def fit(x, y):
+            loss = jax.grad(lambda w: jnp.mean(jnp.square(x @ w - y)))
+            return jax.lax.fori_loop(0, variants.REGRESSION_STEPS, lambda i, w: w - 0.05 * loss(w),
+                                     jnp.zeros((x.shape[1], 1), jnp.float32))
+        fn, device = jax.jit(fit), [jax.device_put(a) for a in (x, y)]
+        return lambda: fn(*device).block_until_ready()
+
+    def tf_version(tf):
+        @tf.function
+        def fit(x, y):
+            w = tf.zeros([tf.shape(x)[1], 1])
+            for _ in tf.range(variants.REGRESSION_STEPS):
+                with tf.GradientTape() as tape:
+                    tape.watch(w)
+                    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+                w = w - 0.05 * tape.gradient(loss, w)
+            return w
+        tensors = [tf.constant(a) for a in (x, y)]
+        return lambda: fit(*tensors)
+    return {"numpy": lambda: _regression_numpy(x, y), "jax.jit": jax_version, "tf.function": tf_version}
 
 
 def _within(row: Row, label: str, peer: str, at_most: float) -> Check:
