@@ -222,7 +222,24 @@ def partial_value(tensor) -> tuple | None:
         parts = [partial_value(t) for t in op.inputs]
         if all(p is not None for p in parts):
             return tuple(d for p in parts for d in p)
+    if op.type == "SelectV2" and tensor.shape[0] is not None:
+        # a mean's gradient: where(reduced axes, 1, shape), its condition a constant
+        cond = constant_value(op.inputs[0])
+        n = tensor.shape[0]
+        if cond is not None and np.ndim(cond) <= 1 and np.size(cond) in (1, n):
+            picks = np.broadcast_to(np.asarray(cond, bool), (n,))
+            sides = [_elements(t, n) for t in op.inputs[1:]]
+            if all(side is not None for side in sides):
+                return tuple(sides[0][i] if pick else sides[1][i] for i, pick in enumerate(picks))
     return None
+
+
+def _elements(tensor, n: int) -> tuple | None:
+    """``partial_value`` of a vector of ``n`` elements, or of a scalar broadcast to ``n``."""
+    if tensor.shape.rank == 0 and tensor.dtype.is_integer:
+        return (_known_size(tensor),) * n
+    value = partial_value(tensor)
+    return value if value is not None and len(value) == n else None
 
 
 def specs_of(tensors) -> list[Spec]:

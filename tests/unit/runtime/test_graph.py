@@ -599,11 +599,13 @@ def test_shapes_built_from_partly_known_sizes_keep_the_known_dims():
         seen["broadcast"] = rt.broadcast_to(rt.ones([1]), [rt.shape(x)[0], 3]).shape.as_list()
         seen["concat"] = rt.zeros(rt.concat([rt.shape(x), [2]], 0)).shape.as_list()
         seen["cast"] = rt.zeros(rt.cast(rt.shape(x), rt.int64)).shape.as_list()
+        # a mean's gradient: its keepdims shape where(reduced axes, 1, shape)
+        seen["where"] = rt.reshape(x[:1], rt.where([True, False], 1, rt.shape(x))).shape.as_list()
         return rt.reshape(x, [-1, rt.shape(x)[0] * 5, 1]) + rt.zeros([1, rt.shape(x)[0] * 5, 1])
     x = np.arange(10, dtype=np.float32).reshape(2, 5)
     out = f(x).numpy()
     assert seen == {"zeros": [None, 1], "static dim": [5, None], "reshape": [None, None, 1],
-                    "broadcast": [None, 3], "concat": [None, 5, 2], "cast": [None, 5]}, seen
+                    "broadcast": [None, 3], "concat": [None, 5, 2], "cast": [None, 5], "where": [1, 5]}, seen
     np.testing.assert_array_equal(out, np.reshape(x, (-1, 10, 1)))
     with pytest.raises(ValueError, match="non-negative"):
         rt.function(lambda x: rt.zeros([rt.shape(x)[0], -2]), input_signature=[rt.TensorSpec([None])]
