@@ -298,27 +298,29 @@ static inline int RT_G_FN(rt_gemm_block_part)(const RT_G_T *a, int64_t lda, cons
 #define RT_G_HI8 4, 5, 6, 7
 #define RT_G_LO4 0, 1
 #define RT_G_HI4 2, 3
+/* out := the low half of `in` plus its high half (lanes LO and HI of `in`) */
+#define RT_G_HALVE(out, in, LO, HI) \
+    const __typeof__(__builtin_shufflevector(in, in, LO)) out = \
+        __builtin_shufflevector(in, in, LO) + __builtin_shufflevector(in, in, HI);
 static inline RT_G_T RT_G_FN(rt_vec_sum)(RT_G_FN(rt_vec) x) {
 #if RT_VEC_BYTES / RT_G_SIZE >= 16
-    const __typeof__(__builtin_shufflevector(x, x, RT_G_LO16)) x8 =
-        __builtin_shufflevector(x, x, RT_G_LO16) + __builtin_shufflevector(x, x, RT_G_HI16);
+    RT_G_HALVE(x8, x, RT_G_LO16, RT_G_HI16)
 #else
     const RT_G_FN(rt_vec) x8 = x;
 #endif
 #if RT_VEC_BYTES / RT_G_SIZE >= 8
-    const __typeof__(__builtin_shufflevector(x8, x8, RT_G_LO8)) x4 =
-        __builtin_shufflevector(x8, x8, RT_G_LO8) + __builtin_shufflevector(x8, x8, RT_G_HI8);
+    RT_G_HALVE(x4, x8, RT_G_LO8, RT_G_HI8)
 #else
     const __typeof__(x8) x4 = x8;
 #endif
 #if RT_VEC_BYTES / RT_G_SIZE >= 4
-    const __typeof__(__builtin_shufflevector(x4, x4, RT_G_LO4)) x2 =
-        __builtin_shufflevector(x4, x4, RT_G_LO4) + __builtin_shufflevector(x4, x4, RT_G_HI4);
+    RT_G_HALVE(x2, x4, RT_G_LO4, RT_G_HI4)
 #else
     const __typeof__(x4) x2 = x4;
 #endif
     return x2[0] + x2[1];
 }
+#undef RT_G_HALVE
 #undef RT_G_LO16
 #undef RT_G_HI16
 #undef RT_G_LO8

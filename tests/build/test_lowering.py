@@ -822,29 +822,35 @@ COLUMNS = [((1, 40000, 8), [0, 1]), ((3, 40000, 8), [1]), ((64, 2000, 4), [1]), 
            ((5, 7, 3), [0, 1]), ((6, 4, 600), [1]), ((2000, 2, 300), [0]), ((600, 1030, 1), [0])]
 
 
+def _columns_agree(programs, rng, shape, axis, spec, int_spec) -> None:
+    """Sums, means and extremes over ``axis`` of a ``shape`` input with a NaN: native == generic == eager, the same
+    bits on one and two threads; integer totals too."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    if x.size:
+        x.flat[x.size // 3] = np.nan
+    results = []
+    for threads in (1, 2):
+        rt.config.threading.set_intra_op_parallelism_threads(threads)
+        try:
+            check(programs.totals, (spec, axis, False), [rt.constant(x)], [axis, False], atol=2e-3)
+            keep = AXES.index(axis) % 2 == 1
+            check(programs.extremes, (spec, axis, keep), [rt.constant(x)], [axis, keep])
+            results.append(built(programs.totals, spec, axis, False)(rt.constant(x)))
+        finally:
+            rt.config.threading.set_intra_op_parallelism_threads(0)
+    for one, two in zip(*results):
+        np.testing.assert_array_equal(one.numpy(), two.numpy())
+    xi = rng.integers(-50, 50, shape).astype(np.int32)
+    check(programs.integer_totals, (int_spec, axis), [rt.constant(xi)], [axis])
+
+
 def test_column_reductions_accumulate_locally_the_same_on_any_number_of_threads(programs):
     """Reductions over leading or middle axes into a narrow kept run ([rows, 8], [3, rows, 8], [64, rows, 4]):
     a local accumulator per outer index, rows in chunks combined in order when few outer indices: one and two
     threads give the same bits; NaN propagates through max and min."""
     rng = np.random.default_rng(12)
     for shape, axis in COLUMNS:
-        spec = rt.TensorSpec(shape, rt.float32)
-        x = rng.standard_normal(shape).astype(np.float32)
-        x.flat[x.size // 3] = np.nan
-        results = []
-        for threads in (1, 2):
-            rt.config.threading.set_intra_op_parallelism_threads(threads)
-            try:
-                check(programs.totals, (spec, axis, False), [rt.constant(x)], [axis, False], atol=2e-3)
-                keep = AXES.index(axis) % 2 == 1
-                check(programs.extremes, (spec, axis, keep), [rt.constant(x)], [axis, keep])
-                results.append(built(programs.totals, spec, axis, False)(rt.constant(x)))
-            finally:
-                rt.config.threading.set_intra_op_parallelism_threads(0)
-        for one, two in zip(*results):
-            np.testing.assert_array_equal(one.numpy(), two.numpy())
-        xi = rng.integers(-50, 50, shape).astype(np.int32)
-        check(programs.integer_totals, (rt.TensorSpec(shape, rt.int32), axis), [rt.constant(xi)], [axis])
+        _columns_agree(programs, rng, shape, axis, rt.TensorSpec(shape, rt.float32), rt.TensorSpec(shape, rt.int32))
     lowered = str(lower_function(built(programs.totals, rt.TensorSpec(COLUMNS[0][0], rt.float32), [0, 1],
                                        False).graph, "columns").ir)
     assert "let cols" in lowered and "parallel" in lowered, lowered
@@ -863,23 +869,7 @@ def test_column_reductions_of_run_time_width_fold_rows_of_partials_the_same_on_a
     rng = np.random.default_rng(13)
     spec = rt.TensorSpec([None] * 3, rt.float32)
     for shape, axis in RUN_TIME_COLUMNS:
-        x = rng.standard_normal(shape).astype(np.float32)
-        if x.size:
-            x.flat[x.size // 3] = np.nan
-        results = []
-        for threads in (1, 2):
-            rt.config.threading.set_intra_op_parallelism_threads(threads)
-            try:
-                check(programs.totals, (spec, axis, False), [rt.constant(x)], [axis, False], atol=2e-3)
-                keep = AXES.index(axis) % 2 == 1
-                check(programs.extremes, (spec, axis, keep), [rt.constant(x)], [axis, keep])
-                results.append(built(programs.totals, spec, axis, False)(rt.constant(x)))
-            finally:
-                rt.config.threading.set_intra_op_parallelism_threads(0)
-        for one, two in zip(*results):
-            np.testing.assert_array_equal(one.numpy(), two.numpy())
-        xi = rng.integers(-50, 50, shape).astype(np.int32)
-        check(programs.integer_totals, (rt.TensorSpec([None] * 3, rt.int32), axis), [rt.constant(xi)], [axis])
+        _columns_agree(programs, rng, shape, axis, spec, rt.TensorSpec([None] * 3, rt.int32))
     lowered = str(lower_function(built(programs.totals, spec, [0], False).graph, "columns").ir)
     assert "<= 4096" in lowered and "parallel" in lowered, lowered
 
