@@ -290,44 +290,6 @@ static inline int RT_G_FN(rt_gemm_block_part)(const RT_G_T *a, int64_t lda, cons
 
 #define RT_G_GEMV_CHUNK 256                                 /* outputs a sum of scaled rows accumulates at once */
 
-/* The lanes of `x` added as a tree of vector halves: GCC ends an `omp simd` reduction with the lanes added one
- * after another (16 dependent adds at AVX-512), which took two thirds of a [2048, 32] @ [32, 1] product's time. */
-#define RT_G_LO16 0, 1, 2, 3, 4, 5, 6, 7
-#define RT_G_HI16 8, 9, 10, 11, 12, 13, 14, 15
-#define RT_G_LO8 0, 1, 2, 3
-#define RT_G_HI8 4, 5, 6, 7
-#define RT_G_LO4 0, 1
-#define RT_G_HI4 2, 3
-/* out := the low half of `in` plus its high half (lanes LO and HI of `in`) */
-#define RT_G_HALVE(out, in, LO, HI) \
-    const __typeof__(__builtin_shufflevector(in, in, LO)) out = \
-        __builtin_shufflevector(in, in, LO) + __builtin_shufflevector(in, in, HI);
-static inline RT_G_T RT_G_FN(rt_vec_sum)(RT_G_FN(rt_vec) x) {
-#if RT_VEC_BYTES / RT_G_SIZE >= 16
-    RT_G_HALVE(x8, x, RT_G_LO16, RT_G_HI16)
-#else
-    const RT_G_FN(rt_vec) x8 = x;
-#endif
-#if RT_VEC_BYTES / RT_G_SIZE >= 8
-    RT_G_HALVE(x4, x8, RT_G_LO8, RT_G_HI8)
-#else
-    const __typeof__(x8) x4 = x8;
-#endif
-#if RT_VEC_BYTES / RT_G_SIZE >= 4
-    RT_G_HALVE(x2, x4, RT_G_LO4, RT_G_HI4)
-#else
-    const __typeof__(x4) x2 = x4;
-#endif
-    return x2[0] + x2[1];
-}
-#undef RT_G_HALVE
-#undef RT_G_LO16
-#undef RT_G_HI16
-#undef RT_G_LO8
-#undef RT_G_HI8
-#undef RT_G_LO4
-#undef RT_G_HI4
-
 /* Lanes per vector, for the preprocessor, and shuffle index lists over them. */
 #define RT_G_VLEN (RT_VEC_BYTES / RT_G_SIZE)
 #define RT_G_LIST2(F, U) F(0, U), F(1, U)
@@ -354,6 +316,25 @@ static inline RT_G_T RT_G_FN(rt_vec_sum)(RT_G_FN(rt_vec) x) {
 #define RT_G_LEVEL(s, U) \
     _Pragma("GCC unroll 16") \
     for (int j = 0; j < (U) / 2; j++) s[j] = RT_G_MERGE(s[2 * j], s[2 * j + 1], U);
+
+/* The lanes of `x` added as a tree (lane t and t + VLEN / 2, then t and t + VLEN / 4 ...): rt_vec_sums' levels
+ * on x and zeros, so a row summed alone and one summed with others give the same bits. GCC ends an `omp simd`
+ * reduction with the lanes added one after another (16 dependent adds at AVX-512), which took two thirds of a
+ * [2048, 32] @ [32, 1] product's time. */
+static inline RT_G_T RT_G_FN(rt_vec_sum)(RT_G_FN(rt_vec) x) {
+    const RT_G_FN(rt_vec) zero = {0};
+#if RT_G_VLEN >= 16
+    x = RT_G_MERGE(x, zero, 16);
+#endif
+#if RT_G_VLEN >= 8
+    x = RT_G_MERGE(x, zero, 8);
+#endif
+#if RT_G_VLEN >= 4
+    x = RT_G_MERGE(x, zero, 4);
+#endif
+    x = RT_G_MERGE(x, zero, 2);
+    return x[0];
+}
 
 /* A row's whole vectors times v's: two accumulators (even and odd vectors), added. */
 static inline RT_G_FN(rt_vec) RT_G_FN(rt_row_dot)(const RT_G_T *restrict row, const RT_G_T *restrict v,

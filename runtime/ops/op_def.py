@@ -246,7 +246,7 @@ def specs_of(tensors) -> list[Spec]:
     out = []
     for t in tensors:
         const = constant_value(t)
-        partial = partial_value(t) if const is None and t.dtype.is_integer and t.shape.rank == 1 else None
+        partial = partial_value(t) if const is None else None
         out.append(Spec(t.dtype, t.shape, const, partial if partial is not None and any(
             d is not None for d in partial) else None))
     return out
