@@ -134,7 +134,7 @@ def machine_key() -> str:
         for part in (arch_flags(), COMPILE_ARGS, LINK_ARGS, compiler, sysconfig.get_config_var("EXT_SUFFIX"),
                      sys.version, __version__, np.__version__):
             digest.update(repr(part).encode("utf-8"))
-        sources = sorted(Path(KERNELS_DIR).glob("*.h")) + sorted(Path(__file__).parent.glob("codegen/*.py")) \
+        sources = sorted(Path(KERNELS_DIR).glob("rt_*.[ch]")) + sorted(Path(__file__).parent.glob("codegen/*.py")) \
             + [Path(TEMPLATES) / name for name in TEMPLATE_FILES] + [Path(__file__)]
         for path in sources:
             digest.update(path.name.encode("utf-8"))
@@ -264,7 +264,7 @@ def _build(key: str, graph: Graph, so: Path, manifest: Path) -> None:
     }
     rendered = types.SimpleNamespace(files=files, source=f"{name}.c", include_dirs=[KERNELS_DIR],
                                      extra_compile_args=list(COMPILE_ARGS), extra_link_args=list(LINK_ARGS),
-                                     libraries=[])
+                                     libraries=[], kernel_library=KERNELS_DIR)
     so.parent.mkdir(parents=True, exist_ok=True)
     build_dir = Path(tempfile.mkdtemp(prefix=".build-", dir=cache_dir()))
     try:

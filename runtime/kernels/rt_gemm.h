@@ -32,6 +32,15 @@
 
 typedef RT_G_T RT_G_FN(rt_vec) __attribute__((vector_size(RT_VEC_BYTES), aligned(sizeof(RT_G_T)), may_alias));
 
+/* The micro-kernels, the packing and one thread's block are the GEMM's bulk: 1.6 s of gcc -O3 per module. A
+ * module built with RT_KERNELS_EXTERN links them from the kernel library's archive (rt_kernels_lib.c, compiled once
+ * per compiler and flags: transpiler/build/kernel_library.py) and sees only rt_gemm_block's declaration; the
+ * library's own compile (RT_KERNELS_LIBRARY) defines it as a hidden global; everything else inlines them. */
+#if defined(RT_KERNELS_EXTERN) && !defined(RT_KERNELS_LIBRARY)
+RT_KERNELS_LIBRARY_FN(static inline) int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, const RT_G_T *b,
+                                                                int64_t ldb, int tb, RT_G_T *c, int64_t ldc, int64_t m,
+                                                                int64_t k, int64_t n);
+#else
 /* The micro-kernel for an MR x (NV vectors) tile: c[0:mr, 0:nr] = (or += when `accumulate`) a~ @ b~, where
  * a~(i, p) = a[i * rsa + p * csa] (i < MR, p < kc) and row p of b~ is the NV * VL values at b + p * rsb.
  * Rows mr.. and columns nr.. are computed but not stored (their operands must still be readable). MR and NV
@@ -158,8 +167,9 @@ typedef void (*RT_G_FN(rt_gemm_micro_fn))(int64_t, const RT_G_T *restrict, int64
                                           int64_t, RT_G_T *restrict, int64_t, int, int, int);
 
 /* One thread's block: C[0:m, 0:n] = op(A) @ op(B), pointers already offset to the block. -1: out of memory. */
-static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, const RT_G_T *b, int64_t ldb, int tb,
-                                         RT_G_T *c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
+RT_KERNELS_LIBRARY_FN(static inline) int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, const RT_G_T *b,
+                                                                int64_t ldb, int tb, RT_G_T *c, int64_t ldc, int64_t m,
+                                                                int64_t k, int64_t n) {
     if (m <= 0 || n <= 0) return 0;
     if (k <= 0) {
         for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) c[i * ldc + j] = 0;
@@ -242,6 +252,7 @@ static inline int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, c
     free(buf_b);
     return 0;
 }
+#endif
 
 /* How rt_gemm_blocked splits C over up to `threads` threads: a grid of tm x tn blocks. Returns tm * tn (1 for
  * products under RT_GEMM_PARALLEL_MIN multiply-adds, unless they are at least RT_GEMM_HOT_MIN and follow
@@ -369,10 +380,12 @@ static inline void RT_G_FN(rt_vec_sums)(RT_G_FN(rt_vec) *s) {
 /* y[i * ys] = sum over p of M(i, p) * v[p * vs] for i in [i0, i1), M(i, p) at mat[i * rs + p * cs]: a dot product
  * of each row when M's rows are contiguous (cs == 1), else a sum of M's columns scaled by v, RT_G_GEMV_CHUNK
  * outputs at a time in a local array. Either way vectorised over contiguous elements, each output summed in an
- * order that does not depend on [i0, i1). */
-static RT_FMA_KERNEL void RT_G_FN(rt_gemv_range)(const RT_G_T *restrict mat, int64_t rs, int64_t cs,
-                                                 const RT_G_T *restrict v, int64_t vs, RT_G_T *restrict y, int64_t ys,
-                                                 int64_t k, int64_t i0, int64_t i1) {
+ * order that does not depend on [i0, i1). rt_gemv_range_S runs it on sizes known at run time (the kernel
+ * library's copy: RT_KERNELS_EXTERN), rt_gemv_literal_S on literal sizes (small static products: GCC clones it
+ * per call's constants, which a regression's [2048, 32] @ [32, 1] steps ran 15% faster with). */
+static inline __attribute__((always_inline)) void RT_G_FN(rt_gemv_rows)(
+        const RT_G_T *restrict mat, int64_t rs, int64_t cs, const RT_G_T *restrict v, int64_t vs, RT_G_T *restrict y,
+        int64_t ys, int64_t k, int64_t i0, int64_t i1) {
     if (cs == 1) {
         typedef RT_G_FN(rt_vec) vec;
         const int64_t whole = k / RT_G_VL * RT_G_VL;
@@ -436,12 +449,34 @@ static RT_FMA_KERNEL void RT_G_FN(rt_gemv_range)(const RT_G_T *restrict mat, int
     }
 }
 
+#if defined(RT_KERNELS_EXTERN) && !defined(RT_KERNELS_LIBRARY)
+RT_KERNELS_LIBRARY_FN(static) RT_FMA_KERNEL void RT_G_FN(rt_gemv_range)(const RT_G_T *restrict mat, int64_t rs,
+                                                                        int64_t cs, const RT_G_T *restrict v,
+                                                                        int64_t vs, RT_G_T *restrict y, int64_t ys,
+                                                                        int64_t k, int64_t i0, int64_t i1);
+#else
+RT_KERNELS_LIBRARY_FN(static) RT_FMA_KERNEL void RT_G_FN(rt_gemv_range)(const RT_G_T *restrict mat, int64_t rs,
+                                                                        int64_t cs, const RT_G_T *restrict v,
+                                                                        int64_t vs, RT_G_T *restrict y, int64_t ys,
+                                                                        int64_t k, int64_t i0, int64_t i1) {
+    RT_G_FN(rt_gemv_rows)(mat, rs, cs, v, vs, y, ys, k, i0, i1);
+}
+#endif
+
+static RT_FMA_KERNEL void RT_G_FN(rt_gemv_literal)(const RT_G_T *restrict mat, int64_t rs, int64_t cs,
+                                                   const RT_G_T *restrict v, int64_t vs, RT_G_T *restrict y,
+                                                   int64_t ys, int64_t k, int64_t i0, int64_t i1) {
+    RT_G_FN(rt_gemv_rows)(mat, rs, cs, v, vs, y, ys, k, i0, i1);
+}
+
 /* Matrix-vector products, C = op(A) @ op(B) with n == 1 or m == 1: the blocked GEMM's tiles are a vector of
  * columns wide and its B panel is padded with zeros to that width, so one column cost a vector's work (a
  * gradient [2048, 32]^T @ [2048, 1] took 10x numpy's time). Outputs are split over threads in chunks when the
- * product is big; the bits do not depend on the split (rt_gemm_grid gives such products one part). */
-static void RT_G_FN(rt_gemv)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c, int64_t ldc,
-                             int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) {
+ * product is big; the bits do not depend on the split (rt_gemm_grid gives such products one part). `literal`: the
+ * sizes are literals at the call (rt_matvec_small_S), see rt_gemv_literal_S. */
+static inline __attribute__((always_inline)) void RT_G_FN(rt_gemv)(
+        const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c, int64_t ldc, int64_t m, int64_t k,
+        int64_t n, int ta, int tb, int threads, int literal) {
     const RT_G_T *mat, *v;
     int64_t rows, rs, cs, vs, ys;
     if (n == 1) {             /* C[:, 0] = op(A) @ op(B)[:, 0] */
@@ -460,7 +495,8 @@ static void RT_G_FN(rt_gemv)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int6
         }
         return;
     }
-    RT_G_FN(rt_gemv_range)(mat, rs, cs, v, vs, c, ys, k, 0, rows);
+    if (literal) RT_G_FN(rt_gemv_literal)(mat, rs, cs, v, vs, c, ys, k, 0, rows);
+    else RT_G_FN(rt_gemv_range)(mat, rs, cs, v, vs, c, ys, k, 0, rows);
 }
 
 /* C = op(A) @ op(B) with up to `threads` threads; C is [m, n] with rows ldc apart, not aliasing A or B.
@@ -469,7 +505,7 @@ static void RT_G_FN(rt_gemv)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int6
 static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *b, int64_t ldb, RT_G_T *c, int64_t ldc,
                                     int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) {
     if (m == 1 || n == 1) {
-        RT_G_FN(rt_gemv)(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, threads);
+        RT_G_FN(rt_gemv)(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, threads, 0);
         return 0;
     }
     int tn;

@@ -769,6 +769,14 @@ static inline void rt_transpose16_float32(const float *src, int64_t lds, float *
 #define RT_TRANSPOSE16_float32 1
 #endif
 
+/* The linkage of the kernel library's precompiled functions (rt_gemm.h): hidden globals in the library's archive
+ * and in the modules that link it (RT_KERNELS_EXTERN), else `linkage` (static, static inline) as any kernel. */
+#if defined(RT_KERNELS_EXTERN) || defined(RT_KERNELS_LIBRARY)
+#define RT_KERNELS_LIBRARY_FN(linkage) __attribute__((visibility("hidden")))
+#else
+#define RT_KERNELS_LIBRARY_FN(linkage) linkage
+#endif
+
 #define RT_G_T float
 #define RT_G_S float32
 #define RT_G_SIZE 4
@@ -990,7 +998,7 @@ RT_DEFINE_MATMUL_LOOP(double, double, float64)
 #define RT_DEFINE_MATVEC_SMALL_FLOAT(T, S) \
     static inline int rt_matvec_small_##S(const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc, \
                                           int64_t m, int64_t k, int64_t n, int ta, int tb) { \
-        rt_gemv_##S(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, 1); \
+        rt_gemv_##S(a, lda, b, ldb, c, ldc, m, k, n, ta, tb, 1, 1); \
         return 1; \
     }
 RT_DEFINE_MATVEC_SMALL_INT(int8_t, int8)

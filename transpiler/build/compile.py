@@ -14,6 +14,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from runtime.cachedir import cache_root
+from transpiler.build import kernel_library
+from transpiler.build.toolchain import compiler_command, compiler_of
+
 # Temporary files beside a destination are named ``.<final name>.<pid>.rt-tmp``.
 TMP_SUFFIX = ".rt-tmp"
 
@@ -40,25 +44,6 @@ def write_files(files: dict[str, str | bytes], directory: Path) -> None:
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")
-
-
-def compiler_command() -> tuple[list[str], list[str]]:
-    """``(compile-and-link command, its flags)`` for a CPython extension, as setuptools' ``build_ext`` makes it
-    from Python's own configuration (``sysconfig``) and the environment: ``LDSHARED`` (``gcc -shared ...``, or
-    ``$CC`` in its place) runs the compiler, with ``CFLAGS`` + ``CCSHARED`` and the environment's ``CFLAGS``,
-    ``CPPFLAGS`` and ``LDFLAGS``. Python's ``-g`` is turned off (``-g0``) unless ``RT_DEBUG`` is set: debug
-    information made a fifth of a small module's compile time."""
-    config = sysconfig.get_config_vars()
-    cc = os.environ.get("CC") or config.get("CC") or "cc"
-    ldshared = os.environ.get("LDSHARED") or config.get("LDSHARED") or f"{cc} -shared"
-    if os.environ.get("CC") and not os.environ.get("LDSHARED") and config.get("CC") \
-            and ldshared.startswith(config["CC"]):
-        ldshared = os.environ["CC"] + ldshared[len(config["CC"]):]     # as distutils' customize_compiler
-    flags = shlex.split(config.get("CFLAGS") or "") + shlex.split(config.get("CCSHARED") or "")
-    for name in ("CFLAGS", "CPPFLAGS", "LDFLAGS"):
-        flags += shlex.split(os.environ.get(name, ""))
-    flags.append("-g" if os.environ.get("RT_DEBUG") else "-g0")
-    return shlex.split(ldshared), flags
 
 
 def compile_extension(rendered, module_name: str, build_dir: Path) -> Path:
@@ -89,8 +74,16 @@ def compile_extension(rendered, module_name: str, build_dir: Path) -> Path:
     driver, flags = compiler_command()
     includes = [f"-I{d}" for d in include_dirs + [str(src), sysconfig.get_paths()["include"],
                                                     sysconfig.get_paths()["platinclude"]]]
-    command = (driver + flags + includes + list(getattr(rendered, "extra_compile_args", None) or [])
-               + [main.name, "-o", str(built)] + list(getattr(rendered, "extra_link_args", None) or [])
+    compile_args = list(getattr(rendered, "extra_compile_args", None) or [])
+    archives = []
+    kernels = getattr(rendered, "kernel_library", None)
+    if kernels:             # the kernels compiled once (kernel_library.py), linked instead of compiled again
+        archive = kernel_library.archive_for(compiler_of(driver), flags + compile_args, kernels, cache_root())
+        if archive is not None:
+            compile_args.append(kernel_library.EXTERN_FLAG)
+            archives.append(str(archive))
+    command = (driver + flags + includes + compile_args + [main.name] + archives + ["-o", str(built)]
+               + list(getattr(rendered, "extra_link_args", None) or [])
                + [f"-l{name}" for name in (getattr(rendered, "libraries", None) or [])])
     print(shlex.join(command), flush=True)
     # in the source directory: an assembler .incbin names a file beside the source

@@ -29,7 +29,7 @@ from runtime.optimizer import optimize
 from runtime.shapes import TensorSpec
 from transpiler import conversion
 from transpiler.codegen.c import render_function
-from transpiler.codegen.flags import arch_flags
+from transpiler.codegen.flags import compile_args
 from transpiler.codegen.render import render
 from transpiler.codegen.targets import PATH_DEPTH, build_targets, variable_paths
 from transpiler.lowering import Report, lower_function
@@ -44,9 +44,7 @@ KERNELS_DIR = os.path.join(os.path.dirname(os.path.abspath(version.__file__)), "
 # -ffp-contract=off: a fused chain rounds each multiply and add as numpy's separate ops do (GCC contracted
 # x * y + z into one FMA, so built code disagreed with eager code in the last bit, and a Mandelbrot loop's
 # escape counts with it); the matmul and convolution kernels keep their FMAs (RT_FMA_KERNEL in rt_kernels.h).
-COMPILE_ARGS = ["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fno-strict-aliasing",
-                "-fwrapv", "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label",
-                "-Wno-unused-but-set-variable"] + arch_flags()
+COMPILE_ARGS = compile_args()
 LINK_ARGS = ["-fopenmp", "-lm"]
 
 
@@ -60,6 +58,7 @@ class RenderedModule:
     extra_compile_args: list = field(default_factory=list)
     extra_link_args: list = field(default_factory=list)
     libraries: list = field(default_factory=list)
+    kernel_library: str | None = None   # the kernel headers' directory: link its archive (build/kernel_library.py)
     report: list = field(default_factory=list)
     failures: list = field(default_factory=list)   # Failure: signatures without native code, and why
     notes: list = field(default_factory=list)      # rt.functions with nothing to compile, and why
@@ -232,8 +231,8 @@ def render_module(module, source_path: str, module_name: str, passes=None, ledge
         files[f"{short}.loops.txt"] = "\n".join(debug_loops)
     return RenderedModule(name=module_name, files=files, source=f"{short}.c",
                           include_dirs=[KERNELS_DIR], extra_compile_args=list(COMPILE_ARGS),
-                          extra_link_args=list(LINK_ARGS), report=report, failures=failures, notes=notes,
-                          callbacks=callbacks, titles=titles)
+                          extra_link_args=list(LINK_ARGS), kernel_library=KERNELS_DIR, report=report,
+                          failures=failures, notes=notes, callbacks=callbacks, titles=titles)
 
 
 class _SharingPickler(pickle.Pickler):

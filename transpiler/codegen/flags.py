@@ -42,3 +42,19 @@ def arch_flags() -> list[str]:
         if needed <= flags:
             return [f"-march={level}"]
     return []
+
+
+def compile_args(arch: list[str] | None = None) -> list[str]:
+    """The C compiler's options for generated code (and the kernel library's archive): optimisation, OpenMP,
+    IEEE floats without errno, wrapping integers, and ``arch`` (default: ``arch_flags()``)."""
+    return (["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fno-strict-aliasing",
+             "-fwrapv", "-Wno-unused-function", "-Wno-unused-variable", "-Wno-unused-label",
+             "-Wno-unused-but-set-variable"] + (arch_flags() if arch is None else arch))
+
+
+def supported_levels() -> list[list[str]]:
+    """``-march`` options of every x86-64 level this machine runs, highest first (none elsewhere)."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return []
+    flags = cpu_flags()
+    return [[f"-march={level}"] for level, needed in LEVELS if needed <= flags]
