@@ -80,20 +80,12 @@ def _unit_candidate(outer: For) -> str | None:
 
 
 def _unit_version(outer: For, extent: str) -> For:
-    """``outer`` with ``extent`` 1: one vectorised loop when it was a loop around one vectorised loop of that
-    extent from 0 (the inner index 0), else the same loops, which the C compiler folds."""
-    one = {extent: Poly.of(1)}
-    inner = outer.body[0] if len(outer.body) == 1 and isinstance(outer.body[0], For) else None
-    if inner is not None and inner.simd and not inner.reductions and inner.parallel is None and inner.start == 0 \
-            and inner.stop == Poly.sym(extent) and not any(isinstance(x, For) for x in walk_stmts(inner.body)):
-        body = substitute(deepcopy(inner.body), {inner.var: Poly.of(0), **one})
-        flat = For(outer.var, outer.start, outer.stop, body, parallel=deepcopy(outer.parallel), simd=True)
-    else:
-        flat = deepcopy(outer)
-    flat = substitute([flat], one)[0]
+    """``outer`` with ``extent`` 1, what that makes known folded: a loop around one vectorised loop of that extent
+    becomes one vectorised loop (the inner index 0); other nests keep the loops left, which the C compiler folds."""
+    flat = substitute([deepcopy(outer)], {extent: Poly.of(1)})[0]
     _fold_unit_reductions(flat.body)        # before _fold_known_loops makes their one iteration straight-line code
     _fold_known_loops(flat.body)
-    if not flat.simd and not flat.reductions and not any(isinstance(x, For) for x in walk_stmts(flat.body)):
+    if not any(isinstance(x, For) for x in walk_stmts(flat.body)):
         flat.simd = True        # its iterations are independent (it may run in parallel); nothing inside loops
     return flat
 
