@@ -838,7 +838,9 @@ class For(Stmt):
     ``parallel``: None (serial), or a condition under which the loop runs on ``ctx->num_threads`` threads
     (``ALWAYS``: always; the renderer emits a parallel and a serial copy: a parallel region costs
     microseconds even when its ``if`` clause is false). ``simd`` marks a loop to vectorise; ``reductions``
-    lists ``(operator, variable)`` pairs for its reduction clause.
+    lists ``(operator, variable)`` pairs for its reduction clause. ``at_most``: for a run-time trip count, a
+    bound the code around it guarantees, with the count a multiple of ``multiple_of`` (a short row's whole
+    vectors: ``lanes.peel_tails``).
     """
     var: Name
     start: Poly
@@ -847,6 +849,8 @@ class For(Stmt):
     parallel: Expr | None = None
     simd: bool = False
     reductions: list[tuple[Operator, Name]] = field(default_factory=list)
+    at_most: int | None = None
+    multiple_of: int = 1
     REDUCTIONS = ("+", "*", "max", "min", "|", "&")
 
     def blocks(self):
@@ -1100,6 +1104,8 @@ def _format_block(stmts: list, depth: int, lines: list) -> None:
                 notes.append("simd")
             if s.reductions:
                 notes.append("reduce(" + ", ".join(f"{op}:{v}" for op, v in s.reductions) + ")")
+            if s.at_most is not None:
+                notes.append(f"at most {s.at_most}, a multiple of {s.multiple_of}")
             start = "" if s.start == 0 else f"{s.start}.."
             lines.append(f"{pad}for {s.var} in {start}{s.stop}" + (f"  [{', '.join(notes)}]" if notes else "") + ":")
             _format_block(s.body, depth + 1, lines)
@@ -1124,7 +1130,8 @@ def format_stmt(s: Stmt) -> str:
     """One line for ``s`` (a compound statement's head)."""
     if isinstance(s, For):
         lines: list = []
-        _format_block([For(s.var, s.start, s.stop, [], s.parallel, s.simd, s.reductions)], 0, lines)
+        _format_block([For(s.var, s.start, s.stop, [], s.parallel, s.simd, s.reductions, s.at_most, s.multiple_of)],
+                      0, lines)
         return lines[0]
     if isinstance(s, Loop):
         return "loop"

@@ -8,6 +8,7 @@ import pytest
 import runtime as rt
 from tests.unit.lowering.test_printed_ir import _expect, _listing
 from transpiler.lowering.ir import Assign, Declare, For, Function, Helper, Lit, Load, Poly, Var, walk_stmts
+from transpiler.lowering.kernels import PAD_MAX
 from transpiler.lowering.lanes import LANES, MAX_BLOCKS, peel_tails, sum_lanes
 from transpiler.lowering.verify import verify
 
@@ -73,10 +74,14 @@ def test_short_rows_of_unknown_length_run_whole_vectors_then_a_masked_one_when_t
     start = text.index("if n1 <= 128LL:")
     short = text[start:text.index("\n    else:\n", start)]
     assert short.count("& -16LL") == 2 * short.count("let whole") == 2 * 5     # the max, exps, sum, two stores
-    # + the sum's tail (terms, lanes) and each store's (values, then the live lanes stored)
-    assert short.count("for l") == short.count("if whole") + 3
+    # the sum's whole vectors: one block under its own `if` for each vector a row of at most 128 can have, then
+    # its last vector, all into one lane array added as a tree (no reduction clause: its in-order end)
+    assert all(f"if {LANES * k} < whole" in short for k in range(PAD_MAX // LANES))
+    assert short.count("rt_tree_sum16_float") == 1 and "reduce(+:" not in short
+    # + the max's, exponentials' and sum's tails (terms, lanes) and each store's (values, then the live lanes
+    # stored)
+    assert short.count("for l") == short.count("if whole") + 3 + PAD_MAX // LANES
     assert short.count("= vals") == 2
-    assert "rt_tree_sum16_float" in short
 
 
 def _loop(body, stop=40, start=0, reductions=(("+", "s"),), parallel=None, simd=True) -> Function:
@@ -108,6 +113,30 @@ def test_a_sum_of_40_is_two_blocks_and_a_rest_of_8_added_as_a_tree():
     (tree,) = [s for s in walk_stmts(fn.body) if isinstance(s, Assign) and isinstance(s.value.b, Helper)]
     assert tree.name == "s"
     assert not [s for s in walk_stmts(fn.body) if isinstance(s, For) and s.reductions]
+
+
+def test_a_run_time_count_of_whole_vectors_bounded_by_the_code_around_is_blocks_under_ifs_then_its_last_vector():
+    from transpiler.lowering.ir import Compare, If, Select
+    fn = _loop([_add(X)], stop=0)
+    main = fn.body[-1]
+    main.stop, main.at_most, main.multiple_of = Poly.sym("w"), 3 * LANES, LANES
+    mask = Compare("<", Poly.sym("l") + Poly.sym("w"), Poly.sym("n"))
+    last = For("l", Poly.of(0), Poly.of(LANES), [_add(Select(mask, Load("x", Poly.sym("l") + Poly.sym("w"), "float"),
+                                                           Lit(0, "float"), "float"))],
+               simd=True, reductions=[("+", "s")])
+    fn.body.append(If(Compare("<", Poly.sym("w"), Poly.sym("n")), [last]))
+    fn.body[1:1] = [Declare("n", "int64_t", Lit(100, "int64_t")), Declare("w", "int64_t", Lit(96, "int64_t"))]
+    assert sum_lanes(fn)
+    verify(fn)
+    text = str(fn)
+    # zeroed lanes (no block may run), one block per vector the bound allows, the last vector into the same lanes
+    assert text.count("= {0}") == 1 and text.count("rt_tree_sum16_float") == 1
+    assert all(f"if {LANES * k} < w:" in text for k in range(3)) and f"if {LANES * 3} < w" not in text
+    assert "if w < n:" in text and not [s for s in walk_stmts(fn.body) if isinstance(s, For) and s.reductions]
+    # without the bound, the loop keeps its reduction clause
+    fn = _loop([_add(X)], stop=0)
+    fn.body[-1].stop = Poly.sym("w")
+    assert not sum_lanes(fn)
 
 
 @pytest.mark.parametrize("case", ["read in the body", "parallel", "an int sum", "a max", "shorter than a vector",
