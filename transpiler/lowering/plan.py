@@ -13,7 +13,7 @@ Every op is one of:
   whose inputs are stored.
 
 A lazy tensor is stored when it is an output of the graph, is read by an opaque op (but the value a
-variable is assigned, ``LAZY_VALUE``) or a reshape, is
+variable is assigned or a gradient summed: ``LAZY_VALUE``) or a reshape, is
 a one-element value (kept in a register), or when computing it again at each read would cost too
 much: several readers of an expensive expression, or one reader that broadcasts it.
 
@@ -33,8 +33,9 @@ from transpiler.lowering.kernels import indexed
 
 QUERIES = ("Shape", "Size", "Rank")
 # Opaque ops that compute their first input's elements in their own loop (its producers fused in): a variable's
-# update ``w -= lr * m / (sqrt(v) + eps)`` is one loop.
-LAZY_VALUE = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
+# update ``w -= lr * m / (sqrt(v) + eps)`` is one loop; a gradient summed to its operand's shape (each element
+# read once) sums the product that made it, not a copy of it stored first.
+LAZY_VALUE = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "SumToShape")
 VIEWS = ("transpose", "expand_dims", "squeeze", "strided_slice", "unpack", "gather")
 
 
@@ -97,6 +98,12 @@ class Plan:
 def plan_graph(cx, graph, ops: list, fuse: bool = True) -> Plan:
     """Decide storage and order for the needed ``ops`` of ``graph`` (dims already in ``cx.dims``)."""
     kind = {id(op): classify(op) for op in ops}
+    for op in ops:
+        # a gradient summed to its own dims (a run-time shape the dims tell is its own: nothing was broadcast)
+        # is that gradient, as an Identity is
+        if op.type == "SumToShape" and fuse and id(op.inputs[0]) in cx.dims and \
+                cx.dims.get(id(op.outputs[0])) == cx.dims[id(op.inputs[0])]:
+            kind[id(op)] = "alias"
     users: dict[int, list] = {}
     for op in ops:
         for pos, t in enumerate(op.inputs):

@@ -435,3 +435,47 @@ def test_many_hoisted_row_indices_get_distinct_names():
     verify(lowered.ir)
     names = [s.name for s in walk_stmts(lowered.ir.body) if isinstance(s, Declare) and "_row" in s.name]
     assert len(set(names)) > 26 and all(n[-1].isalpha() for n in names)      # (each loop version declares them)
+
+
+def _fit_regression(x, y):
+    w = rt.zeros([rt.shape(x)[1], 1])
+    for _ in rt.range(5):
+        with rt.GradientTape() as tape:
+            tape.watch(w)
+            loss = rt.reduce_mean(rt.square(rt.matmul(x, w) - y))
+        w = w - 0.05 * tape.gradient(loss, w)
+    return w
+
+
+def test_a_shape_built_from_dims_keeps_their_symbols_so_a_loop_variable_over_it_keeps_its_dims():
+    """``rt.zeros([rt.shape(x)[1], 1])`` is ``[m, 1]`` for an ``x`` of ``[n, m]`` (``shapes.known_element``): the
+    weights of a regression keep x's columns' symbol through the loop, so the update ``w - lr * grad`` is one
+    plain loop, not a broadcast computed and checked every step."""
+    ir = _lower(_fit_regression, rt.TensorSpec([None, None], F), rt.TensorSpec([None, 1], F)).ir
+    text = str(ir)
+    main = text[text.index("function rt_fn_test("):]            # not its fallback (without x's rows == y's)
+    body = main[main.index("  loop:"):]
+    assert "incompatible shapes for broadcasting" not in body, body
+    assert "out[0] = tensor(lv" in main and ", [n2, 1], dtype" in main
+    assert "Fill: dimension" not in text            # a dim is never negative; the 1 is the static dim
+
+
+def test_a_gradient_summed_to_its_own_dims_is_that_gradient_and_one_summed_reads_its_product_lazily():
+    """The regression's ``SumToShape`` of ``2 * (x @ w - y) / n`` to y's shape: over ``y [None, 1]`` the dims
+    say nothing was broadcast (no loop of its own); over ``y [None, None]`` it sums the product in its own loop
+    (a one-column version for a y of one column) instead of storing the product first."""
+    column = str(_lower(_fit_regression, rt.TensorSpec([None, None], F), rt.TensorSpec([None, 1], F)).ir)
+    main = column[column.index("function rt_fn_test("):]
+    body = main[main.index("  loop:"):]
+    assert "# SumToShape" not in body                  # an alias: no code of its own
+    product = body[body.index("# mul_1 = Mul"):].split("\n")[1].split(" = alloc")[0].strip()
+    assert f"checked call rt_gemm_ld_float32(ctx, x3, n2, {product}, 1," in body, body
+    anything = str(_lower(_fit_regression, rt.TensorSpec([None, None], F), rt.TensorSpec([None, None], F)).ir)
+    main = anything[anything.index("function rt_fn_test("):]
+    assert "# mul_1 = Mul" not in main[main.index("  loop:"):]          # computed inside the sum's loop
+    graph = optimize(rt.function(_fit_regression).get_concrete_function(
+        rt.TensorSpec([None, None], F), rt.TensorSpec([None, None], F)).graph)
+    x = np.random.default_rng(0).random((64, 8), dtype=np.float32)
+    y = x @ np.arange(8, dtype=np.float32)[:, None] / 8
+    np.testing.assert_allclose(run_graph(graph, [x, y])[0], _fit_regression(rt.constant(x), rt.constant(y)).numpy(),
+                               rtol=1e-6)
