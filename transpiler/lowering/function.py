@@ -245,7 +245,7 @@ class Lowering(Context):
         for position, t in enumerate(op.outputs):
             if isinstance(base, Scalar):
                 self.values[id(t)] = Scalar(base.expr, base.dtype, self.dims[id(t)])
-            elif op.opdef.view is None:                 # Identity
+            elif op.opdef.view is None:                 # Identity, a SumToShape to its own dims
                 self.values[id(t)] = base
             elif op.opdef.view == "reshape":
                 if not base.contiguous:           # a reshape of a strided view: copy it first

@@ -26,7 +26,7 @@ own ``if`` for each block the bound allows: the same additions in the same order
 
 Measured on softmax and layer norm over about 1M floats, rows of 16 to 128 (x86-64-v4): 0.51-0.85x the time
 before, layer norm 0.58-0.77x; at x86-64-v3 0.57-1.0x; rows of 200 and more unchanged. Rows of run-time length
-(Sapphire Rapids, one thread): layer norm over rows of 20 to 128 0.68-0.84x the time before, rows of 100
+(an Intel Xeon of family 6 model 167, one thread): layer norm over rows of 20 to 128 0.68-0.84x the time before, rows of 100
 1.32x -> 1.08x the static spelling (x86-64-v3: 1.15x -> 1.09x).
 """
 from __future__ import annotations
@@ -309,8 +309,9 @@ def _updated_once(body: list, sums) -> bool:
 
 
 def _blocks(loop: For, sums: dict, lanes: dict, names: Namer, init: bool = False) -> list:
-    """``loop`` (a static number of iterations) as whole blocks of ``LANES`` iterations, then the rest, adding
-    to ``lanes`` (``init``: the first block stores to them)."""
+    """``loop`` (a static number of iterations, or a run-time number of whole blocks ``loop.at_most`` bounds)
+    as whole blocks of ``LANES`` iterations, then the rest, adding to ``lanes`` (``init``: the first block of a
+    static loop stores to them)."""
     out = []
     trip = (loop.stop - loop.start).const
 
