@@ -28,7 +28,19 @@
 #define RT_G_KC 256                                        /* a B sliver (KC x NR) stays in L1 */
 #define RT_G_MC (RT_GEMM_MR * 12)                          /* an A block (MC x KC) stays in L2 */
 #define RT_G_NC 2048                                       /* a B panel (KC x NC) stays in L3 */
-#define RT_G_INPLACE_B 2048                                /* B rows at most this many bytes apart are not packed */
+/* B rows at most this many bytes apart are not packed. At AVX2 (Zen 3) packing them cost less than reading them
+ * in place on every shape measured ([256, 784] @ [784, 128] 577 against 594 us on one thread, [512]^2 3.04
+ * against 3.50 ms): a 16-float sliver of rows 512 bytes apart falls on 8 of L1's 64 sets and is read from L2. */
+#ifndef RT_G_INPLACE_B
+#if RT_VEC_BYTES >= 64
+#define RT_G_INPLACE_B 2048
+#else
+#define RT_G_INPLACE_B 0
+#endif
+#endif
+/* B's rows start on vector boundaries: read in place, its vector loads never cross a cache line (numpy's big
+ * arrays start 16 bytes past one: read in place, a [784, 128] layer's weights cost the product 11% at AVX2). */
+#define RT_G_ALIGNED_B(b, ldb) ((uintptr_t)(b) % RT_VEC_BYTES == 0 && (ldb) * (int64_t)sizeof(RT_G_T) % RT_VEC_BYTES == 0)
 
 typedef RT_G_T RT_G_FN(rt_vec) __attribute__((vector_size(RT_VEC_BYTES), aligned(sizeof(RT_G_T)), may_alias));
 
@@ -190,7 +202,7 @@ RT_KERNELS_LIBRARY_FN(static inline) int RT_G_FN(rt_gemm_block)(const RT_G_T *a,
                 const int nr = (int)(n - j < nr_t ? n - j : nr_t);
                 const RT_G_T *bp = b + p0 * ldb + j;
                 int64_t rsb = ldb;
-                if (tb || nr < nr_t) {
+                if (tb || nr < nr_t || !RT_G_ALIGNED_B(b, ldb)) {
                     RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, j, nr, nr_t, edge_b);
                     bp = edge_b;
                     rsb = nr_t;
@@ -211,11 +223,11 @@ RT_KERNELS_LIBRARY_FN(static inline) int RT_G_FN(rt_gemm_block)(const RT_G_T *a,
     /* B's packing buffer per call (malloc keeps freed blocks of this size at hand: no page faults after the
      * first). A is read where it is: rows rsa apart, columns csa apart, so its slivers need no packing (on
      * [256, 784] @ [784, 128] packing A's rows into slivers cost an eighth of the time); only a last ragged
-     * sliver of rows is packed, zero-padded, because the micro-kernel reads MR rows. B's rows are read where
-     * they are too when they are at most RT_G_INPLACE_B bytes apart (a layer's [784, 128] weights: packing
-     * them took 8 of the 108 us of a 2-thread product, the same copy on each thread); rows further apart fall
-     * on few cache sets (a 4 KiB stride: one set), so wider B is packed. */
-    const int inplace_b = !tb && ldb * (int64_t)sizeof(RT_G_T) <= RT_G_INPLACE_B;
+     * sliver of rows is packed, zero-padded, because the micro-kernel reads MR rows. At AVX-512, B's rows are
+     * read where they are too when they start on vector boundaries at most RT_G_INPLACE_B bytes apart (a layer's
+     * [784, 128] weights: packing them took 8 of the 108 us of a 2-thread product, the same copy on each
+     * thread); rows further apart fall on few cache sets (a 4 KiB stride: one set), so wider B is packed. */
+    const int inplace_b = !tb && ldb * (int64_t)sizeof(RT_G_T) <= RT_G_INPLACE_B && RT_G_ALIGNED_B(b, ldb);
     const int64_t nc_max = inplace_b ? nr_t : n < RT_G_NC ? (n + nr_t - 1) / nr_t * nr_t : RT_G_NC;
     const int64_t kc_max = k < RT_G_KC ? k : RT_G_KC;
     void *buf_b = NULL;
@@ -264,9 +276,16 @@ static inline int RT_G_FN(rt_gemm_grid)(int64_t m, int64_t k, int64_t n, int thr
         for (int t = threads; t > 1;) {
             int f = 2;
             while (t % f) f++;
-            /* splitting m packs B once more per part, splitting n packs A: repack the smaller operand */
+            /* Split the side whose parts get the fewest micro-tiles at most: [256, 784] @ [784, 128] split by rows
+             * gave one thread 22 tiles of 6 rows and the other 21 (its first thread waited 4% of the time), by
+             * columns 4 slivers each. On a tie, splitting m packs B once more per part, splitting n reads A
+             * once more: repeat the smaller operand. */
             const int can_m = m / (tm * f) >= RT_GEMM_MR, can_n = n / (tn * f) >= RT_G_NR_MAX;
-            if (can_m && (!can_n || n <= m)) tm *= f;
+            const int64_t mr_t = n <= RT_G_VL ? 2 * RT_GEMM_MR : RT_GEMM_MR;
+            const int64_t tiles_m = (m + mr_t - 1) / mr_t, tiles_n = (n + RT_G_NR_MAX - 1) / RT_G_NR_MAX;
+            const int64_t part_m = (tiles_m + tm * f - 1) / (tm * f) * ((tiles_n + tn - 1) / tn);
+            const int64_t part_n = (tiles_m + tm - 1) / tm * ((tiles_n + tn * f - 1) / (tn * f));
+            if (can_m && (!can_n || part_m < part_n || (part_m == part_n && n <= m))) tm *= f;
             else if (can_n) tn *= f;
             else break;
             t /= f;
@@ -283,7 +302,10 @@ static inline int RT_G_FN(rt_gemm_block_part)(const RT_G_T *a, int64_t lda, cons
                                               int64_t ldc, int64_t m, int64_t k, int64_t n, int ta, int tb, int parts,
                                               int tn, int part, int64_t *i0, int64_t *i1, int64_t *j0, int64_t *j1) {
     const int tm = parts / tn;
-    const int64_t ms = (m / tm + RT_G_MR_MAX - 1) / RT_G_MR_MAX * RT_G_MR_MAX;
+    /* rows split on the micro-kernel's own tiles: on 12-row multiples, [256, 784] @ [784, 128] gave one thread 22
+     * tiles of 6 rows and the other 21 (a ragged one among them), and the first thread's wait cost 4% */
+    const int64_t mr_t = n <= RT_G_VL ? 2 * RT_GEMM_MR : RT_GEMM_MR;
+    const int64_t ms = (m / tm + mr_t - 1) / mr_t * mr_t;
     const int64_t ns = (n / tn + RT_G_NR_MAX - 1) / RT_G_NR_MAX * RT_G_NR_MAX;
     const int bi = part / tn, bj = part % tn;
     *i0 = bi * ms;
@@ -559,6 +581,7 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *
 #undef RT_G_MC
 #undef RT_G_NC
 #undef RT_G_INPLACE_B
+#undef RT_G_ALIGNED_B
 #undef RT_G_GEMV_CHUNK
 #undef RT_G_VLEN
 #undef RT_G_LIST2

@@ -7,11 +7,14 @@
 #include <stdio.h>
 
 static int fails = 0;
+static int b_shift = 0;       /* B starts this many elements past a 64-byte boundary (in place or packed) */
+
+static void *alloc_line(size_t bytes) { return aligned_alloc(64, (bytes + 64 + 63) / 64 * 64); }
 
 #define CHECK_T(T, S, TOL) \
     static void check_##S(int64_t m, int64_t k, int64_t n, int ta, int tb, int threads) { \
-        T *a = malloc(sizeof(T) * (size_t)(m * k + 1)), *b = malloc(sizeof(T) * (size_t)(k * n + 1)); \
-        T *c = malloc(sizeof(T) * (size_t)(m * n + 1)); \
+        T *a = malloc(sizeof(T) * (size_t)(m * k + 1)), *b_line = alloc_line(sizeof(T) * (size_t)(k * n + 1)); \
+        T *b = b_line + b_shift, *c = malloc(sizeof(T) * (size_t)(m * n + 1)); \
         for (int64_t i = 0; i < m * k; i++) a[i] = (T)((i * 7 + 3) % 13 - 6); \
         for (int64_t i = 0; i < k * n; i++) b[i] = (T)((i * 5 + 1) % 11 - 5); \
         rt_ctx ctx; \
@@ -30,7 +33,7 @@ static int fails = 0;
         if (worst > TOL && fails++ < 10) \
             printf(#S " %lldx%lldx%lld ta%d tb%d threads %d: error %g\n", (long long)m, (long long)k, (long long)n, \
                    ta, tb, threads, worst); \
-        free(a); free(b); free(c); \
+        free(a); free(b_line); free(c); \
     }
 
 CHECK_T(float, float32, 0)
@@ -156,6 +159,13 @@ int main(void) {
     check_float32(70, 600, 520, 0, 0, 2);       /* packed: rows too far apart */
     check_float64(90, 300, 250, 0, 0, 2);       /* in place, a ragged last sliver packed */
     check_float32(4096, 5, 3, 0, 1, 2);
+    for (b_shift = 1; b_shift <= 4; b_shift += 3) {     /* B's rows off vector boundaries: packed */
+        check_float32(256, 784, 128, 0, 0, 2);
+        check_float32(70, 600, 512, 0, 0, 1);
+        check_float64(90, 300, 250, 0, 0, 2);
+        check_float32(33, 100, 40, 0, 0, 1);             /* the small path's slivers */
+    }
+    b_shift = 0;
     for (int t = 0; t < 4; t++) check_strided(t & 1, t >> 1);
     const int64_t small[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 15, 16, 17, 20, 24, 31, 33, 40, 65};
     const int small_count = sizeof small / sizeof small[0];
