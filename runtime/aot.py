@@ -16,7 +16,7 @@ be generated runs its stored graph on the generic executor
 
 The signature ledger: each run-time trace of a built module's Function, and at exit
 the shapes its shape-generic native code ran, are appended to the module's ledger
-(``runtime.cachedir.ledger_path``), which ``python -m transpiler build --from-ledger``
+(``transpiler.cachedir.ledger_path``), which ``python -m transpiler build --from-ledger``
 compiles; writing it never fails a call.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ import zlib
 
 from runtime import autograph, context, tf_compat
 from runtime._native import NativeFunction
-from runtime.cachedir import append_ledger, build_record, ledger_path
+from transpiler.cachedir import append_ledger, build_record, ledger_path
 from runtime.dtypes import as_dtype
 from runtime.graph import SymbolicTensor, all_operations
 from runtime.ops.functional_ops import call_native, replayable

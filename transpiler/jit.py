@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from runtime.aot import NativeConcreteFunction
-from runtime.cachedir import cache_root
+from transpiler.cachedir import cache_root
 from runtime.dtypes import DType
 from runtime.graph import ConstValue, Graph, all_operations
 from runtime.optimizer import optimize
@@ -74,7 +74,7 @@ _warned_no_compiler = False
 # Cache keys.
 
 def cache_dir() -> Path:
-    """Where compiled functions live: ``jit/`` under rt's cache root (``runtime.cachedir``)."""
+    """Where compiled functions live: ``jit/`` under rt's cache root (``transpiler.cachedir``)."""
     return cache_root() / "jit"
 
 

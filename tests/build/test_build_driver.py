@@ -18,7 +18,7 @@ import pytest
 from conftest import STANDIN_PYX
 from transpiler.build.compile import TMP_SUFFIX, extension_filename, install_file, remove_stale_temporaries
 from transpiler.build.discovery import FactsCache, discover, module_name_for, scan_source
-from runtime.cachedir import build_log, build_record
+from transpiler.cachedir import build_log, build_record
 from transpiler.build.driver import format_error
 from transpiler.build.hashing import local_dependencies, module_hash
 

@@ -27,7 +27,7 @@ PACKAGES = ("runtime", "transpiler")
 # specific pattern that matches a module gives its layer.
 LAYERS: list[tuple[str, list[str]]] = [
     ("1 foundation: dtypes, shapes, errors, config, utilities", [
-        "runtime.dtypes", "runtime.shapes", "runtime.errors", "runtime.config", "runtime.nest", "runtime.cachedir",
+        "runtime.dtypes", "runtime.shapes", "runtime.errors", "runtime.config", "runtime.nest", "transpiler.cachedir",
         "runtime.version",
         "transpiler.lazy"]),
     ("2 graph IR and tensors", [

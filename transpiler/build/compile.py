@@ -14,7 +14,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from runtime.cachedir import cache_root
+from transpiler.cachedir import cache_root
 from transpiler.build import kernel_library
 from transpiler.build.toolchain import compiler_command, compiler_of
 

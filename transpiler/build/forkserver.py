@@ -23,13 +23,13 @@ import sys
 import threading
 import traceback
 
-from transpiler.build import worker
 from transpiler.lazy import lazy_import
 
 # What every module's build imports (the runtime with them), loaded by the server before it forks; the
 # driver, which imports this module for ForkServer, does not load them.
 codegen = lazy_import("transpiler.codegen")
 conversion = lazy_import("transpiler.conversion")
+worker = lazy_import("transpiler.build.worker")
 
 
 class ForkServer:
@@ -79,7 +79,10 @@ class ForkServer:
             child.exited(-1)
 
     def close(self) -> None:
-        """Close the server's input (it exits after its children) and wait for it."""
+        """Close the server's input (it exits after its children) and wait for it; a server that forked
+        nothing (the build had nothing to do) is killed, not waited for while it imports."""
+        if not self._children and self._process.poll() is None:
+            self._process.kill()
         try:
             self._process.stdin.close()
         except OSError:
@@ -146,7 +149,7 @@ def _child(request_path: str, log_path: str) -> None:
         os.dup2(log, 2)
         os.close(log)
         os.close(null)
-        sys.argv = [worker.__file__, request_path]
+        sys.argv = [worker.main.__globals__["__file__"], request_path]      # as `python -m` would have
         if "numpy" in sys.modules:                  # a fresh process seeds numpy's global generator afresh
             sys.modules["numpy"].random.seed()
         status = worker.main([request_path])
@@ -165,7 +168,7 @@ def _child(request_path: str, log_path: str) -> None:
 
 def serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    codegen.render_module, conversion.convert_source   # noqa: B018 - loads them, for every child to have
+    codegen.render_module, conversion.convert_source, worker.main   # noqa: B018 - loads them, for every child
     live: dict[int, str] = {}        # pid -> token of the children not reaped yet
     stdin = sys.stdin.fileno()
     pending = b""

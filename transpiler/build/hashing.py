@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import os
 import sys
 import sysconfig
 from pathlib import Path
 
-from runtime import version
 from transpiler.build.discovery import FactsCache, Import, ModuleInfo
 
 # The code generator's templates: the package data of transpiler.templates when installed, the checkout's
@@ -57,7 +57,8 @@ def _tree_files(directory: Path) -> list[Path]:
 
 def toolchain_directories() -> list[Path]:
     """The directories whose code shapes a build: ``runtime/``, ``transpiler/`` and the templates."""
-    dirs = [Path(version.__file__).resolve().parent, Path(__file__).resolve().parents[1]]
+    # found, not imported: importing ``runtime`` would load numpy and the graph for a no-op rebuild
+    dirs = [Path(importlib.util.find_spec("runtime").origin).resolve().parent, Path(__file__).resolve().parents[1]]
     return dirs + [Path(TEMPLATES).resolve()] if Path(TEMPLATES).resolve().parent != dirs[1] else dirs
 
 
@@ -71,7 +72,7 @@ def toolchain_fingerprint(options: dict | None = None) -> str:
     def add(label: str, value) -> None:
         h.update(f"{label}={value}\0".encode())
 
-    add("runtime", version.__version__)
+    # the runtime's version is in runtime/version.py, hashed with the toolchain's files below
     add("python", sys.version)
     add("ext_suffix", sysconfig.get_config_var("EXT_SUFFIX"))
     for package in ("Cython", "numpy", "setuptools"):       # read from their metadata, without importing them

@@ -1,6 +1,6 @@
 """The signature ledger's build side: what a built module recorded at run time, and what the next build compiles.
 
-A built module appends a line to its ledger (``runtime.cachedir.ledger_path``, keyed by its source) for
+A built module appends a line to its ledger (``transpiler.cachedir.ledger_path``, keyed by its source) for
 each signature it traced at run time (``kind: "trace"``) and, when the process ends, for each shape its
 shape-generic native code ran most (``kind: "call"``, with the number of calls). ``select`` turns the
 records into the signatures ``build --from-ledger`` adds to each Function: every traced one, then the shapes
@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from runtime.cachedir import LEDGER_MAX_BYTES, cache_root, read_ledger
+from transpiler.cachedir import LEDGER_MAX_BYTES, cache_root, read_ledger
 
 MIN_CALLS = 2               # a shape called once (the last, partial batch) is not worth its code
 MAX_PER_FUNCTION = 8        # specialisations of one Function at most

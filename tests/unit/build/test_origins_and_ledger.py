@@ -16,7 +16,8 @@ import pytest
 from runtime._native import python_scalar
 
 import runtime as rt
-from runtime import aot, cachedir
+from runtime import aot
+from transpiler import cachedir
 from runtime.graph import all_operations
 from runtime.polymorphic_function import begin_module
 from runtime.tensor import to_array

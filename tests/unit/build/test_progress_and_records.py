@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from runtime import aot
-from runtime.cachedir import build_record, build_state_dir, cache_root
+from transpiler.cachedir import build_record, build_state_dir, cache_root
 from transpiler.build.driver import Outcome, Progress
 
 

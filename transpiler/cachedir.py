@@ -1,5 +1,9 @@
 """Where rt keeps its own files: build records, build logs, kept debug builds.
 
+It is ``transpiler.cachedir``, not part of ``runtime``: the build driver reads records here, and importing any
+``runtime`` submodule runs the package's ``__init__`` (numpy, the graph, AutoGraph: 0.23 s of a 0.27 s no-op
+rebuild). Built modules and the runtime import it from here too.
+
 Never in the user's tree: under ``$RT_CACHE_DIR`` when it is set, otherwise under the user cache
 (``$XDG_CACHE_HOME/rt`` or ``~/.cache/rt``). The build keeps one directory per output directory
 (``build/<name>-<hash of its path>/``), holding for each module it built a record
