@@ -40,7 +40,8 @@
 #endif
 /* B's rows start on vector boundaries: read in place, its vector loads never cross a cache line (numpy's big
  * arrays start 16 bytes past one: read in place, a [784, 128] layer's weights cost the product 11% at AVX2). */
-#define RT_G_ALIGNED_B(b, ldb) ((uintptr_t)(b) % RT_VEC_BYTES == 0 && (ldb) * (int64_t)sizeof(RT_G_T) % RT_VEC_BYTES == 0)
+#define RT_G_ALIGNED_B(b, ldb) \
+    ((uintptr_t)(b) % RT_VEC_BYTES == 0 && (ldb) * (int64_t)sizeof(RT_G_T) % RT_VEC_BYTES == 0)
 
 typedef RT_G_T RT_G_FN(rt_vec) __attribute__((vector_size(RT_VEC_BYTES), aligned(sizeof(RT_G_T)), may_alias));
 

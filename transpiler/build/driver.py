@@ -459,9 +459,9 @@ def build(paths: list[str | Path], outdir: str | Path | None = None, jobs: int |
             server.close()
 
 
-def _build(paths: list[str | Path], roots: list[Path], outdir, outdir_path: Path | None, jobs: int, force: bool, verbose: bool,
-           renderer: str, out: TextIO, mirror: bool, strict: bool, from_ledger: bool, tf_compat: bool,
-           server: ForkServer | None) -> int:
+def _build(paths: list[str | Path], roots: list[Path], outdir: str | Path | None, outdir_path: Path | None, jobs: int,
+           force: bool, verbose: bool, renderer: str, out: TextIO, mirror: bool, strict: bool, from_ledger: bool,
+           tf_compat: bool, server: ForkServer | None) -> int:
     """``build`` once its arguments are checked and its fork server started."""
     # 1. discovery (static; facts cached by content hash in the cache directory)
     cache_home = outdir_path or (roots[0] if roots[0].is_dir() else roots[0].parent)
