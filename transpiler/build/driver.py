@@ -193,11 +193,11 @@ _TOOLCHAIN_PATH = str(Path(__file__).resolve().parents[2])
 
 
 class _Workers:
-    """Runs worker processes (forked by a ``ForkServer`` where the platform forks); remembers the live ones
-    so an interrupt can stop them."""
+    """Runs worker processes (forked by the build's ``ForkServer``, which ``build`` starts and closes, where the
+    platform forks; ``server`` is None elsewhere); remembers the live ones so an interrupt can stop them."""
 
-    def __init__(self, renderer: str, user_roots: list[Path], progress: "Progress | None" = None,
-                 strict: bool = False, tf_compat: bool = False, server: ForkServer | None = None):
+    def __init__(self, renderer: str, user_roots: list[Path], server: ForkServer | None,
+                 progress: "Progress | None" = None, strict: bool = False, tf_compat: bool = False):
         self.renderer = renderer
         self.strict = strict
         self.tf_compat = tf_compat
@@ -208,14 +208,13 @@ class _Workers:
         self._server = server
         self.stopping = False
 
-    def _start(self, request_path: Path, log_path: Path, env: dict):
+    def _start(self, request_path: Path, log_path: Path):
         """A worker process for one request (called with the lock held)."""
-        if not hasattr(os, "fork"):
+        if self._server is None:
             with open(log_path, "wb") as log:
                 return subprocess.Popen([sys.executable, "-m", "transpiler.build.worker", str(request_path)],
-                                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
-        if self._server is None:
-            self._server = ForkServer(env)
+                                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                        env=self.environment())
         return self._server.spawn(str(request_path), str(log_path))
 
     @staticmethod
@@ -224,11 +223,6 @@ class _Workers:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_TOOLCHAIN_PATH, env.get("PYTHONPATH")) if p)
         return env
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
 
     def run(self, job: Job) -> Outcome:
         started = time.monotonic()
@@ -246,7 +240,7 @@ class _Workers:
             with self._lock:
                 if self.stopping:
                     return Outcome(job, "interrupted", name=job.module.name)
-                process = self._start(request_path, job.log, self.environment())
+                process = self._start(request_path, job.log)
                 self._live.add(process)
             if self.progress is not None:
                 self.progress.started(job.module.name)
@@ -529,7 +523,7 @@ def _build(paths: list[str | Path], roots: list[Path], outdir: str | Path | None
             outcomes.append(outcome)
             progress.show(outcome)
 
-    workers = _Workers(renderer, roots, progress, strict, tf_compat, server)
+    workers = _Workers(renderer, roots, server, progress, strict, tf_compat)
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
         pending = {pool.submit(workers.run, job) for job in todo}
@@ -549,7 +543,6 @@ def _build(paths: list[str | Path], roots: list[Path], outdir: str | Path | None
         return 130
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-        workers.close()
 
     progress.finish()
     counts = {status: sum(o.status == status for o in outcomes) for status in ("ok", "cached", "failed")}
