@@ -25,6 +25,7 @@
 #define RT_G_VL (RT_VEC_BYTES / (int)sizeof(RT_G_T))     /* lanes of one vector */
 #define RT_G_MR_MAX (2 * RT_GEMM_MR)
 #define RT_G_NR_MAX (2 * RT_G_VL)
+#define RT_G_TILE_ROWS(n) ((n) <= RT_G_VL ? 2 * RT_GEMM_MR : RT_GEMM_MR)   /* rows of C's tiles: narrow or wide */
 #define RT_G_KC 256                                        /* a B sliver (KC x NR) stays in L1 */
 #define RT_G_MC (RT_GEMM_MR * 12)                          /* an A block (MC x KC) stays in L2 */
 #define RT_G_NC 2048                                       /* a B panel (KC x NC) stays in L3 */
@@ -189,7 +190,7 @@ RT_KERNELS_LIBRARY_FN(static inline) int RT_G_FN(rt_gemm_block)(const RT_G_T *a,
         return 0;
     }
     const int narrow = n <= RT_G_VL;
-    const int mr_t = narrow ? 2 * RT_GEMM_MR : RT_GEMM_MR, nr_t = narrow ? RT_G_VL : 2 * RT_G_VL;
+    const int mr_t = RT_G_TILE_ROWS(n), nr_t = narrow ? RT_G_VL : 2 * RT_G_VL;
     const RT_G_FN(rt_gemm_micro_fn) micro = narrow ? RT_G_FN(rt_gemm_micro_narrow) : RT_G_FN(rt_gemm_micro_wide);
     /* One column sliver, or small: the micro-kernel reads A where it is (A is read once per sliver of B, too
      * few times to pay for packing it), and B too unless it is transposed or ragged. */
@@ -282,7 +283,7 @@ static inline int RT_G_FN(rt_gemm_grid)(int64_t m, int64_t k, int64_t n, int thr
              * columns 4 slivers each. On a tie, splitting m packs B once more per part, splitting n reads A
              * once more: repeat the smaller operand. */
             const int can_m = m / (tm * f) >= RT_GEMM_MR, can_n = n / (tn * f) >= RT_G_NR_MAX;
-            const int64_t mr_t = n <= RT_G_VL ? 2 * RT_GEMM_MR : RT_GEMM_MR;
+            const int64_t mr_t = RT_G_TILE_ROWS(n);
             const int64_t tiles_m = (m + mr_t - 1) / mr_t, tiles_n = (n + RT_G_NR_MAX - 1) / RT_G_NR_MAX;
             const int64_t part_m = (tiles_m + tm * f - 1) / (tm * f) * ((tiles_n + tn - 1) / tn);
             const int64_t part_n = (tiles_m + tm - 1) / tm * ((tiles_n + tn * f - 1) / (tn * f));
@@ -305,7 +306,7 @@ static inline int RT_G_FN(rt_gemm_block_part)(const RT_G_T *a, int64_t lda, cons
     const int tm = parts / tn;
     /* rows split on the micro-kernel's own tiles: on 12-row multiples, [256, 784] @ [784, 128] gave one thread 22
      * tiles of 6 rows and the other 21 (a ragged one among them), and the first thread's wait cost 4% */
-    const int64_t mr_t = n <= RT_G_VL ? 2 * RT_GEMM_MR : RT_GEMM_MR;
+    const int64_t mr_t = RT_G_TILE_ROWS(n);
     const int64_t ms = (m / tm + mr_t - 1) / mr_t * mr_t;
     const int64_t ns = (n / tn + RT_G_NR_MAX - 1) / RT_G_NR_MAX * RT_G_NR_MAX;
     const int bi = part / tn, bj = part % tn;
@@ -578,6 +579,7 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *
 #undef RT_G_VL
 #undef RT_G_MR_MAX
 #undef RT_G_NR_MAX
+#undef RT_G_TILE_ROWS
 #undef RT_G_KC
 #undef RT_G_MC
 #undef RT_G_NC
