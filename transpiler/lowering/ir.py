@@ -43,7 +43,7 @@ Operator = NewType("Operator", str)    # an operator of a closed set (``Arith.OP
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 TYPE_NAME = re.compile(r"(const )?(float|double|int|rt_bool|u?int(8|16|32|64)_t|size_t|char|void|rt_tensor|rt_list|"
-                       r"rt_window|rt_ctx)( \*)?\Z")
+                       r"rt_window|rt_ctx|rt_lanes16_float|rt_lanes16_double)( \*)?\Z")
 
 # ---------------------------------------------------------------------------
 # Integer index expressions.

@@ -21,8 +21,8 @@ of whole blocks the code around bounds by as many: ``For.at_most``, a short row'
 reduction is a float or double ``+``, and each reduction variable is only updated ``s = s + x`` in it.
 Consecutive loops adding to the same sums (a row's whole vectors, then its last, under an ``if`` when the row's
 length is known at run time only) share one lane array. A run-time number of blocks runs as one block under its
-own ``if`` for each block the bound allows: the same additions in the same order as the static row's, so the
-``None`` spelling gives the static one's sums.
+own ``if`` for each block the bound allows, its lanes vector registers (``rt_lanes16_*``): the same additions in
+the same order as the static row's, so the ``None`` spelling gives the static one's sums.
 
 Measured on softmax and layer norm over about 1M floats, rows of 16 to 128 (x86-64-v4): 0.51-0.85x the time
 before, layer norm 0.58-0.77x; at x86-64-v3 0.57-1.0x; rows of 200 and more unchanged. Rows of run-time length
@@ -36,6 +36,7 @@ from copy import deepcopy
 from transpiler.lowering.ir import (
     Arith,
     Assign,
+    Cast,
     Combine,
     Compare,
     Declare,
@@ -284,6 +285,17 @@ def _update(s: Assign) -> tuple[str, Expr] | None:
 
 def _in_lanes(loops: list, sums: dict, names: Namer) -> list:
     lanes = {name: names.fresh("lanes") for name in sums}
+    if _registers(loops):
+        out = [Declare(lanes[name], _lanes_type(ctype), init=Helper(f"rt_lanes16_zero_{ctype}", (), _lanes_type(ctype)))
+               for name, ctype in sums.items()]
+        for loop in loops:
+            if isinstance(loop, If):
+                out.append(If(loop.cond, _blocks(loop.then[0], sums, lanes, names, registers=True)))
+            else:
+                out += _blocks(loop, sums, lanes, names, registers=True)
+        return out + [Assign(name, Arith("+", Var(name, ctype), Helper(
+            f"rt_lanes16_sum_{ctype}", (Var(lanes[name], _lanes_type(ctype)),), ctype), ctype))
+            for name, ctype in sums.items()]
     # the first block stores its terms in the lanes: with the lanes zeroed before the loop, GCC kept them in
     # memory between blocks (a store and a load on each block's chain)
     init = isinstance(loops[0], For) and (loops[0].stop - loops[0].start).const is not None and \
@@ -301,6 +313,22 @@ def _in_lanes(loops: list, sums: dict, names: Namer) -> list:
     return out
 
 
+def _registers(loops: list) -> bool:
+    """Whether the lanes of ``loops`` are vector registers (``rt_lanes16_*``, the blocks' terms stored and added as
+    whole vectors) rather than an array: when a loop runs a run-time number of whole blocks and every loop's
+    blocks are whole. Its blocks under their own ``if`` kept a lane array on the stack, each storing its vectors
+    for the next one's merge (layer norm over rows of 100 of unknown length: 1.24x the static rows' time at
+    x86-64-v4, 1.28x at x86-64-v3; with registers 1.0x). A static number of blocks, which GCC unrolls into
+    straight-line code, keeps the array: it adds each block's terms as it computes them (registers cost those
+    rows 3-6% more)."""
+    trips = [(loop.stop - loop.start).const for loop in (_guarded_loop(s) or s for s in loops)]
+    return None in trips and all(t % LANES == 0 for t in trips if t is not None)
+
+
+def _lanes_type(ctype: str) -> str:
+    return f"rt_lanes16_{ctype}"
+
+
 def _updated_once(body: list, sums) -> bool:
     """Whether each sum is updated once in ``body``, by a statement of the body itself (not under an ``if``)."""
     top = [s.name for s in body if isinstance(s, Assign) and s.name in sums]
@@ -308,10 +336,10 @@ def _updated_once(body: list, sums) -> bool:
     return sorted(top) == sorted(every) == sorted(sums)
 
 
-def _blocks(loop: For, sums: dict, lanes: dict, names: Namer, init: bool = False) -> list:
+def _blocks(loop: For, sums: dict, lanes: dict, names: Namer, init: bool = False, registers: bool = False) -> list:
     """``loop`` (a static number of iterations, or a run-time number of whole blocks ``loop.at_most`` bounds)
     as whole blocks of ``LANES`` iterations, then the rest, adding to ``lanes`` (``init``: the first block of a
-    static loop stores to them)."""
+    static loop stores to them; ``registers``: they are ``rt_lanes16_*`` values, see ``_registers``)."""
     out = []
     trip = (loop.stop - loop.start).const
 
@@ -320,6 +348,22 @@ def _blocks(loop: For, sums: dict, lanes: dict, names: Namer, init: bool = False
         cannot tell that a loop from ``16 * b`` to ``16 * b + 16`` runs 16 times, and left it scalar."""
         lane = names.fresh("l")
         _substitute(body, {loop.var: start + Poly.sym(lane)})
+        if registers and (rows := _contiguous_terms(body, sums, lane)) is not None:
+            # a block adding 16 consecutive elements of a buffer adds them from the buffer
+            return [Assign(lanes[name], Helper(f"rt_lanes16_add_{ctype}", (
+                Var(lanes[name], _lanes_type(ctype)), rows[name]), _lanes_type(ctype))) for name, ctype in sums.items()]
+        if registers:
+            # each block's terms stored by its loop, then added as whole vectors: ``0 + x`` keeps a block that
+            # only copies its terms a loop (GCC made a copy a memcpy of 16-byte moves, which the 32-byte loads of
+            # the add waited on at AVX2: 1.9x the time); the lanes start at 0, so the sums are the same
+            values = {name: names.fresh("terms") for name in sums}
+            return [Declare(values[name], ctype, size=LANES) for name, ctype in sums.items()] + [
+                For(lane, Poly.of(0), Poly.of(count), _terms(body, sums, values, Poly.sym(lane), plus_zero=True),
+                    simd=True)] + [
+                Assign(lanes[name], Helper(f"rt_lanes16_add_{ctype}", (
+                    Var(lanes[name], _lanes_type(ctype)), Ptr(values[name], cast=f"const {ctype} *")),
+                    _lanes_type(ctype)))
+                for name, ctype in sums.items()]
         if not _loads_under_conditions(body):
             return [For(lane, Poly.of(0), Poly.of(count), _to_lanes(body, sums, lanes, Poly.sym(lane), first),
                         simd=True)]
@@ -334,10 +378,9 @@ def _blocks(loop: For, sums: dict, lanes: dict, names: Namer, init: bool = False
                 _add(lanes[name], Poly.sym(add), Load(values[name], Poly.sym(add), ctype))
                 for name, ctype in sums.items()], simd=True)]
     if trip is None:
-        # a run-time number of whole blocks, at most ``loop.at_most // LANES``: each block under its own ``if``,
-        # straight-line code GCC keeps the lanes of in registers (a loop over the blocks kept them on the stack,
-        # a store and a load on each block's chain; the reduction clause's in-order end cost layer norm over
-        # rows of 100 of unknown length 1.4x its static spelling)
+        # a run-time number of whole blocks, at most ``loop.at_most // LANES``: each block under its own ``if``
+        # (the reduction clause's in-order end cost layer norm over rows of 100 of unknown length 1.4x its static
+        # spelling), the lanes in registers (``_registers``)
         count = loop.stop - loop.start
         return [If(Compare("<", Poly.of(LANES * k), count),
                    block(loop.start + LANES * k, LANES, deepcopy(loop.body)))
@@ -355,6 +398,28 @@ def _blocks(loop: For, sums: dict, lanes: dict, names: Namer, init: bool = False
     if trip % LANES:
         out += block(loop.start + whole * LANES, trip % LANES, loop.body)
     return out
+
+
+def _contiguous_terms(body: list, sums: dict, lane: str) -> dict | None:
+    """Sum -> a pointer to its terms, when ``body`` (a block's, over ``lane``) only declares locals and adds to
+    each sum once an element ``buffer[start + lane]`` of the sum's type; else None."""
+    inits = {s.name: s.init for s in body if isinstance(s, Declare) and s.size is None and s.init is not None}
+    rows = {}
+    for s in body:
+        if isinstance(s, Declare) and s.size is None and s.init is not None:
+            continue
+        if not (isinstance(s, Assign) and s.name in sums and s.name not in rows and _update(s) is not None):
+            return None
+        x = _update(s)[1]
+        while isinstance(x, Cast) and x.ctype == sums[s.name] or isinstance(x, Var) and x.name in inits:
+            x = x.value if isinstance(x, Cast) else inits[x.name]
+        if not (isinstance(x, Load) and not x.indirect and x.ctype == sums[s.name]):
+            return None
+        start = x.index.substitute({lane: Poly.of(0)})
+        if x.index - start != Poly.sym(lane):
+            return None
+        rows[s.name] = Ptr(x.ptr, start, cast=f"const {x.ctype} *")
+    return rows if rows.keys() == sums.keys() else None
 
 
 def _add(array: str, index: Poly, value: Expr) -> Store:
@@ -387,13 +452,15 @@ def _to_lanes(body: list, sums: dict, lanes: dict, lane: Poly, first: bool = Fal
     return body
 
 
-def _terms(body: list, sums: dict, values: dict, lane: Poly) -> list:
+def _terms(body: list, sums: dict, values: dict, lane: Poly, plus_zero: bool = False) -> list:
     """``body`` storing what it adds to each sum in ``values[sum][lane]``, in place: one update at the top of
-    the body stores its term, others (several, or under a condition) add to a 0 stored first."""
+    the body stores its term (``0 + x`` with ``plus_zero``), others (several, or under a condition) add to a 0
+    stored first."""
     alone = {name for name in sums if _updated_once(body, {name})}
     for block in _lists(body):
         for i, s in enumerate(block):
             if isinstance(s, Assign) and s.name in sums:
                 ctype, x = _update(s)
-                block[i] = Store(values[s.name], lane, x) if s.name in alone else _add(values[s.name], lane, x)
+                term = Arith("+", Lit(0, ctype), x, ctype) if plus_zero else x
+                block[i] = Store(values[s.name], lane, term) if s.name in alone else _add(values[s.name], lane, x)
     return [Store(values[name], lane, Lit(0, ctype)) for name, ctype in sums.items() if name not in alone] + body

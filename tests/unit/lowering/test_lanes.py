@@ -75,13 +75,29 @@ def test_short_rows_of_unknown_length_run_whole_vectors_then_a_masked_one_when_t
     short = text[start:text.index("\n    else:\n", start)]
     assert short.count("& -16LL") == 2 * short.count("let whole") == 2 * 5     # the max, exps, sum, two stores
     # the sum's whole vectors: one block under its own `if` for each vector a row of at most 128 can have, then
-    # its last vector, all into one lane array added as a tree (no reduction clause: its in-order end)
+    # its last vector, all into one set of lanes in vector registers added as a tree (no reduction clause: its
+    # in-order end); the blocks add the scratch row's exponentials from the row itself, the last vector its
+    # masked terms
     assert all(f"if {LANES * k} < whole" in short for k in range(PAD_MAX // LANES))
-    assert short.count("rt_tree_sum16_float") == 1 and "reduce(+:" not in short
-    # + the max's, exponentials' and sum's tails (terms, lanes) and each store's (values, then the live lanes
-    # stored)
-    assert short.count("for l") == short.count("if whole") + 3 + PAD_MAX // LANES
+    assert short.count("rt_lanes16_sum_float") == 1 and "reduce(+:" not in short and "rt_tree_sum16" not in short
+    assert short.count("rt_lanes16_add_float(") == PAD_MAX // LANES + 1
+    assert short.count("rt_lanes16_add_float(lanes98, ((const float *)(scratch35 + 16)))") == 1
+    # the max's, exponentials' and sum's tails and each store's (values, then the live lanes stored)
+    assert short.count("for l") == short.count("if whole") + 2
     assert short.count("= vals") == 2
+
+
+def test_computed_terms_of_rows_of_unknown_length_are_stored_then_added_as_vectors():
+    """Layer norm's variance adds (x - mean)^2: each block's loop stores its terms (``0 + x``: a block that only
+    copies its terms stays a loop, not a memcpy), then adds them as whole vectors; static rows keep their lane
+    array."""
+    def variance(x):
+        return rt.reduce_mean(rt.square(x - rt.reduce_mean(x, axis=-1, keepdims=True)), axis=-1)
+    short = _listing(variance, rt.TensorSpec([8, None], F))
+    short = short[short.index("if n1 <= 128LL:"):]
+    assert "rt_lanes16_add_float(lanes" in short and "terms" in short and "= 0 + (float)Square(Sub(" in short
+    static = _listing(variance, rt.TensorSpec([8, 100], F))
+    assert "rt_lanes16" not in static and "rt_tree_sum16_float" in static
 
 
 def _loop(body, stop=40, start=0, reductions=(("+", "s"),), parallel=None, simd=True) -> Function:
@@ -129,8 +145,10 @@ def test_a_run_time_count_of_whole_vectors_bounded_by_the_code_around_is_blocks_
     assert sum_lanes(fn)
     verify(fn)
     text = str(fn)
-    # zeroed lanes (no block may run), one block per vector the bound allows, the last vector into the same lanes
-    assert text.count("= {0}") == 1 and text.count("rt_tree_sum16_float") == 1
+    # zeroed lanes in registers (no block may run), one block per vector the bound allows (adding x's row from x),
+    # the last vector's terms into the same lanes
+    assert text.count("= rt_lanes16_zero_float()") == 1 and text.count("rt_lanes16_sum_float") == 1
+    assert "lanes1 = rt_lanes16_add_float(lanes1, ((const float *)(x + 16)))" in text
     assert all(f"if {LANES * k} < w:" in text for k in range(3)) and f"if {LANES * 3} < w" not in text
     assert "if w < n:" in text and not [s for s in walk_stmts(fn.body) if isinstance(s, For) and s.reductions]
     # without the bound, the loop keeps its reduction clause
