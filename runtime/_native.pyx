@@ -43,6 +43,8 @@ cdef extern from "kernels/rt_kernels.h" nogil:
     int64_t rt_numel(const rt_tensor *t)
     size_t rt_itemsize(int dtype)
     int rt_available_threads(int wanted)
+    enum:
+        RT_GEMM_TINY
 
 ctypedef int (*rt_fn)(rt_ctx *ctx, rt_tensor *inputs, rt_tensor *outputs) noexcept nogil
 
@@ -811,12 +813,12 @@ cdef extern from "kernels/rt_kernels.h" nogil:
     int rt_gemm_batch_float64(rt_ctx *, const void *, const void *, void *, int, const int64_t *, const int64_t *,
                               const int64_t *, int64_t, int64_t, int64_t, int, int)
 
-_GEMM_BATCH = {
-    "int8": <intptr_t><gemm_batch_fn>rt_gemm_batch_int8, "int16": <intptr_t><gemm_batch_fn>rt_gemm_batch_int16,
-    "int32": <intptr_t><gemm_batch_fn>rt_gemm_batch_int32, "int64": <intptr_t><gemm_batch_fn>rt_gemm_batch_int64,
-    "uint8": <intptr_t><gemm_batch_fn>rt_gemm_batch_uint8,
-    "float32": <intptr_t><gemm_batch_fn>rt_gemm_batch_float32,
-    "float64": <intptr_t><gemm_batch_fn>rt_gemm_batch_float64,
+_GEMM_BATCH = {     # numpy type number -> the kernel library's batched product
+    cnp.NPY_INT8: <intptr_t><gemm_batch_fn>rt_gemm_batch_int8, cnp.NPY_INT16: <intptr_t><gemm_batch_fn>rt_gemm_batch_int16,
+    cnp.NPY_INT32: <intptr_t><gemm_batch_fn>rt_gemm_batch_int32, cnp.NPY_INT64: <intptr_t><gemm_batch_fn>rt_gemm_batch_int64,
+    cnp.NPY_UINT8: <intptr_t><gemm_batch_fn>rt_gemm_batch_uint8,
+    cnp.NPY_FLOAT32: <intptr_t><gemm_batch_fn>rt_gemm_batch_float32,
+    cnp.NPY_FLOAT64: <intptr_t><gemm_batch_fn>rt_gemm_batch_float64,
 }
 
 
@@ -871,36 +873,47 @@ cdef class _MatMul:
         cdef cnp.ndarray a = inputs[0], b = inputs[1], c
         cdef gemm_batch_fn fn
         cdef rt_ctx ctx
-        cdef int64_t m, k, n, k2
+        cdef int64_t m, k, n, k2, work
+        cdef cnp.npy_intp dims[12]
         cdef int64_t shape[8]
         cdef int64_t a_strides[8]
         cdef int64_t b_strides[8]
         cdef int ta = bool(attrs.get("transpose_a")), tb = bool(attrs.get("transpose_b"))
         cdef int d, nd, rc
-        address = _GEMM_BATCH.get(a.dtype.name)
-        if address is None or a.dtype != b.dtype or a.ndim < 2 or b.ndim < 2 or max(a.ndim, b.ndim) > 10:
+        address = _GEMM_BATCH.get(cnp.PyArray_TYPE(a))
+        if address is None or cnp.PyArray_TYPE(b) != cnp.PyArray_TYPE(a) or a.ndim < 2 or b.ndim < 2 \
+                or max(a.ndim, b.ndim) > 10:
             return self.fallback(inputs, attrs)
-        *a_batch, a_rows, a_cols = (<object>a).shape
-        *b_batch, b_rows, b_cols = (<object>b).shape
-        m, k = (a_cols, a_rows) if ta else (a_rows, a_cols)
-        k2, n = (b_cols, b_rows) if tb else (b_rows, b_cols)
-        try:
-            batch = np.broadcast_shapes(tuple(a_batch), tuple(b_batch))
-        except ValueError:
-            return self.fallback(inputs, attrs)     # it raises the op's own error
+        m, k = (a.shape[a.ndim - 1], a.shape[a.ndim - 2]) if ta else (a.shape[a.ndim - 2], a.shape[a.ndim - 1])
+        k2, n = (b.shape[b.ndim - 1], b.shape[b.ndim - 2]) if tb else (b.shape[b.ndim - 2], b.shape[b.ndim - 1])
+        if a.ndim == 2 and b.ndim == 2:
+            batch = ()          # a plain product (np.broadcast_shapes costs a few microseconds)
+        else:
+            try:
+                batch = np.broadcast_shapes((<object>a).shape[:a.ndim - 2], (<object>b).shape[:b.ndim - 2])
+            except ValueError:
+                return self.fallback(inputs, attrs)     # it raises the op's own error
         if k != k2:
             return self.fallback(inputs, attrs)
-        a = np.ascontiguousarray(a)
-        b = np.ascontiguousarray(b)
+        if not cnp.PyArray_IS_C_CONTIGUOUS(a):
+            a = np.ascontiguousarray(a)
+        if not cnp.PyArray_IS_C_CONTIGUOUS(b):
+            b = np.ascontiguousarray(b)
         nd = len(batch)
+        work = m * k * n
         for d in range(nd):
             shape[d] = batch[d]
+            dims[d] = shape[d]
+            work *= shape[d]
             a_strides[d] = _batch_stride(a, d - nd + a.ndim - 2, batch[d])
             b_strides[d] = _batch_stride(b, d - nd + b.ndim - 2, batch[d])
-        c = np.empty(tuple(batch) + (m, n), a.dtype)
+        dims[nd] = m
+        dims[nd + 1] = n
+        c = cnp.PyArray_EMPTY(nd + 2, dims, cnp.PyArray_TYPE(a), 0)
         fn = <gemm_batch_fn><intptr_t>address
         ctx.msg[0] = 0
-        ctx.num_threads = config.intra_op_threads()
+        # tiny products run on one thread whatever the setting (reading it costs about a microsecond)
+        ctx.num_threads = config.intra_op_threads() if work > RT_GEMM_TINY else 1
         with nogil:
             rc = fn(&ctx, cnp.PyArray_DATA(a), cnp.PyArray_DATA(b), cnp.PyArray_DATA(c), nd, shape, a_strides,
                     b_strides, m, k, n, ta, tb)
@@ -1095,14 +1108,22 @@ def compiled_kernel(op):
 
 def run_plan(list steps, list values):
     """Run plan steps (see runtime.executor.Plan) over the value slots; the hot loop of the executor."""
-    cdef tuple step
+    cdef tuple step, ins, outs, kinds, results
+    cdef list args
+    cdef Py_ssize_t i, j
+    caught = (errors.OpError,) + errors.KERNEL_ERRORS
     for step in steps:
         op, kernel, attrs, ins, outs, kinds = step
+        args = [values[j] for j in ins]
         try:
-            results = kernel([values[i] for i in ins], attrs)
-        except (errors.OpError,) + errors.KERNEL_ERRORS as e:
+            results = tuple(kernel(args, attrs))
+        except caught as e:
             raise errors.located(e, op) from None
-        for slot, value, kind in zip(outs, results, kinds):
-            if kind is not None and (type(value) is not np.ndarray or (<cnp.ndarray>value).dtype != kind):
+        for i in range(min(len(outs), len(results))):
+            value = results[i]
+            kind = kinds[i]
+            # numpy's dtypes of builtin types are singletons: `is` decides the usual case
+            if kind is not None and (type(value) is not np.ndarray or (<cnp.ndarray>value).descr is not kind
+                                     and (<cnp.ndarray>value).dtype != kind):
                 value = np.asarray(value).astype(kind, copy=False)
-            values[slot] = value
+            values[outs[i]] = value
