@@ -37,6 +37,7 @@ cdef extern from "kernels/rt_kernels.h" nogil:
         void *user
         int num_threads
         int inter_threads
+        int max_threads
     void *rt_alloc(rt_ctx *ctx, size_t nbytes)
     int rt_detach(rt_ctx *ctx, void *p)
     void rt_ctx_free(rt_ctx *ctx)
@@ -514,6 +515,7 @@ cdef class NativeFunction:
         ctx.callback = <void *>_callback
         ctx.user = NULL
         ctx.num_threads = _num_threads()
+        ctx.max_threads = _threads
         ctx.inter_threads = _inter if not _follow_load or _inter <= ctx.num_threads else ctx.num_threads
         if self.needs_state:
             state = _CallState()
@@ -914,6 +916,7 @@ cdef class _MatMul:
         ctx.msg[0] = 0
         # tiny products run on one thread whatever the setting (reading it costs about a microsecond)
         ctx.num_threads = config.intra_op_threads() if work > RT_GEMM_TINY else 1
+        ctx.max_threads = ctx.num_threads
         with nogil:
             rc = fn(&ctx, cnp.PyArray_DATA(a), cnp.PyArray_DATA(b), cnp.PyArray_DATA(c), nd, shape, a_strides,
                     b_strides, m, k, n, ta, tb)

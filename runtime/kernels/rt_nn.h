@@ -685,7 +685,8 @@ RT_DEFINE_AVG_POOL(double, float64)
 
 #define RT_DEFINE_NN_ENTRIES(T, S) \
     static int rt_conv2d_run_##S(rt_ctx *ctx, int kind, const T *a, const T *b, T *out, const rt_window *g) { \
-        const int threads = kind == 1 ? ctx->num_threads : rt_conv_threads(g, ctx->num_threads, sizeof(T)); \
+        const int wanted = rt_region_threads(ctx, g->n * g->oh * g->ow * g->kh * g->kw * g->c * g->f); \
+        const int threads = kind == 1 ? wanted : rt_conv_threads(g, wanted, sizeof(T)); \
         T *work = (T *)rt_alloc(ctx, rt_conv_workspace_bytes(g, kind, threads, sizeof(T))); \
         int rc = -1; \
         if (!work) return rt_fail(ctx, "out of memory for the convolution's panels"); \
