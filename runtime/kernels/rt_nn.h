@@ -129,12 +129,17 @@ static inline size_t rt_conv_workspace_bytes(const rt_window *g, int kind, int t
     return (size_t)(per_thread * (threads > 0 ? threads : 1)) * itemsize + 64;
 }
 
+/* The multiply-adds of a convolution (of each of its gradients too). */
+static inline int64_t rt_conv_multiply_adds(const rt_window *g) {
+    return g->n * g->oh * g->ow * g->kh * g->kw * g->c * g->f;
+}
+
 /* Threads worth starting for a convolution of this size (each should get a few panels, or output rows). */
 static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsize) {
     const int64_t total = g->n * g->oh * g->ow, rows = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES);
     const int64_t panels = rt_conv_direct(g) ? g->n * g->oh : (total + rows - 1) / rows;      /* direct: rows */
     /* direct convolutions run at a quarter of the GEMM's multiply-adds per second or less */
-    if (g->kh * g->kw * g->c * g->f * total < (rt_conv_direct(g) ? RT_GEMM_PARALLEL_MIN / 4 : RT_GEMM_PARALLEL_MIN))
+    if (rt_conv_multiply_adds(g) < (rt_conv_direct(g) ? RT_GEMM_PARALLEL_MIN / 4 : RT_GEMM_PARALLEL_MIN))
         return 1;
     return panels < threads ? (int)(panels > 0 ? panels : 1) : threads;
 }
@@ -685,7 +690,7 @@ RT_DEFINE_AVG_POOL(double, float64)
 
 #define RT_DEFINE_NN_ENTRIES(T, S) \
     static int rt_conv2d_run_##S(rt_ctx *ctx, int kind, const T *a, const T *b, T *out, const rt_window *g) { \
-        const int wanted = rt_region_threads(ctx, g->n * g->oh * g->ow * g->kh * g->kw * g->c * g->f); \
+        const int wanted = rt_region_threads(ctx, rt_conv_multiply_adds(g)); \
         const int threads = kind == 1 ? wanted : rt_conv_threads(g, wanted, sizeof(T)); \
         T *work = (T *)rt_alloc(ctx, rt_conv_workspace_bytes(g, kind, threads, sizeof(T))); \
         int rc = -1; \

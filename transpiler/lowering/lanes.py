@@ -285,30 +285,25 @@ def _update(s: Assign) -> tuple[str, Expr] | None:
 
 def _in_lanes(loops: list, sums: dict, names: Namer) -> list:
     lanes = {name: names.fresh("lanes") for name in sums}
-    if _registers(loops):
+    registers = _registers(loops)
+    # the first block of an array's static loop stores its terms in the lanes: with the lanes zeroed before the
+    # loop, GCC kept them in memory between blocks (a store and a load on each block's chain)
+    init = not registers and isinstance(loops[0], For) and (loops[0].stop - loops[0].start).const is not None \
+        and not _loads_under_conditions(loops[0].body) and _updated_once(loops[0].body, sums)
+    if registers:
         out = [Declare(lanes[name], _lanes_type(ctype), init=Helper(f"rt_lanes16_zero_{ctype}", (), _lanes_type(ctype)))
                for name, ctype in sums.items()]
-        for loop in loops:
-            if isinstance(loop, If):
-                out.append(If(loop.cond, _blocks(loop.then[0], sums, lanes, names, registers=True)))
-            else:
-                out += _blocks(loop, sums, lanes, names, registers=True)
-        return out + [Assign(name, Arith("+", Var(name, ctype), Helper(
-            f"rt_lanes16_sum_{ctype}", (Var(lanes[name], _lanes_type(ctype)),), ctype), ctype))
-            for name, ctype in sums.items()]
-    # the first block stores its terms in the lanes: with the lanes zeroed before the loop, GCC kept them in
-    # memory between blocks (a store and a load on each block's chain)
-    init = isinstance(loops[0], For) and (loops[0].stop - loops[0].start).const is not None and \
-        not _loads_under_conditions(loops[0].body) and _updated_once(loops[0].body, sums)
-    out = [Declare(lanes[name], ctype, size=LANES, values=None if init else (Lit(0, ctype),))
-           for name, ctype in sums.items()]
+    else:
+        out = [Declare(lanes[name], ctype, size=LANES, values=None if init else (Lit(0, ctype),))
+               for name, ctype in sums.items()]
     for i, loop in enumerate(loops):
         if isinstance(loop, If):
-            out.append(If(loop.cond, _blocks(loop.then[0], sums, lanes, names)))
+            out.append(If(loop.cond, _blocks(loop.then[0], sums, lanes, names, registers=registers)))
         else:
-            out += _blocks(loop, sums, lanes, names, init and i == 0)
+            out += _blocks(loop, sums, lanes, names, init and i == 0, registers)
     for name, ctype in sums.items():
-        tree = Helper(f"rt_tree_sum16_{ctype}", (Ptr(lanes[name], cast=f"const {ctype} *"),), ctype)
+        tree = Helper(f"rt_lanes16_sum_{ctype}", (Var(lanes[name], _lanes_type(ctype)),), ctype) if registers else \
+            Helper(f"rt_tree_sum16_{ctype}", (Ptr(lanes[name], cast=f"const {ctype} *"),), ctype)
         out.append(Assign(name, Arith("+", Var(name, ctype), tree, ctype)))
     return out
 
@@ -352,31 +347,27 @@ def _blocks(loop: For, sums: dict, lanes: dict, names: Namer, init: bool = False
             # a block adding 16 consecutive elements of a buffer adds them from the buffer
             return [Assign(lanes[name], Helper(f"rt_lanes16_add_{ctype}", (
                 Var(lanes[name], _lanes_type(ctype)), rows[name]), _lanes_type(ctype))) for name, ctype in sums.items()]
-        if registers:
-            # each block's terms stored by its loop, then added as whole vectors: ``0 + x`` keeps a block that
-            # only copies its terms a loop (GCC made a copy a memcpy of 16-byte moves, which the 32-byte loads of
-            # the add waited on at AVX2: 1.9x the time); the lanes start at 0, so the sums are the same
-            values = {name: names.fresh("terms") for name in sums}
-            return [Declare(values[name], ctype, size=LANES) for name, ctype in sums.items()] + [
-                For(lane, Poly.of(0), Poly.of(count), _terms(body, sums, values, Poly.sym(lane), plus_zero=True),
-                    simd=True)] + [
-                Assign(lanes[name], Helper(f"rt_lanes16_add_{ctype}", (
-                    Var(lanes[name], _lanes_type(ctype)), Ptr(values[name], cast=f"const {ctype} *")),
-                    _lanes_type(ctype)))
-                for name, ctype in sums.items()]
-        if not _loads_under_conditions(body):
+        if not registers and not _loads_under_conditions(body):
             return [For(lane, Poly.of(0), Poly.of(count), _to_lanes(body, sums, lanes, Poly.sym(lane), first),
                         simd=True)]
-        # a masked last vector: its terms stored in ``values``, added to the lanes by a second loop (with
-        # ``lanes[l] += x`` in the loop that loads under a condition, GCC did not vectorise it; without such
-        # loads the terms' copy cost AVX2 a store-forwarding stall per vector, layer norm 3x its time)
+        # the terms stored in ``values`` by the block's loop, then added to the lanes: in registers as whole
+        # vectors (``0 + x`` keeps a block that only copies its terms a loop: GCC made a copy a memcpy of 16-byte
+        # moves, which the 32-byte loads of the add waited on at AVX2, 1.9x the time; the lanes start at 0, so
+        # the sums are the same), else a masked last vector's by a second loop (with ``lanes[l] += x`` in the loop
+        # that loads under a condition, GCC did not vectorise it; without such loads the terms' copy cost AVX2 a
+        # store-forwarding stall per vector, layer norm 3x its time)
         values = {name: names.fresh("terms") for name in sums}
+        fill = [Declare(values[name], ctype, size=LANES) for name, ctype in sums.items()] + [
+            For(lane, Poly.of(0), Poly.of(count), _terms(body, sums, values, Poly.sym(lane), plus_zero=registers),
+                simd=True)]
+        if registers:
+            return fill + [Assign(lanes[name], Helper(f"rt_lanes16_add_{ctype}", (
+                Var(lanes[name], _lanes_type(ctype)), Ptr(values[name], cast=f"const {ctype} *")), _lanes_type(ctype)))
+                for name, ctype in sums.items()]
         add = names.fresh("l")
-        return [Declare(values[name], ctype, size=LANES) for name, ctype in sums.items()] + [
-            For(lane, Poly.of(0), Poly.of(count), _terms(body, sums, values, Poly.sym(lane)), simd=True),
-            For(add, Poly.of(0), Poly.of(count), [
-                _add(lanes[name], Poly.sym(add), Load(values[name], Poly.sym(add), ctype))
-                for name, ctype in sums.items()], simd=True)]
+        return fill + [For(add, Poly.of(0), Poly.of(count), [
+            _add(lanes[name], Poly.sym(add), Load(values[name], Poly.sym(add), ctype))
+            for name, ctype in sums.items()], simd=True)]
     if trip is None:
         # a run-time number of whole blocks, at most ``loop.at_most // LANES``: each block under its own ``if``
         # (the reduction clause's in-order end cost layer norm over rows of 100 of unknown length 1.4x its static
