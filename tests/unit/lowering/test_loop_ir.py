@@ -305,6 +305,30 @@ def test_updates_reading_what_the_one_before_wrote_merge_into_the_products_epilo
     assert "epilogue" in text and "rt_gemm_part_float32" in text
 
 
+def test_an_update_streaming_big_moments_runs_after_its_product_on_threads():
+    """Adam's update of a 784 x 128 weight streams three arrays besides the gradient: it runs apart from the
+    gradient's product, as a parallel loop (static batch), or under the product's own condition (``None``
+    batch); SGD's update of the same weight (one array) and a layer's bias and relu still fuse."""
+    m, v, w = (rt.Variable(rt.zeros([784, 128])) for _ in range(3))
+    for batch in (256, None):
+        lowered = _lower(_adam_like(m, v, w), rt.TensorSpec([batch, 784], F), rt.TensorSpec([batch, 128], F))
+        text = str(lowered.ir)
+        assert "(epilogue)" not in text, text
+        (update,) = [f for f in _loops(lowered.ir) if len([s for s in walk_stmts(f.body) if isinstance(s, Store)]) == 3]
+        assert update.parallel is not None, text
+        assert ("RT_GEMM_PARALLEL_MIN" in str(update.parallel)) == (batch is None), str(update.parallel)
+
+    def sgd(x, g):
+        w.assign_sub(rt.matmul(x, g, transpose_a=True) * 0.01)
+        return rt.constant(0.0)
+
+    def layer(x, b):
+        return rt.nn.relu(rt.matmul(x, w) + b)
+    for fn, specs in ((sgd, (rt.TensorSpec([256, 784], F), rt.TensorSpec([256, 128], F))),
+                      (layer, (rt.TensorSpec([256, 784], F), rt.TensorSpec([128], F)))):
+        assert "(epilogue)" in str(_lower(fn, *specs).ir), fn.__name__
+
+
 def test_loops_stay_apart_when_one_reads_another_element_of_what_the_other_wrote():
     w, v = rt.Variable(rt.zeros([64])), rt.Variable(rt.zeros([64]))
 
