@@ -113,6 +113,15 @@ static RT_FMA_KERNEL void RT_G_FN(rt_gemm_micro_narrow)(int64_t kc, const RT_G_T
     RT_G_FN(rt_gemm_micro)(2 * RT_GEMM_MR, 1, kc, a, rsa, csa, b, rsb, c, ldc, mr, nr, accumulate);
 }
 
+/* o[p * MR + i] = src[p * lda + i] for p < kc, i < MR: a whole sliver of a transposed A, MR a constant at every
+ * call (copies of a constant length: vector moves). */
+static inline __attribute__((always_inline)) void RT_G_FN(rt_gemm_pack_rows)(const int MR, int64_t kc,
+                                                                            const RT_G_T *restrict src, int64_t lda,
+                                                                            RT_G_T *restrict o) {
+    for (int64_t p = 0; p < kc; p++)
+        _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++) o[p * MR + i] = src[p * lda + i];
+}
+
 /* Pack op(A)[i0:i0+mc, p0:p0+kc] into slivers of `mr_t` rows: (i, p) goes to (i / mr_t) * kc * mr_t + p * mr_t +
  * i % mr_t; rows past mc are zeros. */
 static inline void RT_G_FN(rt_gemm_pack_a)(const RT_G_T *restrict a, int64_t lda, int trans, int64_t i0, int64_t mc,
@@ -121,16 +130,9 @@ static inline void RT_G_FN(rt_gemm_pack_a)(const RT_G_T *restrict a, int64_t lda
         const int rows = (int)(mc - s < mr_t ? mc - s : mr_t);
         RT_G_T *restrict o = out + s * kc;
         if (trans && rows == mr_t && (mr_t == RT_GEMM_MR || mr_t == 2 * RT_GEMM_MR)) {
-            /* whole slivers: copies of a constant length (vector moves) */
             const RT_G_T *restrict src = a + p0 * lda + i0 + s;
-            if (mr_t == RT_GEMM_MR) {
-                for (int64_t p = 0; p < kc; p++)
-                    _Pragma("GCC unroll 16") for (int i = 0; i < RT_GEMM_MR; i++) o[p * RT_GEMM_MR + i] = src[p * lda + i];
-            } else {
-                for (int64_t p = 0; p < kc; p++)
-                    _Pragma("GCC unroll 32") for (int i = 0; i < 2 * RT_GEMM_MR; i++)
-                        o[p * 2 * RT_GEMM_MR + i] = src[p * lda + i];
-            }
+            if (mr_t == RT_GEMM_MR) RT_G_FN(rt_gemm_pack_rows)(RT_GEMM_MR, kc, src, lda, o);
+            else RT_G_FN(rt_gemm_pack_rows)(2 * RT_GEMM_MR, kc, src, lda, o);
         } else if (trans) {          /* op(A)(i, p) = a[p * lda + i]: each p is a contiguous run of rows */
             for (int64_t p = 0; p < kc; p++) {
                 const RT_G_T *restrict src = a + (p0 + p) * lda + i0 + s;
