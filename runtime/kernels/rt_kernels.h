@@ -774,7 +774,11 @@ static inline int rt_gemm_back_to_back(void) {
 static inline int rt_gemm_back_to_back(void) { return 0; }
 #endif
 
-#if defined(__AVX512F__)
+/* The register transposes serve rt_gemm.h's packing of a transposed B only, which a module linking the kernel
+ * library (RT_KERNELS_EXTERN) does not compile: such a module does not parse immintrin.h either (55K of the 83K
+ * lines gcc parsed for a three-function module: its compile took 1.45 s, now 0.5 s). */
+#if defined(RT_KERNELS_EXTERN) && !defined(RT_KERNELS_LIBRARY)
+#elif defined(__AVX512F__)
 #include <immintrin.h>
 /* dst[p * ldd + i] = src[i * lds + p] for a 16 x 16 block of floats, in registers (two unpack and two lane
  * shuffle stages): packing a transposed B one element at a time took 30 of the 97 us of a [64, 512] x
