@@ -629,6 +629,70 @@ static inline int64_t rt_shuffle_indices(const int64_t *in, int64_t *out, int64_
     static inline rt_bool rt_isinf_##S(T a) { return isinf(a) != 0; } \
     static inline rt_bool rt_isfinite_##S(T a) { return isfinite(a) != 0; }
 
+/* Row groups over big arrays (transpiler/lowering/rows.py). A row's first pass reads its inputs from memory and
+ * its later passes (exp, the sums, the stores) compute from L1: while they do, rt_prefetch_bytes asks for the next
+ * row of each input (into L2), so that the next first pass does not wait for memory. The result rows of an
+ * output too big to stay in cache are written through rt_stream_copy, streaming (non-temporal) stores that skip
+ * reading each line of the destination before writing it. Softmax over [4096, 1024] at AVX2 (Zen 3, 2 threads):
+ * 3.7 ms, 3.35 with the prefetch, 3.65 with the streaming stores, 2.75 with both. */
+static inline void rt_prefetch_bytes(const void *p, int64_t bytes) {
+    const uintptr_t a = (uintptr_t)p;           /* addresses past the array's end (after its last row) are fine */
+    for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch((const void *)(a + (uintptr_t)i), 0, 2);
+}
+
+/* Outputs of at least this many bytes are written by streaming stores: half the last-level cache (written
+ * through it, such an output and the input it is made from would not fit it together anyway); 16 MiB when the
+ * system does not say; RT_STREAM_MIN_BYTES when set (tests stream every row with 0). */
+static inline int64_t rt_stream_min_bytes(void) {
+    static int64_t bytes = -1;
+    int64_t b = __atomic_load_n(&bytes, __ATOMIC_RELAXED);
+    if (b < 0) {
+        const char *env = getenv("RT_STREAM_MIN_BYTES");
+        long llc = -1;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+        llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+        b = env && *env ? (int64_t)strtoll(env, NULL, 10) : llc > 0 ? (int64_t)llc / 2 : (int64_t)16 << 20;
+        if (b < 0) b = 0;
+        __atomic_store_n(&bytes, b, __ATOMIC_RELAXED);
+    }
+    return b;
+}
+
+static inline int rt_streams(int64_t bytes) { return bytes >= rt_stream_min_bytes(); }
+
+/* dst[0:bytes) = src[0:bytes): plain stores up to dst's first vector boundary and after its last, streaming
+ * stores between. No fence per row (an sfence a row cost most of the gain: it waits for the write-combining
+ * buffers): the thread reads its own stores in order, and other threads read the rows after the parallel loop's
+ * barrier, whose locked instructions drain those buffers (Intel SDM 3A 11.3.1; AMD APM 2, 7.4.2). */
+static inline void rt_stream_copy(void *dst, const void *src, int64_t bytes) {
+    char *d = (char *)dst;
+    const char *s = (const char *)src;
+#if defined(__AVX__) || defined(__SSE2__)
+#if defined(__AVX__)
+    enum { width = 32 };
+    typedef float rt_stream_vec __attribute__((vector_size(32), aligned(4), may_alias));
+#define RT_STREAM_STORE(p, v) __builtin_ia32_movntps256((float *)(p), (v))
+#else
+    enum { width = 16 };
+    typedef float rt_stream_vec __attribute__((vector_size(16), aligned(4), may_alias));
+#define RT_STREAM_STORE(p, v) __builtin_ia32_movntps((float *)(p), (v))
+#endif
+    int64_t head = (int64_t)(-(uintptr_t)d & (width - 1));
+    if (head > bytes) head = bytes;
+    if (head) {                                 /* (rows on vector boundaries: no call to memcpy) */
+        memcpy(d, s, (size_t)head);
+        d += head;
+        s += head;
+        bytes -= head;
+    }
+    for (; bytes >= width; bytes -= width, d += width, s += width) RT_STREAM_STORE(d, *(const rt_stream_vec *)s);
+#undef RT_STREAM_STORE
+#endif
+    if (bytes) memcpy(d, s, (size_t)bytes);
+}
+
 /* x, which the compiler cannot see through. The bound of a padded row loop (transpiler.lowering.kernels.pad_inner)
  * goes through it: with a literal bound GCC folded the masked load of a row's last, partly live vector into a
  * whole-vector load and a blend, reading up to a vector past the input. */

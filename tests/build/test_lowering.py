@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -518,6 +519,7 @@ def test_sums_of_broadcast_products_of_run_time_sizes_run_as_matmuls(programs):
 
 
 SHORT_ROWS = (2, 3, 10, 15, 16, 17, 33, 100, 127, 128)
+STREAMED_SHAPES = ([6, 1024], [5, 1000], [3, 4, 257], [2, 3000])
 
 
 @rt.function
@@ -540,6 +542,23 @@ def short_int_rows(x):
 for _n in SHORT_ROWS:
     short_rows.get_concrete_function(rt.TensorSpec([5, _n], F), rt.TensorSpec([5], rt.int32))
     short_int_rows.get_concrete_function(rt.TensorSpec([4, _n], rt.int32))
+
+
+@rt.function
+def streamed_rows(x, gamma):
+    """Row groups whose results can be streamed to memory (rt_stream_copy) and whose inputs are prefetched a
+    row ahead: softmax, a layer norm with a broadcast scale, a float64 row sum."""
+    e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
+    mean = rt.reduce_mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    norm = centered / rt.sqrt(rt.reduce_mean(rt.square(centered), axis=-1, keepdims=True) + 1e-3) * gamma
+    wide = rt.cast(x, rt.float64)
+    return e / rt.reduce_sum(e, axis=-1, keepdims=True), norm, wide / rt.reduce_sum(rt.abs(wide), -1, keepdims=True)
+
+
+for _shape in STREAMED_SHAPES:
+    streamed_rows.get_concrete_function(rt.TensorSpec(_shape, F), rt.TensorSpec(_shape[-1:], F))
+streamed_rows.get_concrete_function(rt.TensorSpec([None, None], F), rt.TensorSpec([None], F))
 
 
 @rt.function(input_signature=[spec(1, rt.int32), spec(2)])
@@ -1326,6 +1345,54 @@ def test_padded_rows_never_read_past_the_input(programs):
     proc = subprocess.run([sys.executable, "-c", GUARDED_CALLS, *map(str, SHORT_ROWS)], cwd=root, env=env,
                           check=False, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stdout, proc.stderr)
+
+
+# ---------------------------------------------------------------------------
+# Streaming stores and prefetched rows (rows.py): with RT_STREAM_MIN_BYTES=0 every row of a streamable result is
+# written through a row buffer and rt_stream_copy, whatever its size; the results must not change.
+STREAMED_CALLS = r"""
+import sys
+import numpy as np
+import rt_lowering_programs as programs
+import runtime as rt
+
+for shape in [[6, 1024], [5, 1000], [3, 4, 257], [2, 3000], [7, 333]]:
+    rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    x[0, 1] = np.inf
+    gamma = rng.standard_normal(shape[-1:]).astype(np.float32)
+    spec = [rt.TensorSpec(shape, rt.float32), rt.TensorSpec(shape[-1:], rt.float32)]
+    if shape == [7, 333]:
+        spec = [rt.TensorSpec([None, None], rt.float32), rt.TensorSpec([None], rt.float32)]
+    concrete = programs.streamed_rows.get_concrete_function(*spec)
+    assert concrete.native, shape
+    native = [np.asarray(v) for v in concrete(x, gamma)]
+    rt.config.run_functions_eagerly(True)
+    eager = [np.asarray(v) for v in programs.streamed_rows(x, gamma)]
+    rt.config.run_functions_eagerly(False)
+    for a, b in zip(native, eager):
+        np.testing.assert_allclose(a, b, rtol=3e-5, atol=3e-5, err_msg=str(shape))
+print("ok")
+"""
+
+
+def test_streamed_rows_and_prefetches_keep_the_results(programs):
+    """Softmax, layer norm and a float64 row group with every row streamed (RT_STREAM_MIN_BYTES=0, in a
+    subprocess: the threshold is read once per process), rows on and off vector boundaries, static and
+    run-time lengths: the same results as eager. The loops stream through a row buffer and prefetch the next
+    row of ``x`` (not of the broadcast ``gamma``)."""
+    root = Path(programs.__file__).parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(PROJECT)]), RT_STREAM_MIN_BYTES="0")
+    proc = subprocess.run([sys.executable, "-c", STREAMED_CALLS], cwd=root, env=env, check=False,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stdout, proc.stderr)
+    lowered = str(lower_function(built(programs.streamed_rows, rt.TensorSpec([6, 1024], rt.float32),
+                                       rt.TensorSpec([1024], rt.float32)).graph, "streamed").ir)
+    assert lowered.count("call rt_stream_copy(") >= 3 and "rt_streams(" in lowered, lowered
+    x_ptr, gamma_ptr = (re.search(rf"let (\w+): float \* = \(float \*\)in\[{i}\]\.data", lowered).group(1)
+                        for i in (0, 1))
+    prefetched = [line for line in lowered.splitlines() if "rt_prefetch_bytes(" in line]
+    assert prefetched and all(f"({x_ptr} + " in line and gamma_ptr not in line for line in prefetched), prefetched
 
 
 # ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from transpiler.lowering.ir import (
     Apply,
     Arith,
     Assign,
+    Call,
     Cast,
     Compare,
     Declare,
@@ -28,11 +29,14 @@ from transpiler.lowering.ir import (
     Lit,
     Load,
     Poly,
+    Ptr,
     Store,
     Var,
     expensive,
     map_expr,
     product,
+    walk_expr,
+    walk_stmts,
 )
 from transpiler.lowering.kernels import (
     HEAVY_WEIGHT,
@@ -242,6 +246,8 @@ def _build(cx, region: Region) -> list:
             else:
                 inner = chunked_sum(cx, loops[-1], body, part, acc)
                 state.row_stmts += acc.declare() + part.declare() + wrap_loops(loops[:-1], inner, simd=False)
+            if op is reductions[0] and not (one_vector or short):
+                state.row_stmts += _prefetch_next_rows(state, body, cols)
             final = cx.fresh("row")
             state.row_stmts.append(Declare(final, out.dtype.c_type, acc.final()))
             state.row_values[id(out)] = Var(final, out.dtype.c_type)
@@ -251,9 +257,12 @@ def _build(cx, region: Region) -> list:
         for t in full:
             value = el.compute(members[id(t)], t.index, index)
             stores.append(_store(targets[id(t)], index, value))
+        streamed = [] if hosting or one_vector or short else _streamable(state, full, targets, index, cols)
+        stream_flag = cx.fresh("stream") if streamed else None
         if stores:
             body = state.pass_stmts + stores
             fast, cond = _reciprocals(cx, state, deepcopy(body))
+            first = len(state.row_stmts)
             loops, body, prelude = row_loops(body)
             state.row_stmts += prelude
             if cond is None:
@@ -262,6 +271,10 @@ def _build(cx, region: Region) -> list:
                 fast_loops, fast, prelude = row_loops(fast)
                 state.row_stmts += prelude
                 state.row_stmts.append(If(cond, wrap_loops(fast_loops, fast), wrap_loops(loops, body)))
+            if streamed:
+                plain = state.row_stmts[first:]
+                state.row_stmts[first:] = [If(Var(stream_flag, "int"),
+                                              _streaming(cx, deepcopy(plain), streamed, state, cols), plain)]
         for t in stored:
             target = targets[id(t)]
             if cx.dims[id(t)] != domain or members[id(t)].opdef.reduction is not None:
@@ -273,7 +286,9 @@ def _build(cx, region: Region) -> list:
         cond = parallel_condition(product(domain), HEAVY_WEIGHT if any(map(_expensive, region.members)) else 1)
         if cond is not None and rows.const is not None and rows.const < 2:
             cond = None
-        return wrap_loops(loops, body, cond, simd=False)
+        total = product(domain) * sum(nbytes for _, _, nbytes, _ in streamed)
+        decide = [Declare(stream_flag, "int", Helper("rt_streams", (total,), "int"))] if streamed else []
+        return decide + wrap_loops(loops, body, cond, simd=False)
     if fits:
         return prelude + versions(cx, lambda el: build(el, shared, {})) + _values(cx, stored, targets)
     out = versions(cx, lambda el: build(el, [t for t in shared if id(t) in hosts], hosts))
@@ -291,6 +306,79 @@ def _build(cx, region: Region) -> list:
         one = versions(cx, lambda el: build(el, shared, {}, one_vector=True))
         out = [If(Compare("<=", cols, Lit(PAD_LANES, "int64_t")), one, out)]
     return prelude + out + _values(cx, stored, targets)
+
+
+# Rows shorter than this many bytes are not prefetched: the next row is in the lines this one brought.
+PREFETCH_MIN_BYTES = 256
+
+
+def _prefetch_next_rows(state: RowState, body: list, cols) -> list:
+    """``rt_prefetch_bytes`` of the next row of each array the first pass reads a whole contiguous row of
+    (``x[k, r]``, not a broadcast ``gamma[r]``): issued after that pass, it brings the next row into L2 while
+    this row's other passes compute from L1 (the first pass of a row otherwise waits for memory)."""
+    calls, seen = [], set(state.scratch.values())
+    col = state._col_offset()
+    rows = set(state.knames)
+    for s in walk_stmts(body):
+        for e in s.exprs():
+            for node in walk_expr(e):
+                if not isinstance(node, Load) or node.indirect or node.ptr in seen:
+                    continue
+                start = node.index.substitute({r: Poly.of(0) for r in state.rnames})
+                size = _ELEMENT_BYTES.get(node.ctype)
+                if size is None or node.index - start != col or not start.symbols() & rows:
+                    continue
+                if cols.const is not None and cols.const * size < PREFETCH_MIN_BYTES:
+                    continue
+                seen.add(node.ptr)
+                calls.append(Call("rt_prefetch_bytes", [Ptr(node.ptr, start + cols), cols * size]))
+    return calls
+
+
+_ELEMENT_BYTES = {"float": 4, "double": 8, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8,
+                  "rt_bool": 1}
+
+
+# Static rows shorter than this many bytes are not streamed (the rows of unknown length that can be are longer
+# than PAD_MAX elements): a row buffer and a copy per row of a few lines would double the stores' code for little.
+STREAM_ROW_MIN_BYTES = 1024
+
+
+def _streamable(state: RowState, full: list, targets: dict, index: tuple, cols) -> list:
+    """``(buffer, element type, element bytes, row start)`` of each full-row result whose rows are contiguous in its
+    memory: written through a row buffer and ``rt_stream_copy`` when the results are too big for the cache
+    (``rt_streams``, decided once per call)."""
+    out = []
+    col = state._col_offset()
+    for t in full:
+        target = targets[id(t)]
+        if not isinstance(target, Array) or cols.const is not None and cols.const * t.dtype.size < STREAM_ROW_MIN_BYTES:
+            continue
+        at = target.load(index).index
+        start = at.substitute({r: Poly.of(0) for r in state.rnames})
+        if at - start == col:
+            out.append((target.ptr, t.dtype.c_type, t.dtype.size, start))
+    return out
+
+
+def _streaming(cx, stmts: list, streamed: list, state: RowState, cols) -> list:
+    """The store pass ``stmts`` writing the rows of the ``streamed`` results into row buffers instead, then each
+    buffer streamed to its row (``rt_stream_copy``)."""
+    size = padded_length(cols.const) if cols.const is not None else SCRATCH_MAX
+    rows = set(state.knames)
+    buffers, out = {}, []
+    for ptr, ctype, _, start in streamed:
+        buffers[ptr] = cx.fresh("row_out")
+        out.append(Declare(buffers[ptr], ctype, size=size))
+    for s in walk_stmts(stmts):
+        if isinstance(s, Store) and s.ptr in buffers:
+            start = next(st for p, _, _, st in streamed if p == s.ptr)
+            s.index = s.index.without(rows) - start.without(rows)
+            s.ptr = buffers[s.ptr]
+    out += stmts
+    for ptr, _, nbytes, start in streamed:
+        out.append(Call("rt_stream_copy", [Ptr(ptr, start), Ptr(buffers[ptr]), cols * nbytes]))
+    return out
 
 
 _NORMAL = {"float": ("fabsf", 2.0 ** -126, 2.0 ** 126), "double": ("fabs", 2.0 ** -1022, 2.0 ** 1022)}

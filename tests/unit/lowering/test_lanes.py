@@ -81,7 +81,7 @@ def test_short_rows_of_unknown_length_run_whole_vectors_then_a_masked_one_when_t
     assert all(f"if {LANES * k} < whole" in short for k in range(PAD_MAX // LANES))
     assert short.count("rt_lanes16_sum_float") == 1 and "reduce(+:" not in short and "rt_tree_sum16" not in short
     assert short.count("rt_lanes16_add_float(") == PAD_MAX // LANES + 1
-    assert short.count("rt_lanes16_add_float(lanes98, ((const float *)(scratch35 + 16)))") == 1
+    assert short.count("rt_lanes16_add_float(lanes100, ((const float *)(scratch37 + 16)))") == 1
     # the max's, exponentials' and sum's tails and each store's (values, then the live lanes stored)
     assert short.count("for l") == short.count("if whole") + 2
     assert short.count("= vals") == 2

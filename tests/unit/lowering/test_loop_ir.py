@@ -1,6 +1,8 @@
 """The lowering stage without a compiler: index polynomials, fusion decisions, storage, and the IR dump."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -28,8 +30,9 @@ def _lower(fn, *specs):
 
 
 def _row_buffer(declared) -> bool:
-    """Not one of the lane arrays of a sum (``lanes.sum_lanes``): a Declare or a buffer's name."""
-    return not getattr(declared, "name", declared).startswith(("lanes", "terms"))
+    """Not one of the lane arrays of a sum (``lanes.sum_lanes``) nor a streamed result's row: a Declare or a
+    buffer's name."""
+    return not getattr(declared, "name", declared).startswith(("lanes", "terms", "row_out"))
 
 
 def _loops(ir) -> list[For]:
@@ -85,7 +88,8 @@ def test_softmax_and_layer_norm_are_one_loop_over_rows():
         outer = [s for s in lowered.ir.body if isinstance(s, For)]
         assert lowered.report.groups == 1 and len(outer) == 1 and outer[0].parallel
         passes = [s for s in outer[0].body if isinstance(s, For)]
-        divided = [s for s in outer[0].body if isinstance(s, If)]      # the store, by a reciprocal or not
+        (streamed,) = [s for s in outer[0].body if isinstance(s, If)]   # through a row buffer to memory, or not
+        divided = [s for s in streamed.orelse if isinstance(s, If)]     # the store, by a reciprocal or not
         assert len(divided) == 1 and len(divided[0].then) == len(divided[0].orelse) == 1
         passes.append(divided[0].then[0])
         assert len(passes) == count and all(p.simd for p in passes)
@@ -116,7 +120,8 @@ def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_a_scratch_row_and
                and any(isinstance(t, Store) for t in walk_stmts(s.body))]
     assert [s.ptr for s in walk_stmts(exps.body) if isinstance(s, Store)] == [scratch.name]   # e into the scratch
     assert "type='Exp'" in repr(exps) and not exps.reductions
-    (divided,) = [s for s in outer.body if isinstance(s, If)]
+    (streamed,) = [s for s in outer.body if isinstance(s, If)]        # through a row buffer to memory, or not
+    (divided,) = [s for s in streamed.orelse if isinstance(s, If)]
     assert "fabsf(" in str(divided.cond) and "RealDiv" not in str(divided.then) and "RealDiv" in str(divided.orelse)
     assert [s.ptr for s in walk_stmts(divided.then) if isinstance(s, Store)] == [result]   # written once
 
@@ -503,3 +508,25 @@ def test_a_gradient_summed_to_its_own_dims_is_that_gradient_and_one_summed_reads
     y = x @ np.arange(8, dtype=np.float32)[:, None] / 8
     np.testing.assert_allclose(run_graph(graph, [x, y])[0], _fit_regression(rt.constant(x), rt.constant(y)).numpy(),
                                rtol=1e-6)
+
+
+def test_row_groups_prefetch_the_next_row_and_can_stream_their_results():
+    """A softmax over rows of 1024 asks for the next row of its input after the first pass and writes its
+    rows through a row buffer and rt_stream_copy when rt_streams says the result is too big for the cache
+    (decided once per call, before the row loop); a layer norm's broadcast scale is not prefetched; rows of
+    16 floats (64 bytes, the next row in the lines this one brought) are not either."""
+    def softmax(x):
+        return rt.nn.softmax(x)
+
+    def norm(x, gamma):
+        centered = x - rt.reduce_mean(x, axis=-1, keepdims=True)
+        return centered / rt.sqrt(rt.reduce_mean(rt.square(centered), axis=-1, keepdims=True) + 1e-5) * gamma
+
+    for rows in (4096, None):
+        text = str(_lower(softmax, rt.TensorSpec([rows, 1024], F)).ir)
+        assert len(re.findall(r"call rt_prefetch_bytes\(x\d \+ \(1024 \* k\d+ \+ 1024\), 4096\)", text)) == 1, text
+        decide = text.index("rt_streams(")
+        assert decide < text.index("for k") and "call rt_stream_copy(" in text, text
+    text = str(_lower(norm, rt.TensorSpec([512, 1024], F), rt.TensorSpec([1024], F)).ir)
+    assert "rt_prefetch_bytes(x1 + " in text and "rt_prefetch_bytes(x2" not in text, text
+    assert "rt_prefetch_bytes" not in str(_lower(softmax, rt.TensorSpec([512, 16], F)).ir)
