@@ -358,7 +358,9 @@ def _streamable(state: RowState, full: list, targets: dict, index: tuple, cols) 
         start = at.substitute({r: Poly.of(0) for r in state.rnames})
         if at - start == col:
             out.append((target.ptr, t.dtype.c_type, t.dtype.size, start))
-    return out
+    # results in one buffer (parts of a concatenation) are told apart by their row starts only: written plainly
+    ptrs = [ptr for ptr, *_ in out]
+    return [entry for entry in out if ptrs.count(entry[0]) == 1]
 
 
 def _streaming(cx, stmts: list, streamed: list, state: RowState, cols) -> list:
