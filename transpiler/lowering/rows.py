@@ -15,6 +15,7 @@ from __future__ import annotations
 from copy import deepcopy
 from dataclasses import dataclass, field
 
+from runtime import dtypes
 from transpiler.lowering.ir import (
     And,
     Apply,
@@ -335,8 +336,7 @@ def _prefetch_next_rows(state: RowState, body: list, cols) -> list:
     return calls
 
 
-_ELEMENT_BYTES = {"float": 4, "double": 8, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "int32_t": 4, "int64_t": 8,
-                  "rt_bool": 1}
+_ELEMENT_BYTES = {d.c_type: d.size for d in dtypes.ALL if d.c_type}
 
 
 # Static rows shorter than this many bytes are not streamed (the rows of unknown length that can be are longer
@@ -368,18 +368,15 @@ def _streaming(cx, stmts: list, streamed: list, state: RowState, cols) -> list:
     buffer streamed to its row (``rt_stream_copy``)."""
     size = padded_length(cols.const) if cols.const is not None else SCRATCH_MAX
     rows = set(state.knames)
-    buffers, out = {}, []
-    for ptr, ctype, _, start in streamed:
-        buffers[ptr] = cx.fresh("row_out")
-        out.append(Declare(buffers[ptr], ctype, size=size))
+    buffers = {ptr: (cx.fresh("row_out"), start) for ptr, _, _, start in streamed}
+    out = [Declare(buffers[ptr][0], ctype, size=size) for ptr, ctype, _, _ in streamed]
     for s in walk_stmts(stmts):
         if isinstance(s, Store) and s.ptr in buffers:
-            start = next(st for p, _, _, st in streamed if p == s.ptr)
-            s.index = s.index.without(rows) - start.without(rows)
-            s.ptr = buffers[s.ptr]
+            buffer, start = buffers[s.ptr]
+            s.ptr, s.index = buffer, s.index.without(rows) - start.without(rows)
     out += stmts
     for ptr, _, nbytes, start in streamed:
-        out.append(Call("rt_stream_copy", [Ptr(ptr, start), Ptr(buffers[ptr]), cols * nbytes]))
+        out.append(Call("rt_stream_copy", [Ptr(ptr, start), Ptr(buffers[ptr][0]), cols * nbytes]))
     return out
 
 
