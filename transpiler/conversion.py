@@ -23,8 +23,9 @@ from libcst.helpers import parse_template_module
 from runtime.autograph.converted_code import FACTORY, OUTER_FACTORY, instantiate
 from runtime.errors import ConversionError, SourceUnavailableError
 from transpiler import origin_info
+from transpiler.cst_walk import node_types
 from transpiler.converters.asserts import AssertTransformer
-from transpiler.converters.base import Context
+from transpiler.converters.base import Context, Converter, one_pass
 from transpiler.converters.break_statements import BreakTransformer
 from transpiler.converters.call_trees import CallTreeTransformer
 from transpiler.converters.comparisons import ComparisonTransformer
@@ -41,30 +42,43 @@ from transpiler.naming import Namer
 __all__ = ["ConversionError", "SourceUnavailableError", "convert_function", "convert_source", "to_code", "transform"]
 
 
+_CALLS = one_pass(AssertTransformer, CallTreeTransformer)
+_EXPRESSIONS = one_pass(ConditionalExpressionTransformer, ComparisonTransformer, LogicalTransformer)
+
+
 def transform(module: cst.Module, ctx: Context) -> cst.Module:
-    """Run every converter, in order, over a module holding one function definition."""
-    node = FunctionScopeTransformer.transform(module, ctx)   # drop decorators of the converted function
+    """Run every converter, in order, over a module holding one function definition (a converter with
+    nothing to rewrite in it is skipped: ``Converter.needed``)."""
+    present = node_types(module)
+
+    def run(converter: type[Converter], node: cst.Module) -> cst.Module:
+        nonlocal present
+        if not converter.needed(present):
+            return node
+        node = converter.transform(node, ctx)
+        present = node_types(node)
+        return node
+
+    node = run(FunctionScopeTransformer, module)   # drop decorators of the converted function
     # Loop jumps first: they turn `break`/`continue` into flags and `for...else` into plain code,
     # so the later converters only see structured control flow. `break` goes before `continue`
     # (its loop-test flag must not be reset by the continue flag's guard).
-    node = BreakTransformer.transform(node, ctx)
-    node = ContinueTransformer.transform(node, ctx)
+    node = run(BreakTransformer, node)
+    node = run(ContinueTransformer, node)
     # `return` after the loop jumps: it adds `not rt__do_return` to the loop tests they built.
-    node = ReturnTransformer.transform(node, ctx)
-    node = AssertTransformer.transform(node, ctx)
-    # Calls before control flow, so the rt__ calls control flow generates are not wrapped.
-    node = CallTreeTransformer.transform(node, ctx)
+    node = run(ReturnTransformer, node)
+    # Calls (and the assert statements that become calls) before control flow, so the rt__ calls control flow
+    # generates are not wrapped.
+    node = run(_CALLS, node)
     # Control flow needs the static analyses of the code as the user wrote it (after the
     # jump rewrites); it turns every if/while/for into local functions + an rt__ operator call.
-    node = ControlFlowTransformer.transform(node, ctx)
-    # Expression-level rewrites after control flow: the tests it moved keep their `and`/`not`.
-    node = ConditionalExpressionTransformer.transform(node, ctx)
-    # Comparison chains before `and`/`or`: the chains they become are calls, not boolean operations.
-    node = ComparisonTransformer.transform(node, ctx)
-    node = LogicalTransformer.transform(node, ctx)
+    node = run(ControlFlowTransformer, node)
+    # Expression-level rewrites after control flow: the tests it moved keep their `and`/`not`. One pass, bottom-up:
+    # a comparison chain inside `and`/`or` is a call before the boolean operation around it is rewritten.
+    node = run(_EXPRESSIONS, node)
     # Last: wrap reads of maybe-undefined names, which control flow introduced (if it did).
     if ctx.undefined_inits:
-        node = VariableTransformer.transform(node, ctx)
+        node = run(VariableTransformer, node)
     return node
 
 
@@ -201,7 +215,37 @@ def _source_of(fn) -> tuple[str, str, int]:
     return "".join(lines), filename, first_line
 
 
-_parsed_files: dict[tuple[str, str], ast.Module] = {}
+_lambdas_of_files: dict[tuple[str, str], dict[int, list[ast.Lambda]]] = {}
+_LAMBDA_FILES = 8          # the files whose lambdas are indexed (the ones converted last)
+
+
+def _lambdas_by_line(filename: str, text: str, fn) -> dict[int, list[ast.Lambda]]:
+    """The lambdas of a file by their first line (the file parsed and walked once, not once per lambda)."""
+    key = (filename, text)
+    index = _lambdas_of_files.pop(key, None)
+    if index is None:
+        try:
+            tree = ast.parse(text, filename)
+        except SyntaxError as e:
+            raise SourceUnavailableError(f"the file of {fn!r} does not parse: {e}") from None
+        index = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Lambda):
+                index.setdefault(node.lineno, []).append(node)
+        while len(_lambdas_of_files) >= _LAMBDA_FILES:
+            _lambdas_of_files.pop(next(iter(_lambdas_of_files)))
+    _lambdas_of_files[key] = index         # the most recent last
+    return index
+
+
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """``ast.get_source_segment`` on the file's lines (it splits the whole file again at every call); the
+    columns are UTF-8 byte offsets."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset:node.end_col_offset].decode()
+    return (lines[first].encode()[node.col_offset:].decode() + "".join(lines[first + 1:last])
+            + lines[last].encode()[:node.end_col_offset].decode())
 
 
 def _lambda_source(fn) -> tuple[str, str, int]:
@@ -212,18 +256,11 @@ def _lambda_source(fn) -> tuple[str, str, int]:
     """
     code = fn.__code__
     filename = inspect.getsourcefile(fn) or code.co_filename
-    text = "".join(linecache.getlines(filename, fn.__globals__))
+    lines = linecache.getlines(filename, fn.__globals__)
+    text = "".join(lines)
     if not text:
         raise SourceUnavailableError(f"no source for {fn!r}")
-    key = (filename, text)
-    tree = _parsed_files.get(key)
-    if tree is None:
-        try:
-            tree = ast.parse(text, filename)
-        except SyntaxError as e:
-            raise SourceUnavailableError(f"the file of {fn!r} does not parse: {e}") from None
-        _parsed_files.clear()      # one file at a time: lambdas of one module are usually converted together
-        _parsed_files[key] = tree
+    on_line = _lambdas_by_line(filename, text, fn).get(code.co_firstlineno, ())
     params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount
                               + bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)]
     positions = [(line, col) for line, _, col, end_col in code.co_positions()
@@ -233,22 +270,21 @@ def _lambda_source(fn) -> tuple[str, str, int]:
         return (node.lineno, node.col_offset) <= (line, col) and (line, col) < (node.end_lineno, node.end_col_offset)
 
     candidates = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
-            args = node.args
-            names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-            names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
-            if sorted(names) != sorted(params):
-                continue
-            hits = sum(inside(node.body, line, col) for line, col in positions)
-            span = (node.end_lineno - node.lineno, node.end_col_offset - node.col_offset)
-            candidates.append((-hits, span, node))
+    for node in on_line:
+        args = node.args
+        names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+        names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+        if sorted(names) != sorted(params):
+            continue
+        hits = sum(inside(node.body, line, col) for line, col in positions)
+        span = (node.end_lineno - node.lineno, node.end_col_offset - node.col_offset)
+        candidates.append((-hits, span, node))
     if not candidates:
         raise SourceUnavailableError(f"cannot find the source of {fn!r} in {filename}")
     node = min(candidates, key=lambda c: c[:2])[2]
-    lam = cst.parse_expression(f"({ast.get_source_segment(text, node)})")
+    lam = cst.parse_expression(f"({_segment(lines, node)})")
     params_code = cst.Module([]).code_for_node(lam.params)
-    body_code = ast.get_source_segment(text, node.body)
+    body_code = _segment(lines, node.body)
     return f"def rt__lambda({params_code}): return ({body_code})\n", filename, node.lineno
 
 

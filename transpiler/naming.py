@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from transpiler.cst_walk import walk
+
 PREFIX = "rt__"
 RUNTIME_MODULE = "rt__"          # the name under which converted code sees runtime.operators
 
@@ -25,14 +27,7 @@ class Namer:
     @classmethod
     def for_module(cls, module: cst.CSTNode) -> "Namer":
         """A namer that avoids every identifier already present in ``module``."""
-        used: set[str] = set()
-
-        class _Collect(cst.CSTVisitor):
-            def visit_Name(self, node: cst.Name) -> None:
-                used.add(node.value)
-
-        module.visit(_Collect())
-        return cls(used)
+        return cls({n.value for n in walk(module) if isinstance(n, cst.Name)})
 
     def new(self, base: str) -> str:
         """A fresh name ``rt__<base>`` (``rt__<base>_<n>`` when taken)."""

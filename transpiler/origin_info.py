@@ -75,7 +75,7 @@ class _Mark(cst.CSTTransformer):
 
 def mark_origins(module: cst.Module, first_line: int) -> cst.Module:
     """Mark each statement with the line it has in the user's file (the module's line 1 is ``first_line``)."""
-    return cst.MetadataWrapper(module).visit(_Mark(first_line - 1))
+    return cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(_Mark(first_line - 1))   # a fresh parse
 
 
 def _marker_comments(code: str) -> dict[int, tuple[tuple[int, int], int, str]]:

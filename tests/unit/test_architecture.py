@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("4 AutoGraph: converter and its runtime operators", [
         "runtime.autograph", "runtime.autograph.*", "runtime.operators", "runtime.operators.*",
         "transpiler", "transpiler.conversion", "transpiler.converters", "transpiler.converters.*", "transpiler.analysis",
-        "transpiler.analysis.*", "transpiler.naming", "transpiler.origin_info"]),
+        "transpiler.analysis.*", "transpiler.naming", "transpiler.origin_info", "transpiler.cst_walk"]),
     ("5 tracing, Function, variables, tape, keras, data, optimizer", [
         "runtime.variables", "runtime.module", "runtime.jit", "runtime.polymorphic_function", "runtime.backprop",
         "runtime.keras", "runtime.keras.*", "runtime.data", "runtime.data.*", "runtime.optimizer",

@@ -27,6 +27,10 @@ from typing import Iterable, Sequence
 import libcst as cst
 from libcst.metadata import BatchableMetadataProvider
 
+from transpiler.cst_walk import walk
+
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
 
 @dataclass(frozen=True)
 class Activity:
@@ -317,48 +321,18 @@ def _is_iter_call(node: cst.BaseExpression) -> bool:
 
 def iterator_names(nodes: Sequence[cst.CSTNode]) -> frozenset[str]:
     """Names the code binds to ``iter(...)`` (``it = iter(dataset)``), nested scopes excluded."""
-    found: set[str] = set()
-
-    class _Iterators(cst.CSTVisitor):
-        def visit_FunctionDef(self, node):
-            return False
-
-        def visit_Lambda(self, node):
-            return False
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if _is_iter_call(node.value):
-                found.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
-
-    for n in nodes:
-        n.visit(_Iterators())
-    return frozenset(found)
+    return frozenset(t.target.value for node in nodes
+                     for n in walk(node, lambda n: not isinstance(n, (cst.FunctionDef, cst.Lambda)))
+                     if isinstance(n, cst.Assign) and _is_iter_call(n.value)
+                     for t in n.targets if isinstance(t.target, cst.Name))
 
 
 def declared_names(body: Iterable[cst.CSTNode]) -> tuple[frozenset[str], frozenset[str]]:
     """(globals, nonlocals) declared by ``global``/``nonlocal`` in a function body (not nested scopes)."""
-    globals_: set[str] = set()
-    nonlocals: set[str] = set()
-
-    class _Decl(cst.CSTVisitor):
-        def visit_FunctionDef(self, node):
-            return False
-
-        def visit_ClassDef(self, node):
-            return False
-
-        def visit_Lambda(self, node):
-            return False
-
-        def visit_Global(self, node: cst.Global) -> None:
-            globals_.update(n.name.value for n in node.names)
-
-        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-            nonlocals.update(n.name.value for n in node.names)
-
-    for stmt in body:
-        stmt.visit(_Decl())
-    return frozenset(globals_), frozenset(nonlocals)
+    declarations = [n for stmt in body for n in walk(stmt, lambda n: not isinstance(n, _SCOPES))
+                    if isinstance(n, (cst.Global, cst.Nonlocal))]
+    return tuple(frozenset(name.name.value for d in declarations if isinstance(d, kind) for name in d.names)
+                 for kind in (cst.Global, cst.Nonlocal))
 
 
 def block_of(node: cst.CSTNode) -> list[cst.CSTNode]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import libcst as cst
 from libcst.helpers import parse_template_expression, parse_template_statement
@@ -25,17 +25,44 @@ class Context:
 
 
 class Converter(cst.CSTTransformer):
-    """A libcst transformer with a conversion ``Context``; ``transform`` runs it with its metadata."""
+    """A libcst transformer with a conversion ``Context``; ``transform`` runs it with its metadata.
+
+    ``TRIGGERS``: the node types it rewrites. A libcst pass costs a visit and a rebuild of every node of the
+    function whether it changes anything or not, so the pipeline runs a converter only where ``needed`` says
+    the function has something for it (an empty ``TRIGGERS``: always)."""
+
+    TRIGGERS: ClassVar[tuple[type[cst.CSTNode], ...]] = ()
 
     def __init__(self, ctx: Context):
         super().__init__()
         self.ctx = ctx
 
     @classmethod
+    def needed(cls, present: frozenset[type]) -> bool:
+        """Whether a function whose nodes have the types ``present`` (``cst_walk.node_types``) has work for it."""
+        return not cls.TRIGGERS or any(t in present for t in cls.TRIGGERS)
+
+    @classmethod
     def transform(cls, module: cst.Module, ctx: Context) -> cst.Module:
         if cls.METADATA_DEPENDENCIES:
             return cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(cls(ctx))
         return module.visit(cls(ctx))
+
+
+def one_pass(*converters: type[Converter]) -> type[Converter]:
+    """``converters`` run as one libcst pass (a pass costs a visit and a rebuild of the whole function). Only for
+    converters that rewrite disjoint node types on the way up (``leave_*``, no metadata) and never produce a node
+    another of them rewrites: each node is then rewritten after its children, as when they run one after the
+    other."""
+    methods = [{m for m in vars(c) if m.startswith(("visit_", "leave_"))} for c in converters]
+    if any(m.startswith("visit_") for ms in methods for m in ms) or any(c.METADATA_DEPENDENCIES for c in converters) \
+            or sum(len(ms) for ms in methods) != len(set().union(*methods)):
+        raise TypeError(f"{[c.__name__ for c in converters]} cannot share a pass")
+
+    def needed(cls, present: frozenset[type]) -> bool:
+        return any(c.needed(present) for c in converters)
+
+    return type("+".join(c.__name__ for c in converters), converters, {"needed": classmethod(needed)})
 
 
 # -- source-line markers -----------------------------------------------------

@@ -9,6 +9,8 @@ from transpiler.converters.jumps import Jump, add_loop_test, contains
 
 
 class BreakTransformer(Converter):
+    TRIGGERS = (cst.Break, cst.Else)      # a loop's else part moves after the loop
+
     def _leave_loop(self, original, loop):
         has_break = any(contains(s, cst.Break, into_loops=False) for s in body_of(loop.body))
         else_body = body_of(loop.orelse)

@@ -16,6 +16,8 @@ def _is_runtime_call(func: cst.BaseExpression) -> bool:
 
 
 class CallTreeTransformer(Converter):
+    TRIGGERS = (cst.Call,)
+
     def leave_Call(self, original_node, updated_node):
         func = updated_node.func
         if _is_runtime_call(func) or (isinstance(func, cst.Name) and func.value in _FRAME_BUILTINS) or \

@@ -17,6 +17,8 @@ _OPERATORS = {cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">", 
 
 
 class ComparisonTransformer(Converter):
+    TRIGGERS = (cst.Comparison,)
+
     def leave_Comparison(self, original_node, updated_node):
         if _unsafe_in_lambda(updated_node):
             return updated_node

@@ -8,6 +8,8 @@ from transpiler.converters.logical_expressions import _lambda, _unsafe_in_lambda
 
 
 class ConditionalExpressionTransformer(Converter):
+    TRIGGERS = (cst.IfExp,)
+
     def leave_IfExp(self, original_node, updated_node):
         if _unsafe_in_lambda(updated_node):
             return updated_node

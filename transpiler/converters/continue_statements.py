@@ -8,6 +8,8 @@ from transpiler.converters.jumps import Jump, contains
 
 
 class ContinueTransformer(Converter):
+    TRIGGERS = (cst.Continue,)
+
     def _leave_loop(self, original, loop):
         body = body_of(loop.body)
         if not any(contains(s, cst.Continue, into_loops=False) for s in body):

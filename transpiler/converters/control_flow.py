@@ -143,6 +143,7 @@ def _write_state(name: str, composite: bool, index: int) -> cst.BaseStatement:
 
 class ControlFlowTransformer(Converter):
     METADATA_DEPENDENCIES = (ActivityProvider, LivenessProvider, DefinednessProvider)
+    TRIGGERS = (cst.If, cst.While, cst.For)
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -6,15 +6,8 @@ from transpiler.converters.base import Converter
 
 
 class FunctionScopeTransformer(Converter):
-    def __init__(self, ctx):
-        super().__init__(ctx)
-        self.depth = 0
-
     def visit_FunctionDef(self, node):
-        self.depth += 1
+        return False        # the module's one function: what it nests keeps its decorators
 
     def leave_FunctionDef(self, original_node, updated_node):
-        self.depth -= 1
-        if self.depth == 0:
-            return updated_node.with_changes(decorators=[])
-        return updated_node
+        return updated_node.with_changes(decorators=[])

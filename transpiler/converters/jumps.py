@@ -8,6 +8,7 @@ from typing import Callable, Sequence
 import libcst as cst
 
 from transpiler.converters.base import body_of, expr, marker_of, mark_all, stmt, with_marker
+from transpiler.cst_walk import walk
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _LOOPS = (cst.While, cst.For)
@@ -15,22 +16,10 @@ _LOOPS = (cst.While, cst.For)
 
 def contains(node: cst.CSTNode, kind: type, into_loops: bool) -> bool:
     """Whether ``node`` holds a ``kind`` statement that belongs to it (not to a nested scope or loop)."""
-    found = False
-
-    class _Find(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            nonlocal found
-            if found or isinstance(n, _SCOPES) or (not into_loops and isinstance(n, _LOOPS)):
-                return False
-            if isinstance(n, kind):
-                found = True
-                return False
-            return True
-
+    stop = _SCOPES if into_loops else _SCOPES + _LOOPS
     if isinstance(node, _SCOPES):
         node = node.body
-    node.visit(_Find())
-    return found
+    return any(isinstance(n, kind) for n in walk(node, lambda n: not isinstance(n, stop)))
 
 
 def is_generator(fn: cst.FunctionDef) -> bool:

@@ -4,21 +4,12 @@ from __future__ import annotations
 import libcst as cst
 
 from transpiler.converters.base import Converter, expr
+from transpiler.cst_walk import walk
 
 
 def _unsafe_in_lambda(node: cst.CSTNode) -> bool:
     """Walrus, yield and await change meaning inside a lambda: leave such expressions alone."""
-    found = False
-
-    class _Find(cst.CSTVisitor):
-        def on_visit(self, n):
-            nonlocal found
-            if isinstance(n, (cst.NamedExpr, cst.Yield, cst.Await)):
-                found = True
-            return not found
-
-    node.visit(_Find())
-    return found
+    return any(isinstance(n, (cst.NamedExpr, cst.Yield, cst.Await)) for n in walk(node))
 
 
 def _operands(node: cst.BooleanOperation, op_type) -> list[cst.BaseExpression]:
@@ -36,6 +27,8 @@ def _lambda(e: cst.BaseExpression) -> cst.Lambda:
 
 
 class LogicalTransformer(Converter):
+    TRIGGERS = (cst.BooleanOperation, cst.Not)
+
     def leave_BooleanOperation(self, original_node, updated_node):
         if _unsafe_in_lambda(updated_node):
             return updated_node

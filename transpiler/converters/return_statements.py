@@ -136,6 +136,13 @@ class _ReturnsInFinally(cst.CSTTransformer):
 
 
 class ReturnTransformer(Converter):
+    TRIGGERS = (cst.Return,)
+
+    @classmethod
+    def needed(cls, present):
+        """Only a function with a ``return`` and an if/while/for can return from inside control flow."""
+        return cst.Return in present and any(t in present for t in (cst.If, cst.While, cst.For))
+
     def leave_FunctionDef(self, original_node, updated_node):
         fn = updated_node
         if is_generator(fn) or not returns_inside_control_flow(fn):

@@ -97,6 +97,17 @@ def test_two_lambdas_on_one_line_are_told_apart():
         check(pick[1], rt.constant(v))
 
 
+label = "é→"; wide = lambda x: (x * 2  # noqa: E731  (non-ASCII text before it on its line: byte columns)
+                                   if x > 0 else -x)
+
+
+def test_a_lambda_after_non_ascii_text_over_two_lines_converts_its_own_source():
+    from transpiler import conversion
+    assert conversion.to_code(wide).splitlines()[0].startswith("def rt__lambda(x)")
+    for v in (3, -3):
+        check(wide, rt.constant(v))
+
+
 def test_lambda_with_defaults_and_closure():
     k = 10
     shift = lambda x, d=3: x + d + k if x > 0 else x - d  # noqa: E731
