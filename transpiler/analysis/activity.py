@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import libcst as cst
-from libcst.metadata import BatchableMetadataProvider
 
+from transpiler.analysis.provider import AnalysisProvider
 from transpiler.cst_walk import walk
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -348,7 +348,7 @@ def block_of(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
-class ActivityProvider(BatchableMetadataProvider[Activity]):
+class ActivityProvider(AnalysisProvider[Activity]):
     """Activity of each ``If`` (both branches), ``While``/``For`` (body, target) and ``FunctionDef`` (body)."""
 
     def visit_If(self, node: cst.If) -> None:

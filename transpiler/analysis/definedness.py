@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Sequence
 
 import libcst as cst
-from libcst.metadata import BatchableMetadataProvider
 
 from transpiler.analysis.activity import _ActivityVisitor, activity_of, param_names
+from transpiler.analysis.provider import AnalysisProvider
 
 ALL = None          # "every name": the state after return/raise/break/continue (unreachable)
 
@@ -93,7 +93,7 @@ def analyze_function(node: cst.FunctionDef) -> dict[cst.CSTNode, frozenset[str]]
     return analyzer.results
 
 
-class DefinednessProvider(BatchableMetadataProvider[frozenset]):
+class DefinednessProvider(AnalysisProvider[frozenset]):
     """Names certainly defined on entry to each ``If``/``While``/``For`` (and a function's parameters)."""
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

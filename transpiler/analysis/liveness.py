@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import libcst as cst
-from libcst.metadata import BatchableMetadataProvider
 
 from transpiler.analysis.activity import _ActivityVisitor, activity_of
+from transpiler.analysis.provider import AnalysisProvider
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def analyze_function(body: Sequence[cst.CSTNode]) -> dict[cst.CSTNode, Liveness]
     return analyzer.results
 
 
-class LivenessProvider(BatchableMetadataProvider[Liveness]):
+class LivenessProvider(AnalysisProvider[Liveness]):
     """``Liveness(live_in, live_out)`` of every ``If``/``While``/``For`` inside a function."""
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
+from libcst.metadata import BatchableMetadataProvider
 
 from transpiler import conversion
+from transpiler.analysis import ActivityProvider, DefinednessProvider, LivenessProvider
 from transpiler.converters.base import Context, one_pass
 from transpiler.converters.break_statements import BreakTransformer
 from transpiler.converters.comparisons import ComparisonTransformer
@@ -60,3 +62,9 @@ def test_node_types_sees_every_node_of_the_tree():
     present = node_types(cst.parse_module("def f(x):\n    while x:\n        x = not x\n"))
     assert {cst.FunctionDef, cst.While, cst.UnaryOperation, cst.Not, cst.Name} <= present
     assert cst.If not in present
+
+
+@pytest.mark.parametrize("provider", [ActivityProvider, DefinednessProvider, LivenessProvider])
+def test_the_analyses_list_the_visitor_methods_libcst_would_find(provider):
+    instance = provider()
+    assert instance.get_visitors().keys() == BatchableMetadataProvider.get_visitors(instance).keys() != set()
