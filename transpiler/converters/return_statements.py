@@ -13,32 +13,16 @@ import libcst as cst
 
 from transpiler.converters.base import Converter, body_of, is_docstring, marker_of, mark_all, stmt, with_marker
 from transpiler.converters.jumps import Jump, add_loop_test, contains, indented, is_generator
+from transpiler.cst_walk import walk
 
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_CONTROL_FLOW = (cst.If, cst.While, cst.For)
 
 
 def returns_inside_control_flow(fn: cst.FunctionDef) -> bool:
-    found = False
-
-    class _Find(cst.CSTVisitor):
-        depth = 0
-
-        def on_visit(self, n):
-            nonlocal found
-            if found or (n is not fn and isinstance(n, _SCOPES)):
-                return False
-            if isinstance(n, (cst.If, cst.While, cst.For)):
-                self.depth += 1
-            if isinstance(n, cst.Return) and self.depth:
-                found = True
-            return True
-
-        def on_leave(self, n):
-            if isinstance(n, (cst.If, cst.While, cst.For)):
-                self.depth -= 1
-
-    fn.body.visit(_Find())
-    return found
+    """Whether an if/while/for of ``fn`` (not of a nested scope) holds a ``return`` of ``fn``."""
+    outermost = walk(fn.body, lambda n: not isinstance(n, _SCOPES + _CONTROL_FLOW))
+    return any(isinstance(n, _CONTROL_FLOW) and contains(n, cst.Return, into_loops=True) for n in outermost)
 
 
 def _always_returns(stmts: Sequence[cst.BaseStatement]) -> bool:
