@@ -15,6 +15,8 @@ from typing import Callable, Iterator
 
 import libcst as cst
 
+# the nodes that open a scope of their own: what a question about one function does not walk into
+SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 

@@ -27,9 +27,7 @@ from typing import Iterable, Sequence
 import libcst as cst
 
 from transpiler.analysis.provider import AnalysisProvider
-from transpiler.cst_walk import walk
-
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+from transpiler.cst_walk import SCOPES, walk
 
 
 @dataclass(frozen=True)
@@ -329,7 +327,7 @@ def iterator_names(nodes: Sequence[cst.CSTNode]) -> frozenset[str]:
 
 def declared_names(body: Iterable[cst.CSTNode]) -> tuple[frozenset[str], frozenset[str]]:
     """(globals, nonlocals) declared by ``global``/``nonlocal`` in a function body (not nested scopes)."""
-    declarations = [n for stmt in body for n in walk(stmt, lambda n: not isinstance(n, _SCOPES))
+    declarations = [n for stmt in body for n in walk(stmt, lambda n: not isinstance(n, SCOPES))
                     if isinstance(n, (cst.Global, cst.Nonlocal))]
     return tuple(frozenset(name.name.value for d in declarations if isinstance(d, kind) for name in d.names)
                  for kind in (cst.Global, cst.Nonlocal))

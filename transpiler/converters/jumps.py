@@ -8,16 +8,15 @@ from typing import Callable, Sequence
 import libcst as cst
 
 from transpiler.converters.base import body_of, expr, marker_of, mark_all, stmt, with_marker
-from transpiler.cst_walk import walk
+from transpiler.cst_walk import SCOPES, walk
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _LOOPS = (cst.While, cst.For)
 
 
 def contains(node: cst.CSTNode, kind: type, into_loops: bool) -> bool:
     """Whether ``node`` holds a ``kind`` statement that belongs to it (not to a nested scope or loop)."""
-    stop = _SCOPES if into_loops else _SCOPES + _LOOPS
-    if isinstance(node, _SCOPES):
+    stop = SCOPES if into_loops else SCOPES + _LOOPS
+    if isinstance(node, SCOPES):
         node = node.body
     return any(isinstance(n, kind) for n in walk(node, lambda n: not isinstance(n, stop)))
 

@@ -13,15 +13,14 @@ import libcst as cst
 
 from transpiler.converters.base import Converter, body_of, is_docstring, marker_of, mark_all, stmt, with_marker
 from transpiler.converters.jumps import Jump, add_loop_test, contains, indented, is_generator
-from transpiler.cst_walk import walk
+from transpiler.cst_walk import SCOPES, walk
 
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _CONTROL_FLOW = (cst.If, cst.While, cst.For)
 
 
 def returns_inside_control_flow(fn: cst.FunctionDef) -> bool:
     """Whether an if/while/for of ``fn`` (not of a nested scope) holds a ``return`` of ``fn``."""
-    outermost = walk(fn.body, lambda n: not isinstance(n, _SCOPES + _CONTROL_FLOW))
+    outermost = walk(fn.body, lambda n: not isinstance(n, SCOPES + _CONTROL_FLOW))
     return any(isinstance(n, _CONTROL_FLOW) and contains(n, cst.Return, into_loops=True) for n in outermost)
 
 
