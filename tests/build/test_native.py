@@ -87,6 +87,20 @@ def accumulate(x):
         ta = ta.write(i, s)
     return ta.stack()
 
+@rt.function(input_signature=[rt.TensorSpec([None, None, None], rt.float32), rt.TensorSpec([None, None], rt.float32)])
+def stacked_states(xs, h):
+    # lists kept in the order of their transposed stacks (lowering/lists.py): one written on even steps only
+    steps = rt.shape(xs)[1]
+    seq = rt.transpose(xs, [1, 0, 2])
+    states = rt.TensorArray(rt.float32, size=steps)
+    moved = rt.TensorArray(rt.float32, size=steps)
+    for t in rt.range(steps):
+        h = rt.tanh(h * 0.5 + seq[t])
+        states = states.write(t, h)
+        if t % 2 == 0:
+            moved = moved.write(t, h * 2.0)
+    return rt.transpose(states.stack(), [1, 0, 2]), rt.transpose(moved.stack(), [1, 2, 0]), states.size()
+
 @rt.function(input_signature=[rt.TensorSpec([], rt.string)])
 def strings(s):
     return s + rt.constant("!")
@@ -256,6 +270,14 @@ def test_control_flow_and_tensor_array(programs, x):
     _check(programs.control, x)
     if x.shape[0]:
         _check(programs.accumulate, x)
+
+
+@HYP
+@given(st.integers(1, 4), st.integers(1, 6), st.integers(1, 5), st.data())
+def test_tensor_arrays_stacked_in_transposed_order(programs, batch, steps, units, data):
+    xs = data.draw(_vec(batch * steps * units)).numpy().reshape(batch, steps, units)
+    h = data.draw(_vec(batch * units)).numpy().reshape(batch, units)
+    _check(programs.stacked_states, rt.constant(xs), rt.constant(h))
 
 
 @HYP

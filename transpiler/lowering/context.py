@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from runtime.graph import Graph, all_operations
 from transpiler.lowering.assume import Assumptions
 from transpiler.lowering.ir import NULL, Declare, Namer, Poly
-from transpiler.lowering.lists import native_lists
+from transpiler.lowering.lists import native_lists, stacked_layouts
 
 
 @dataclass
@@ -155,6 +155,8 @@ class Context(abc.ABC):
         self.scope = Scope()
         self.op_index = {id(op): i for i, op in enumerate(all_operations(graph))}
         self.native_lists = native_lists(graph)         # TensorArrays as native lists (``lists.py``)
+        # the lists whose items are stored in the order their stacks are read (``lists.stacked_layouts``)
+        self.list_layouts = stacked_layouts(graph) if self.native_lists else {}
 
     # -- names and locals ----------------------------------------------------------------------
     def fresh(self, base: str = "t") -> str:

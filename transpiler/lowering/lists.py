@@ -7,11 +7,18 @@ size queries, or read once, every TensorList op has a native element dtype and n
 function's boundary, lists are native: a write copies the item (its producers fused in)
 into the list's buffer, ``stack`` hands the buffer over, and a loop carries a pointer. Otherwise
 every list op runs its numpy kernel through a callback, as before.
+
+A list of fixed size whose stacks are all transposed the same way (``transpose(states.stack(), [1, 0, 2])``
+after a recurrence, as the guide's ``dynamic_rnn`` writes it) keeps its items in that order
+(``stacked_layouts``): a write stores the item at its place in the transposed result, and the transpose is a
+view of the buffer, contiguous, which the caller adopts; no copy of the stack at the end.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from runtime import dtypes
-from runtime.graph import Graph
+from runtime.graph import Graph, Operation, all_operations
 from transpiler.lowering.ir import (
     CTX,
     NULL,
@@ -23,9 +30,11 @@ from transpiler.lowering.ir import (
     Compare,
     DimsArray,
     Field,
+    For,
     If,
     Lit,
     Load,
+    Not,
     OutArg,
     Poly,
     Select,
@@ -35,7 +44,7 @@ from transpiler.lowering.ir import (
 )
 from transpiler.lowering.kernels import Elements, elementwise
 from transpiler.lowering.storage import storage
-from transpiler.lowering.values import Array, Obj, Scalar
+from transpiler.lowering.values import Array, Obj, Scalar, contiguous_strides
 
 LIST_OPS = ("TensorListReserve", "TensorListSetItem", "TensorListGetItem", "TensorListStack", "TensorListFromTensor",
             "TensorListLength", "TensorListZerosLike", "TensorListAdd")
@@ -135,6 +144,100 @@ def _ancestors(graph: Graph, op) -> set[int]:
     return found
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where a list's items go: the stacked tensor ``[n, *element]`` stored as ``transpose(stacked, perm)``,
+    row-major; ``reserve`` made the list (its size ``n`` never changes)."""
+    perm: tuple
+    reserve: Operation
+
+
+def stacked_layouts(graph: Graph) -> dict[int, Layout]:
+    """The ``Layout`` of each version (``id`` of a variant tensor, in ``graph`` and its subgraphs) of the lists
+    that may keep their items in the order their stacks are read: a list made by a ``TensorListReserve`` of fixed
+    size, written, passed through loops and branches, its length read, and stacked only into ``Transpose`` ops of
+    one ``perm`` (nothing reads an item back, nothing else reads a stack)."""
+    parent: dict[int, int] = {}
+
+    def find(k: int) -> int:
+        while parent.setdefault(k, k) != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def union(*tensors) -> None:
+        keys = [find(id(t)) for t in tensors if t.dtype is dtypes.variant]
+        for k in keys[1:]:
+            parent[find(k)] = keys[0]
+
+    ops = all_operations(graph)
+    readers: dict[int, list] = {}
+    for op in ops:
+        for t in op.inputs:
+            readers.setdefault(id(t), []).append(op)
+    for t in graph.outputs:
+        readers.setdefault(id(t), []).append(None)
+    blocked: list = []          # versions of lists that must stay dense
+    reserves, stacks, copies = [], [], []
+    for op in ops:
+        versions = [t for t in list(op.inputs) + list(op.outputs) if t.dtype is dtypes.variant]
+        if not versions or op.type in ("Placeholder", "TensorListLength"):
+            continue
+        if op.type in ("TensorListSetItem", "Identity"):
+            union(op.inputs[0], op.outputs[0])
+        elif op.type == "TensorListReserve" and not op.attrs["dynamic_size"]:
+            reserves.append(op)
+        elif op.type == "TensorListStack":
+            stacks.append(op)
+        elif op.type == "While":
+            n = op.attrs["num_loop_vars"]
+            body, cond = op.attrs["body"], op.attrs["cond"]
+            entries = [id(x) for x in op.inputs[:n]]
+            for k, (x, t) in enumerate(zip(op.inputs[:n], op.outputs)):
+                union(t, body.all_inputs()[k], body.outputs[k], cond.all_inputs()[k])
+                if entries.count(id(x)) == 1:
+                    union(x, t)
+                elif x.dtype is dtypes.variant and x.op.type == "TensorListReserve" and \
+                        not x.op.attrs["dynamic_size"]:
+                    copies.append((t, x.op))    # one new list passed to several loop variables: each gets a copy
+                else:
+                    blocked += [x, t]
+            for j, x in enumerate(op.inputs[n:n + len(body.captures)]):
+                union(x, body.all_inputs()[n + j], cond.all_inputs()[n + j])
+        elif op.type == "If":
+            for key in ("then_branch", "else_branch"):
+                sub = op.attrs[key]
+                for p, x in zip(sub.all_inputs(), op.inputs[1:]):
+                    union(p, x)
+                for r, t in zip(sub.outputs, op.outputs):
+                    union(r, t)
+        else:
+            blocked += versions
+    perms: dict[int, set] = {}
+    for op in stacks:
+        perm = set()
+        for reader in readers.get(id(op.outputs[0]), []):
+            if reader is None or reader.type != "Transpose":
+                perm.add(None)
+            else:
+                rank = len(op.outputs[0].shape.dims or ())
+                perm.add(tuple(reader.attrs["perm"] or reversed(range(rank))))
+        perms.setdefault(find(id(op.inputs[0])), set()).update(perm or {None})
+    for t in blocked:
+        perms.setdefault(find(id(t)), set()).add(None)
+    roots: dict[int, list] = {}
+    for op in reserves:
+        roots.setdefault(find(id(op.outputs[0])), []).append(op)
+    for t, op in copies:
+        roots.setdefault(find(id(t)), []).append(op)
+    layouts: dict[int, Layout] = {}
+    for key, found in perms.items():
+        perm = next(iter(found))
+        if len(found) == 1 and perm is not None and perm != tuple(range(len(perm))) and len(roots.get(key, ())) == 1:
+            layouts[key] = Layout(perm, roots[key][0])
+    return {k: layouts[find(k)] for k in list(parent) if find(k) in layouts}
+
+
 def _native_element(op) -> bool:
     if op.type in ("TensorListReserve", "TensorListGetItem", "TensorListStack"):
         dtype = op.attrs["element_dtype"]
@@ -206,18 +309,48 @@ def emit_from_tensor(cx, op) -> list | None:
     return stmts
 
 
+def _stacked_strides(n: Poly, dims, perm: tuple) -> tuple:
+    """Element strides of ``stacked`` (``[n, *dims]``) stored as ``transpose(stacked, perm)``, row-major."""
+    stacked = (n,) + tuple(dims)
+    stored = contiguous_strides(tuple(stacked[p] for p in perm))
+    strides = [None] * len(perm)
+    for j, p in enumerate(perm):
+        strides[p] = stored[j]
+    return tuple(strides)
+
+
+def _length(cx, layout: Layout, lst: Var, stmts: list) -> Poly:
+    """The list's (fixed) size: its ``TensorListReserve``'s constant, else read from the list."""
+    size = cx.const_value(layout.reserve.inputs[0])
+    if size is not None:
+        return Poly.of(int(size))
+    n = cx.new_dim()
+    stmts += [Assign(str(n), _field(lst, "length", "int64_t"))]
+    return n
+
+
 def emit_set_item(cx, op) -> list | None:
     stmts: list = []
     tl, index, item = op.inputs
     lst = _ref(cx, tl)
     dims = cx.dims[id(item)]
     slot = cx.pointer(item.dtype.c_type, "item")
-    stmts += [Call("rt_list_set", [CTX, lst, _scalar(cx, index), Lit(len(dims), "int"), _dims(dims), *_where(op)],
+    layout = cx.list_layouts.get(id(tl))
+    at = _scalar(cx, index)
+    if layout is not None:
+        at = Poly.sym(cx.local("int64_t", "at", Poly.of(0)))
+        stmts += [Assign(str(at), _scalar(cx, index))]
+    stmts += [Call("rt_list_set", [CTX, lst, at, Lit(len(dims), "int"), _dims(dims), *_where(op)],
                  checked=True, result=slot)]
-    target = Array.dense(slot, item.dtype, dims, "list")
+    if layout is None:
+        target = Array.dense(slot, item.dtype, dims, "list")
+    else:      # at its place in the transposed stack
+        strides = _stacked_strides(_length(cx, layout, lst, stmts), dims, layout.perm)
+        target = Array(_data(cx, lst, item.dtype, stmts), item.dtype, tuple(dims), strides[1:], at * strides[0],
+                       "list")
     value = cx.values.get(id(item))
     if isinstance(value, Scalar):
-        stmts += [Store(slot, Poly.of(0), value.expr)]
+        stmts += [Store(target.ptr, target.offset, value.expr)]
     else:
         stmts += elementwise(cx, [target], dims, lambda el, index: [el.of(item, index)])
     _list(cx, op, lst.name)
@@ -291,8 +424,23 @@ def emit_stack(cx, op) -> list | None:
     else:
         stmts += [Check(Compare("!=", length, dims[0]), cx.message(op, f"the TensorArray has %lld elements, not "
                                                                      f"{dims[0]}"), (length,))]
-    stmts += [Call("rt_list_fill", [CTX, lst, *_where(op)], checked=True)]
-    cx.values[id(out)] = Array.dense(_data(cx, lst, out.dtype, stmts), out.dtype, dims, "list")
+    layout = cx.list_layouts.get(id(tl))
+    if layout is None:
+        stmts += [Call("rt_list_fill", [CTX, lst, *_where(op)], checked=True)]
+        cx.values[id(out)] = Array.dense(_data(cx, lst, out.dtype, stmts), out.dtype, dims, "list")
+        return stmts
+    # items in the transposed order: the unwritten ones are zeros, stored in place
+    stmts += [Call("rt_list_grow", [CTX, lst, dims[0]], checked=True)]
+    strides = _stacked_strides(dims[0], dims[1:], layout.perm)
+    data = _data(cx, lst, out.dtype, stmts)
+    written = cx.pointer("uint8_t", "wr")
+    stmts += [Assign(written, _field(lst, "written", "uint8_t *"))]
+    i = cx.fresh("i")
+    item = Array(data, out.dtype, dims[1:], strides[1:], Poly.sym(i) * strides[0], "list")
+    zeros = elementwise(cx, [item], dims[1:], lambda el, index: [Lit(0, out.dtype.c_type)])
+    unwritten = Not(Load(written, Poly.sym(i), "uint8_t"))
+    stmts += [For(i, Poly.of(0), dims[0], [If(unwritten, zeros + [Store(written, Poly.sym(i), Lit(1, "uint8_t"))])])]
+    cx.values[id(out)] = Array(data, out.dtype, dims, strides, Poly.of(0), "list")
     return stmts
 
 

@@ -131,17 +131,23 @@ def plan_graph(cx, graph, ops: list, fuse: bool = True) -> Plan:
         elif kind[id(op)] == "indexed" and op.type in ("PadV2", "MirrorPad"):
             stored.add(id(op.inputs[0]))          # read through an indirect index
     produced = {id(t) for op in ops for t in op.outputs}
+    planned = {id(op) for op in ops}
+
+    def stored_view(op) -> bool:
+        """A view of a stored tensor: an Array over the same memory, at no cost."""
+        return kind[id(op)] == "view" and op.opdef.view != "gather" and fuse and (
+            id(op.inputs[0]) in stored or id(op.inputs[0]) not in produced)
     for op in ops:
-        # an Identity of a stored tensor nothing else reads (a graph's output) is that tensor
-        if op.type == "Identity" and kind[id(op)] == "elementwise" and fuse and id(op.inputs[0]) in stored \
-                and id(op.inputs[0]) in produced and len(users.get(id(op.inputs[0]), [])) == 1 \
-                and id(op.inputs[0]) not in outputs:
+        # an Identity of a stored tensor (or of a view of one) nothing else reads (a graph's output) is that
+        # tensor: a result that is not contiguous is copied when it is handed out (``output``)
+        x = op.inputs[0] if op.inputs else None
+        if op.type == "Identity" and kind[id(op)] == "elementwise" and fuse and \
+                (id(x) in stored or id(x.op) in planned and stored_view(x.op)) \
+                and id(x) in produced and len(users.get(id(x), [])) == 1 and id(x) not in outputs:
             kind[id(op)] = "alias"
             stored.add(id(op.outputs[0]))
     for op in ops:
-        # a view of a stored tensor is an Array over the same memory: stored, at no cost
-        if kind[id(op)] == "view" and op.opdef.view != "gather" and fuse and (
-                id(op.inputs[0]) in stored or id(op.inputs[0]) not in produced):
+        if stored_view(op):
             kind[id(op)] = "alias"
             stored.update(id(t) for t in op.outputs)
     regions = _regions(cx, ops, kind, users, stored, outputs) if fuse else []
