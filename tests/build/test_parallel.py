@@ -254,17 +254,22 @@ import rt_parallel_programs as programs
 
 rt.config.threading.set_intra_op_parallelism_threads(2)
 x = np.linspace(-3, 3, {big}, dtype=np.float32)
-for _ in range(20):
-    programs.chain(x, x)
 cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
-before = cpu()
-time.sleep(1.0)
-print(f"cpu {{cpu() - before:.4f}}")
+burnt = []
+for _ in range(3):
+    for _ in range(20):
+        programs.chain(x, x)
+    before = cpu()
+    time.sleep(1.0)
+    burnt.append(cpu() - before)
+print(f"cpu {{min(burnt):.4f}}")
 '''
 
 
 def test_workers_sleep_after_a_call(built):
-    """OpenMP workers spin only briefly after a parallel call (GOMP_SPINCOUNT), then sleep: no core burns."""
+    """OpenMP workers spin only briefly after a parallel call (GOMP_SPINCOUNT), then sleep: no core burns. The
+    least of three idle seconds, each after calls: a spinning worker burns every one of them, while a VM's CPU
+    accounting sometimes charges a sleeping process 11 ms of a second (1 run in 12 on a Xeon VM)."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env["PYTHONPATH"] = os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-c", IDLE_SCRIPT.format(root=str(built.ROOT), big=BIG)],
