@@ -54,10 +54,25 @@ typedef RT_G_T RT_G_FN(rt_vec) __attribute__((vector_size(RT_VEC_BYTES), aligned
  * module built with RT_KERNELS_EXTERN links them from the kernel library's archive (rt_kernels_lib.c, compiled once
  * per compiler and flags: transpiler/build/kernel_library.py) and sees only rt_gemm_block's declaration; the
  * library's own compile (RT_KERNELS_LIBRARY) defines it as a hidden global; everything else inlines them. */
+/* B packed once for products that reuse it (a convolution's filters, for every output row): op(B) [k, n] in slivers
+ * of two vectors of columns, the last one of one vector when the columns left fit in one (n = 100 at AVX-512: 32,
+ * 32, 32 and 16 columns, 112 computed instead of 128), zero-padded, block after block of RT_G_KC rows: block p0 at
+ * p0 * rt_gemm_packed_n(n), sliver j at j * kc in it (rt_gemm_prepack_b; rt_gemm_block_prepacked reads it). */
+static inline int64_t RT_G_FN(rt_gemm_packed_n)(int64_t n) {
+    const int64_t wide = n / (2 * RT_G_VL) * (2 * RT_G_VL), rest = n - wide;
+    return wide + (rest == 0 ? 0 : rest <= RT_G_VL ? RT_G_VL : 2 * RT_G_VL);
+}
+
 #if defined(RT_KERNELS_EXTERN) && !defined(RT_KERNELS_LIBRARY)
 RT_KERNELS_LIBRARY_FN(static inline) int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, const RT_G_T *b,
                                                                 int64_t ldb, int tb, RT_G_T *c, int64_t ldc, int64_t m,
                                                                 int64_t k, int64_t n);
+RT_KERNELS_LIBRARY_FN(static inline) void RT_G_FN(rt_gemm_prepack_b)(const RT_G_T *b, int64_t ldb, int tb, int64_t k,
+                                                                     int64_t n, RT_G_T *out);
+RT_KERNELS_LIBRARY_FN(static inline) void RT_G_FN(rt_gemm_block_prepacked)(const RT_G_T *a, int64_t lda,
+                                                                           const RT_G_T *pb, RT_G_T *c, int64_t ldc,
+                                                                           int64_t m, int64_t k, int64_t n,
+                                                                           int accumulate);
 #else
 /* The micro-kernel for an MR x (NV vectors) tile: c[0:mr, 0:nr] = (or += when `accumulate`) a~ @ b~, where
  * a~(i, p) = a[i * rsa + p * csa] (i < MR, p < kc) and row p of b~ is the NV * VL values at b + p * rsb.
@@ -301,6 +316,64 @@ RT_KERNELS_LIBRARY_FN(static inline) int RT_G_FN(rt_gemm_block)(const RT_G_T *a,
     free(buf_a);
     free(buf_b);
     return 0;
+}
+
+RT_KERNELS_LIBRARY_FN(static inline) void RT_G_FN(rt_gemm_prepack_b)(const RT_G_T *b, int64_t ldb, int tb, int64_t k,
+                                                                     int64_t n, RT_G_T *out) {
+    const int64_t np = RT_G_FN(rt_gemm_packed_n)(n), wide = n / (2 * RT_G_VL) * (2 * RT_G_VL);
+    for (int64_t p0 = 0; p0 < k; p0 += RT_G_KC) {
+        const int64_t kc = k - p0 < RT_G_KC ? k - p0 : RT_G_KC;
+        RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, 0, wide, 2 * RT_G_VL, out + p0 * np);
+        if (wide < n)
+            RT_G_FN(rt_gemm_pack_b)(b, ldb, tb, p0, kc, wide, n - wide, (int)(np - wide), out + p0 * np + wide * kc);
+    }
+}
+
+/* C[0:m, 0:n] = (or += when `accumulate`) A[0:m, 0:k] @ B, A's rows lda apart (read where they are, rows that
+ * overlap too: a convolution's windows), B pre-packed by rt_gemm_prepack_b (k, n); one thread. A narrow last
+ * sliver runs the narrow micro-kernel over tiles of twice the rows. */
+RT_KERNELS_LIBRARY_FN(static inline) void RT_G_FN(rt_gemm_block_prepacked)(const RT_G_T *a, int64_t lda,
+                                                                           const RT_G_T *pb, RT_G_T *c, int64_t ldc,
+                                                                           int64_t m, int64_t k, int64_t n,
+                                                                           int accumulate) {
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0) {
+        if (!accumulate) for (int64_t i = 0; i < m; i++) for (int64_t j = 0; j < n; j++) c[i * ldc + j] = 0;
+        return;
+    }
+    const int64_t np = RT_G_FN(rt_gemm_packed_n)(n), wide = n / (2 * RT_G_VL) * (2 * RT_G_VL);
+    const int narrow_last = np - wide == RT_G_VL;
+    /* the micro-kernels read whole tiles of rows: a last ragged tile is packed, zero-padded (for each kind) */
+    const int64_t m_wide = m / RT_GEMM_MR * RT_GEMM_MR, m_narrow = m / (2 * RT_GEMM_MR) * (2 * RT_GEMM_MR);
+    RT_G_T edge_w[RT_G_MR_MAX * RT_G_KC] __attribute__((aligned(64)));
+    RT_G_T edge_n[RT_G_MR_MAX * RT_G_KC] __attribute__((aligned(64)));
+    for (int64_t p0 = 0; p0 < k; p0 += RT_G_KC) {
+        const int64_t kc = k - p0 < RT_G_KC ? k - p0 : RT_G_KC;
+        const RT_G_T *pbk = pb + p0 * np;
+        const int acc = accumulate || p0 > 0;
+        if (m_wide < m && (wide > 0 || !narrow_last))
+            RT_G_FN(rt_gemm_pack_a)(a, lda, 0, m_wide, m - m_wide, p0, kc, RT_GEMM_MR, edge_w);
+        if (m_narrow < m && narrow_last)
+            RT_G_FN(rt_gemm_pack_a)(a, lda, 0, m_narrow, m - m_narrow, p0, kc, 2 * RT_GEMM_MR, edge_n);
+        for (int64_t i0 = 0; i0 < m; i0 += RT_G_MC) {          /* an A block stays in L2 */
+            const int64_t i1 = m - i0 < RT_G_MC ? m : i0 + RT_G_MC;
+            for (int64_t j = 0; j < n; j += 2 * RT_G_VL) {
+                const int nr = (int)(n - j < 2 * RT_G_VL ? n - j : 2 * RT_G_VL), narrow = j == wide && narrow_last;
+                const int mr_t = narrow ? 2 * RT_GEMM_MR : RT_GEMM_MR, rsb = narrow ? RT_G_VL : 2 * RT_G_VL;
+                const RT_G_FN(rt_gemm_micro_fn) micro = narrow ? RT_G_FN(rt_gemm_micro_narrow)
+                                                               : RT_G_FN(rt_gemm_micro_wide);
+                const int64_t m_full = narrow ? m_narrow : m_wide;
+                const RT_G_T *bj = pbk + j * kc;
+                for (int64_t i = i0; i < i1; i += mr_t) {
+                    if (i < m_full)
+                        micro(kc, a + i * lda + p0, lda, 1, bj, rsb, c + i * ldc + j, ldc, mr_t, nr, acc);
+                    else
+                        micro(kc, narrow ? edge_n : edge_w, 1, mr_t, bj, rsb, c + i * ldc + j, ldc, (int)(m - i), nr,
+                              acc);
+                }
+            }
+        }
+    }
 }
 #endif
 

@@ -104,6 +104,7 @@ static inline int64_t rt_panel_rows(const rt_window *g, size_t itemsize, int64_t
 #endif
 #define RT_CONV_DIRECT_F 256
 #define RT_CONV_CHUNKS 16           /* a direct filter gradient's fixed chunks of output rows, summed in order */
+#define RT_CONV_EDGE_ROWS 64        /* pixels of an output column whose windows reach into the padding, at once */
 
 static inline int rt_conv_direct(const rt_window *g) {
     return g->kh * g->kw * g->c <= RT_CONV_DIRECT_K && g->f <= RT_CONV_DIRECT_F;
@@ -116,6 +117,16 @@ static inline int rt_conv_direct_filter(const rt_window *g, size_t itemsize) {
     return rt_conv_direct(g) && (k + 7) / 8 * ((g->f + lanes - 1) / lanes) <= 4;
 }
 
+/* The output columns [*lo, *hi) whose windows lie inside the input sideways (the others reach into the padding). */
+static inline void rt_conv_inside(const rt_window *g, int64_t *lo, int64_t *hi) {
+    const int64_t last = g->w - g->kw + g->left;            /* o * sw - left >= 0 and o * sw - left + kw <= w */
+    int64_t a = (g->left + g->sw - 1) / g->sw, b = last >= 0 ? last / g->sw + 1 : 0;
+    a = a < g->ow ? a : g->ow;
+    b = b < g->ow ? b : g->ow;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
 /* Bytes of workspace a convolution kernel (kind 0: forward, 1: input gradient, 2: filter gradient) needs with
  * `threads` threads. */
 static inline size_t rt_conv_workspace_bytes(const rt_window *g, int kind, int threads, size_t itemsize) {
@@ -124,6 +135,13 @@ static inline size_t rt_conv_workspace_bytes(const rt_window *g, int kind, int t
     if (kind == 0 && rt_conv_direct(g)) return (size_t)(k * fp) * itemsize + 64;     /* the padded filters */
     if (kind == 2 && rt_conv_direct_filter(g, itemsize)) return (size_t)(RT_CONV_CHUNKS * k * g->f) * itemsize + 64;
     if (kind == 1) return (size_t)(rt_panel_rows(g, itemsize, RT_PANEL_BYTES) * k) * itemsize + 64;
+    if (kind == 0) {                /* the packed filters, then each thread's im2col rows of an output row's edges */
+        int64_t lo, hi;
+        rt_conv_inside(g, &lo, &hi);
+        const int64_t nr = g->f <= lanes ? lanes : 2 * lanes, np = (g->f + nr - 1) / nr * nr;   /* rt_gemm_packed_n */
+        const int64_t panel = lo + g->ow - hi > 0 ? RT_CONV_EDGE_ROWS * k : 0;
+        return (size_t)(k * np + panel * (threads > 0 ? threads : 1)) * itemsize + 64;
+    }
     int64_t per_thread = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES) * k;
     if (kind == 2) per_thread += 2 * k * g->f;             /* a GEMM's result and the thread's running sum */
     return (size_t)(per_thread * (threads > 0 ? threads : 1)) * itemsize + 64;
@@ -134,10 +152,11 @@ static inline int64_t rt_conv_multiply_adds(const rt_window *g) {
     return g->n * g->oh * g->ow * g->kh * g->kw * g->c * g->f;
 }
 
-/* Threads worth starting for a convolution of this size (each should get a few panels, or output rows). */
-static inline int rt_conv_threads(const rt_window *g, int threads, size_t itemsize) {
+/* Threads worth starting for a convolution (kind 0: forward, 2: filter gradient) of this size: each should get a
+ * few panels (a filter gradient's), or output rows (forward). */
+static inline int rt_conv_threads(const rt_window *g, int kind, int threads, size_t itemsize) {
     const int64_t total = g->n * g->oh * g->ow, rows = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES);
-    const int64_t panels = rt_conv_direct(g) ? g->n * g->oh : (total + rows - 1) / rows;      /* direct: rows */
+    const int64_t panels = kind == 0 || rt_conv_direct(g) ? g->n * g->oh : (total + rows - 1) / rows;
     /* direct convolutions run at a quarter of the GEMM's multiply-adds per second or less */
     if (rt_conv_multiply_adds(g) < (rt_conv_direct(g) ? RT_GEMM_PARALLEL_MIN / 4 : RT_GEMM_PARALLEL_MIN))
         return 1;
@@ -384,22 +403,53 @@ RT_DEFINE_CONV_DIRECT(double, float64)
         } \
     } \
     \
-    /* y[n, oh, ow, f] = sum over (kh, kw, c) of x[n, oh*sh + kh - top, ow*sw + kw - left, c] * filt[kh, kw, c, f]: \
-     * per panel of output pixels, y[pixels] = im2col(pixels) @ filt (filt is [kh*kw*c, f] as stored). Threads \
-     * take panels in turn, each into its own part of `work` (rt_conv_workspace_bytes). */ \
+    /* y[n, oh, ow, f] = sum over (kh, kw, c) of x[n, oh*sh + kh - top, ow*sw + kw - left, c] * filt[kh, kw, c, f], \
+     * with the filters' window rows packed once (rt_gemm_prepack_b) at the start of `work` \
+     * (rt_conv_workspace_bytes). The pixels whose windows lie inside the input sideways go an output row at a \
+     * time (threads take rows in turn): for each window row i inside the input, the product of the pixels' i-th \
+     * window rows (kw * c values each, contiguous in NHWC, sw * c apart: a matrix read where it is) and the \
+     * filters' i-th rows. The others (windows reaching into the padding sideways) go an output column at a time, \
+     * RT_CONV_EDGE_ROWS pixels of it after another: their im2col rows (zeros in the padding) in the thread's part \
+     * of `work`, the products written ow * f apart. */ \
     static int rt_conv2d_ws_##S(const T *x, const T *filt, T *y, const rt_window *g, int threads, T *work) { \
         if (rt_conv_direct(g)) { rt_conv2d_direct_##S(x, filt, y, g, threads, work); return 0; } \
-        const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow; \
-        const int64_t step = rt_panel_rows(g, sizeof(T), RT_THREAD_PANEL_BYTES), panels = (total + step - 1) / step; \
-        int rc = 0; \
-        _Pragma("omp parallel for schedule(dynamic, 1) num_threads(threads) if(threads > 1) reduction(|:rc)") \
-        for (int64_t part = 0; part < panels; part++) { \
-            T *panel = work + (int64_t)RT_THREAD_NUM() * step * k; \
-            const int64_t start = part * step, rows = total - start < step ? total - start : step; \
-            rt_im2col_##S(x, g, start, rows, panel); \
-            rc |= rt_nn_gemm_##S(0, 0, rows, g->f, k, panel, k, filt, g->f, 0, y + start * g->f, g->f, 1); \
+        const int64_t kwc = g->kw * g->c, k = g->kh * kwc, f = g->f, np = rt_gemm_packed_n_##S(f); \
+        const int64_t rows = g->n * g->oh; \
+        int64_t lo, hi; \
+        rt_conv_inside(g, &lo, &hi); \
+        const int64_t chunks = (rows + RT_CONV_EDGE_ROWS - 1) / RT_CONV_EDGE_ROWS, edges = (lo + g->ow - hi) * chunks; \
+        T *packed = (T *)(((uintptr_t)work + 63) & ~(uintptr_t)63), *panels = packed + k * np; \
+        for (int64_t i = 0; i < g->kh; i++) \
+            rt_gemm_prepack_b_##S(filt + i * kwc * f, f, 0, kwc, f, packed + i * kwc * np); \
+        _Pragma("omp parallel num_threads(threads) if(threads > 1)") \
+        { \
+            _Pragma("omp for schedule(dynamic, 1) nowait") \
+            for (int64_t row = 0; row < rows; row++) { \
+                const int64_t b = row / g->oh, r = row % g->oh; \
+                T *out = y + (row * g->ow + lo) * f; \
+                int first = 1; \
+                for (int64_t i = 0; i < g->kh && hi > lo; i++) { \
+                    const int64_t ih = r * g->sh + i - g->top; \
+                    if (ih < 0 || ih >= g->h) continue;                /* a window row in the padding */ \
+                    rt_gemm_block_prepacked_##S(x + ((b * g->h + ih) * g->w + lo * g->sw - g->left) * g->c, \
+                                                g->sw * g->c, packed + i * kwc * np, out, f, hi - lo, kwc, f, !first); \
+                    first = 0; \
+                } \
+                if (first && hi > lo) memset(out, 0, (size_t)((hi - lo) * f) * sizeof(T)); \
+            } \
+            _Pragma("omp for schedule(dynamic, 1)") \
+            for (int64_t task = 0; task < edges; task++) { \
+                const int64_t e = task / chunks, o = e < lo ? e : hi + (e - lo); \
+                const int64_t row0 = task % chunks * RT_CONV_EDGE_ROWS; \
+                const int64_t count = rows - row0 < RT_CONV_EDGE_ROWS ? rows - row0 : RT_CONV_EDGE_ROWS; \
+                T *panel = panels + (int64_t)RT_THREAD_NUM() * RT_CONV_EDGE_ROWS * k; \
+                for (int64_t p = 0; p < count; p++) rt_im2col_##S(x, g, (row0 + p) * g->ow + o, 1, panel + p * k); \
+                for (int64_t i = 0; i < g->kh; i++) \
+                    rt_gemm_block_prepacked_##S(panel + i * kwc, k, packed + i * kwc * np, \
+                                                y + (row0 * g->ow + o) * f, g->ow * f, count, kwc, f, i > 0); \
+            } \
         } \
-        return rc ? -1 : 0; \
+        return 0; \
     } \
     \
     /* dx = the adjoint of rt_conv2d with respect to x: col2im(dy[pixels] @ filt^T), panel after panel. */ \
@@ -450,7 +500,7 @@ RT_DEFINE_CONV_DIRECT(double, float64)
     \
     /* The same with a workspace of their own (the generic executor's entry points). */ \
     static int rt_conv2d_run_plain_##S(int kind, const T *a, const T *b, T *out, const rt_window *g, int threads) { \
-        if (kind != 1) threads = rt_conv_threads(g, threads, sizeof(T)); \
+        if (kind != 1) threads = rt_conv_threads(g, kind, threads, sizeof(T)); \
         T *work = (T *)malloc(rt_conv_workspace_bytes(g, kind, threads, sizeof(T))); \
         int rc = -1; \
         if (!work) return -1; \
@@ -691,7 +741,7 @@ RT_DEFINE_AVG_POOL(double, float64)
 #define RT_DEFINE_NN_ENTRIES(T, S) \
     static int rt_conv2d_run_##S(rt_ctx *ctx, int kind, const T *a, const T *b, T *out, const rt_window *g) { \
         const int wanted = rt_region_threads(ctx, rt_conv_multiply_adds(g)); \
-        const int threads = kind == 1 ? wanted : rt_conv_threads(g, wanted, sizeof(T)); \
+        const int threads = kind == 1 ? wanted : rt_conv_threads(g, kind, wanted, sizeof(T)); \
         T *work = (T *)rt_alloc(ctx, rt_conv_workspace_bytes(g, kind, threads, sizeof(T))); \
         int rc = -1; \
         if (!work) return rt_fail(ctx, "out of memory for the convolution's panels"); \
