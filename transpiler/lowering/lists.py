@@ -322,8 +322,8 @@ def _stacked_strides(n: Poly, dims, perm: tuple) -> tuple:
 def _length(cx, layout: Layout, lst: Var, stmts: list) -> Poly:
     """The list's (fixed) size: its ``TensorListReserve``'s constant, else read from the list."""
     size = cx.const_value(layout.reserve.inputs[0])
-    if size is not None:
-        return Poly.of(int(size))
+    if size is not None and size.size == 1:
+        return Poly.of(int(size.reshape(-1)[0]))
     n = cx.new_dim()
     stmts += [Assign(str(n), _field(lst, "length", "int64_t"))]
     return n

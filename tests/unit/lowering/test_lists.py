@@ -85,31 +85,27 @@ def test_each_list_takes_the_order_of_its_own_stack_through_branches_and_copies(
     assert len(re.findall(r"if !wr\d+\[i\d+\]:", text)) == 2 * versions, text
 
 
-def read_back(xs, h, w):
+def _recurrence(xs, h, w, states):
+    """dynamic_rnn's loop, writing each state into ``states``."""
     seq = rt.transpose(xs, [1, 0, 2])
-    states = rt.TensorArray(F, size=rt.shape(xs)[1])
     for t in rt.range(rt.shape(xs)[1]):
         h = rt.tanh(h @ w + seq[t])
         states = states.write(t, h)
+    return states
+
+
+def read_back(xs, h, w):
+    states = _recurrence(xs, h, w, rt.TensorArray(F, size=rt.shape(xs)[1]))
     return rt.transpose(states.stack(), [1, 0, 2]), states.read(0)
 
 
 def growing(xs, h, w):
-    seq = rt.transpose(xs, [1, 0, 2])
-    states = rt.TensorArray(F, size=0, dynamic_size=True)
-    for t in rt.range(rt.shape(xs)[1]):
-        h = rt.tanh(h @ w + seq[t])
-        states = states.write(t, h)
+    states = _recurrence(xs, h, w, rt.TensorArray(F, size=0, dynamic_size=True))
     return rt.transpose(states.stack(), [1, 0, 2])
 
 
 def stacked_and_transposed(xs, h, w):
-    seq = rt.transpose(xs, [1, 0, 2])
-    states = rt.TensorArray(F, size=rt.shape(xs)[1])
-    for t in rt.range(rt.shape(xs)[1]):
-        h = rt.tanh(h @ w + seq[t])
-        states = states.write(t, h)
-    stacked = states.stack()
+    stacked = _recurrence(xs, h, w, rt.TensorArray(F, size=rt.shape(xs)[1])).stack()
     return stacked, rt.transpose(stacked, [1, 0, 2])
 
 
