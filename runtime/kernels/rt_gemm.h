@@ -54,14 +54,11 @@ typedef RT_G_T RT_G_FN(rt_vec) __attribute__((vector_size(RT_VEC_BYTES), aligned
  * module built with RT_KERNELS_EXTERN links them from the kernel library's archive (rt_kernels_lib.c, compiled once
  * per compiler and flags: transpiler/build/kernel_library.py) and sees only rt_gemm_block's declaration; the
  * library's own compile (RT_KERNELS_LIBRARY) defines it as a hidden global; everything else inlines them. */
-/* B packed once for products that reuse it (a convolution's filters, for every output row): op(B) [k, n] in slivers
- * of two vectors of columns, the last one of one vector when the columns left fit in one (n = 100 at AVX-512: 32,
- * 32, 32 and 16 columns, 112 computed instead of 128), zero-padded, block after block of RT_G_KC rows: block p0 at
- * p0 * rt_gemm_packed_n(n), sliver j at j * kc in it (rt_gemm_prepack_b; rt_gemm_block_prepacked reads it). */
-static inline int64_t RT_G_FN(rt_gemm_packed_n)(int64_t n) {
-    const int64_t wide = n / (2 * RT_G_VL) * (2 * RT_G_VL), rest = n - wide;
-    return wide + (rest == 0 ? 0 : rest <= RT_G_VL ? RT_G_VL : 2 * RT_G_VL);
-}
+/* B packed once for products that reuse it (a convolution's filters, for every output row): op(B) [k, n] in the
+ * slivers of rt_gemm_packed_cols (100 columns at AVX-512: 112 computed instead of 128), zero-padded, block after
+ * block of RT_G_KC rows: block p0 at p0 * rt_gemm_packed_n(n), sliver j at j * kc in it (rt_gemm_prepack_b;
+ * rt_gemm_block_prepacked reads it). */
+static inline int64_t RT_G_FN(rt_gemm_packed_n)(int64_t n) { return rt_gemm_packed_cols(n, RT_G_VL); }
 
 #if defined(RT_KERNELS_EXTERN) && !defined(RT_KERNELS_LIBRARY)
 RT_KERNELS_LIBRARY_FN(static inline) int RT_G_FN(rt_gemm_block)(const RT_G_T *a, int64_t lda, int ta, const RT_G_T *b,

@@ -951,6 +951,13 @@ static inline void rt_transpose8_float32(const float *src, int64_t lds, float *d
 #define RT_KERNELS_LIBRARY_FN(linkage) linkage
 #endif
 
+/* Columns of an op(B) packed once (rt_gemm.h: rt_gemm_prepack_b) for vectors of `lanes` elements: slivers of two
+ * vectors, the last one of one vector when the columns left fit in one (n = 100 at AVX-512: 32, 32, 32 and 16). */
+static inline int64_t rt_gemm_packed_cols(int64_t n, int64_t lanes) {
+    const int64_t wide = n / (2 * lanes) * (2 * lanes), rest = n - wide;
+    return wide + (rest == 0 ? 0 : rest <= lanes ? lanes : 2 * lanes);
+}
+
 #define RT_G_T float
 #define RT_G_S float32
 #define RT_G_SIZE 4

@@ -138,9 +138,8 @@ static inline size_t rt_conv_workspace_bytes(const rt_window *g, int kind, int t
     if (kind == 0) {                /* the packed filters, then each thread's im2col rows of an output row's edges */
         int64_t lo, hi;
         rt_conv_inside(g, &lo, &hi);
-        const int64_t nr = g->f <= lanes ? lanes : 2 * lanes, np = (g->f + nr - 1) / nr * nr;   /* rt_gemm_packed_n */
         const int64_t panel = lo + g->ow - hi > 0 ? RT_CONV_EDGE_ROWS * k : 0;
-        return (size_t)(k * np + panel * (threads > 0 ? threads : 1)) * itemsize + 64;
+        return (size_t)(k * rt_gemm_packed_cols(g->f, lanes) + panel * (threads > 0 ? threads : 1)) * itemsize + 64;
     }
     int64_t per_thread = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES) * k;
     if (kind == 2) per_thread += 2 * k * g->f;             /* a GEMM's result and the thread's running sum */
