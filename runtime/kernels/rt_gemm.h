@@ -374,30 +374,49 @@ RT_KERNELS_LIBRARY_FN(static inline) void RT_G_FN(rt_gemm_block_prepacked)(const
 }
 #endif
 
+/* What one part of a tm x tn grid costs rt_gemm_block, in multiply-adds per step of k: its micro-tiles (padding
+ * included), plus the copies it makes. Every part packs its columns of B (k x n / tn values) unless it reads them in
+ * place (AVX-512, rows close together), and a transposed A's rows when the part has the slivers of B to pay for it
+ * (RT_G_PACK_A_SLIVERS; m / tm values); a transposed A read in place costs its part an eighth more (each
+ * micro-kernel step reads MR values from KC rows lda apart). A copied value costs about RT_G_COPY_MACS
+ * multiply-adds: packing a layer's [784, 128] weights took 8 of a 2-thread product's 108 us at AVX-512. Measured at
+ * AVX2 and AVX-512 (Xeon, two threads), the split this picks against the other: x^T @ dy as [784, 256] @ [256, 128]
+ * 230 against 247 us (AVX2, rows: columns lost A's packing), [1024, 512] @ [512, 128] 634 against 825 us, [128,
+ * 256] @ [256, 784] 224 against 243 us (columns: split by rows each part packed all of B). */
+#define RT_G_COPY_MACS 8
+static inline int64_t RT_G_FN(rt_gemm_part_cost)(int64_t m, int64_t n, int ta, int tb, int tm, int tn) {
+    const int64_t mr_t = RT_G_TILE_ROWS(n);
+    const int64_t tiles_m = (m + mr_t - 1) / mr_t, tiles_n = (n + RT_G_NR_MAX - 1) / RT_G_NR_MAX;
+    const int64_t m_part = (tiles_m + tm - 1) / tm * mr_t, n_part = (tiles_n + tn - 1) / tn * RT_G_NR_MAX;
+    int64_t cost = m_part * n_part;
+    const int b_in_place = !tb && n * (int64_t)sizeof(RT_G_T) <= RT_G_INPLACE_B;
+    if (!b_in_place) cost += RT_G_COPY_MACS * n_part;
+    if (ta && n_part >= RT_G_PACK_A_SLIVERS * RT_G_NR_MAX) cost += RT_G_COPY_MACS * m_part;
+    else if (ta) cost += m_part * n_part / 8;
+    return cost;
+}
+
 /* How rt_gemm_blocked splits C over up to `threads` threads: a grid of tm x tn blocks. Returns tm * tn (1 for
  * products under RT_GEMM_PARALLEL_MIN multiply-adds, unless they are at least RT_GEMM_HOT_MIN and follow
- * another such product closely: rt_gemm_back_to_back) and sets *tn_out. */
-static inline int RT_G_FN(rt_gemm_grid)(int64_t m, int64_t k, int64_t n, int threads, int *tn_out) {
+ * another such product closely: rt_gemm_back_to_back) and sets *tn_out. `ta`, `tb`: A or B is transposed, as
+ * rt_gemm_ld_S's are. */
+static inline int RT_G_FN(rt_gemm_grid)(int64_t m, int64_t k, int64_t n, int ta, int tb, int threads, int *tn_out) {
     int tm = 1, tn = 1;
     const int64_t work = m * k * n;
-    if (threads > 1 && m > 1 && n > 1 && (work >= RT_GEMM_PARALLEL_MIN || (work >= RT_GEMM_HOT_MIN && rt_gemm_back_to_back()))) {
+    const int hot = work < RT_GEMM_PARALLEL_MIN;
+    if (threads > 1 && m > 1 && n > 1 && (!hot || (work >= RT_GEMM_HOT_MIN && rt_gemm_back_to_back()))) {
         for (int t = threads; t > 1;) {
             int f = 2;
             while (t % f) f++;
-            /* Split the side whose parts get the fewest micro-tiles at most: [256, 784] @ [784, 128] split by rows
-             * gave one thread 22 tiles of 6 rows and the other 21 (its first thread waited 4% of the time), by
-             * columns 4 slivers each. On a tie, splitting m packs B once more per part, splitting n reads A
-             * once more: repeat the smaller operand; but a small product split only because such products run
-             * back to back (a recurrence's h @ w in a loop) splits its rows: each thread's rows of the result
-             * are its rows of the next step's A, in its own cache (B, the same at every step, is in both),
-             * where split by columns every row moves between the cores at every step (a 100-step RNN, 32 x 64
-             * @ 64 x 64 at AVX2 on a Xeon: 705 us by columns, 374 us by rows, 469 us on one thread). */
+            /* Split the side whose parts cost least (rt_gemm_part_cost); on a tie, the rows. A small product
+             * split only because such products run back to back (a recurrence's h @ w in a loop) splits its rows
+             * whenever it can: each thread's rows of the result are its rows of the next step's A, in its own
+             * cache (B, the same at every step, is in both), where split by columns every row moves between the
+             * cores at every step (a 100-step RNN, 32 x 64 @ 64 x 64 at AVX2 on a Xeon: 705 us by columns, 374
+             * us by rows, 469 us on one thread). Rows are split on whole micro-tiles, columns on whole slivers. */
             const int can_m = m / (tm * f) >= RT_GEMM_MR, can_n = n / (tn * f) >= RT_G_NR_MAX;
-            const int64_t mr_t = RT_G_TILE_ROWS(n);
-            const int64_t tiles_m = (m + mr_t - 1) / mr_t, tiles_n = (n + RT_G_NR_MAX - 1) / RT_G_NR_MAX;
-            const int64_t part_m = (tiles_m + tm * f - 1) / (tm * f) * ((tiles_n + tn - 1) / tn);
-            const int64_t part_n = (tiles_m + tm - 1) / tm * ((tiles_n + tn * f - 1) / (tn * f));
-            if (can_m && (!can_n || part_m < part_n || (part_m == part_n && (n <= m || work < RT_GEMM_PARALLEL_MIN))))
+            if (can_m && (!can_n || hot || RT_G_FN(rt_gemm_part_cost)(m, n, ta, tb, tm * f, tn)
+                                           <= RT_G_FN(rt_gemm_part_cost)(m, n, ta, tb, tm, tn * f)))
                 tm *= f;
             else if (can_n) tn *= f;
             else break;
@@ -673,7 +692,7 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *
         return 0;
     }
     int tn;
-    const int parts = RT_G_FN(rt_gemm_grid)(m, k, n, threads, &tn);
+    const int parts = RT_G_FN(rt_gemm_grid)(m, k, n, ta, tb, threads, &tn);
     if (parts == 1) return RT_G_FN(rt_gemm_block)(a, lda, ta, b, ldb, tb, c, ldc, m, k, n);
     int rc = 0;
     _Pragma("omp parallel for schedule(static, 1) num_threads(parts) reduction(|:rc)")
@@ -693,6 +712,7 @@ static int RT_G_FN(rt_gemm_blocked)(const RT_G_T *a, int64_t lda, const RT_G_T *
 #undef RT_G_TILE_ROWS
 #undef RT_G_KC
 #undef RT_G_PACK_A_SLIVERS
+#undef RT_G_COPY_MACS
 #undef RT_G_MC
 #undef RT_G_NC
 #undef RT_G_INPLACE_B

@@ -6,7 +6,7 @@ weight from its gradient ``x^T @ dy`` -- would run afterwards as a pass of its o
 it is under the parallel-loop threshold, reading ``C`` back from memory. Fused, each thread runs the
 nest over its own block right after computing it, while the block is in its cache:
 
-    parts = rt_gemm_grid(m, k, n, threads, &tn)
+    parts = rt_gemm_grid(m, k, n, ta, tb, threads, &tn)
     for part in parts  [parallel if parts > 1]:
       rt_gemm_part(..., part, &i0, &i1, &j0, &j1)      # C[i0:i1, j0:j1]
       for i in i0..i1:
@@ -315,7 +315,8 @@ def _fused(call: Call, nest, locals_: list, g: str) -> list:
     ]
     return [
         Comment(f"{call.name} with the loop below run on each part of the product (epilogue)"),
-        Call(f"rt_gemm_grid_{gemm.suffix}", [gemm.m, gemm.k, gemm.n, NUM_THREADS, OutArg(tn, "int")],
+        Call(f"rt_gemm_grid_{gemm.suffix}", [gemm.m, gemm.k, gemm.n, Lit(gemm.ta, "int"), Lit(gemm.tb, "int"),
+                                              NUM_THREADS, OutArg(tn, "int")],
              result=parts.name),
         Assign(failed.name, zero),
         For(part, Poly.of(0), Poly.sym(parts.name), part_body, parallel=Compare(">", parts, one),

@@ -128,12 +128,12 @@ static void check_back_to_back(void) {
     const int64_t m = 64, k = 64, n = RT_GEMM_HOT_MIN / (64 * 64);
     int tn, split = 0, small_split = 0;
     nanosleep(&pause, NULL);
-    if (rt_gemm_grid_float32(m, k, n, 2, &tn) != 1 && fails++ < 10) printf("a product after a pause was split\n");
-    for (int i = 0; i < 10; i++) split += rt_gemm_grid_float32(m, k, n, 2, &tn) > 1;
-    for (int i = 0; i < 10; i++) small_split += rt_gemm_grid_float32(m, k, n / 2, 2, &tn) > 1;
+    if (rt_gemm_grid_float32(m, k, n, 0, 0, 2, &tn) != 1 && fails++ < 10) printf("a product after a pause was split\n");
+    for (int i = 0; i < 10; i++) split += rt_gemm_grid_float32(m, k, n, 0, 0, 2, &tn) > 1;
+    for (int i = 0; i < 10; i++) small_split += rt_gemm_grid_float32(m, k, n / 2, 0, 0, 2, &tn) > 1;
     if (split < 5 && fails++ < 10) printf("back-to-back products split %d times of 10\n", split);
     if (small_split && fails++ < 10) printf("products under RT_GEMM_HOT_MIN split %d times\n", small_split);
-    if (rt_gemm_grid_float32(m, k, n, 1, &tn) != 1 && fails++ < 10) printf("split with one thread\n");
+    if (rt_gemm_grid_float32(m, k, n, 0, 0, 1, &tn) != 1 && fails++ < 10) printf("split with one thread\n");
 }
 
 int main(void) {

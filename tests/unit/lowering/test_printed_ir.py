@@ -162,7 +162,7 @@ def test_a_layer_runs_its_bias_and_activation_on_each_block_of_the_product():
           p4 = alloc float[32768] (arena)
           # Identity = Identity
           # rt_gemm_ld_float32 with the loop below run on each part of the product (epilogue)
-          g9_parts = call rt_gemm_grid_float32(256, 784, 128, ctx->num_threads, &g9_tn)
+          g9_parts = call rt_gemm_grid_float32(256, 784, 128, 0, 0, ctx->num_threads, &g9_tn)
           g9_failed = 0
           for g9_part in g9_parts  [parallel if g9_parts > 1, reduce(|:g9_failed)]:
             let g9_ilo: int64_t = 0
