@@ -101,6 +101,21 @@ def stacked_states(xs, h):
             moved = moved.write(t, h * 2.0)
     return rt.transpose(states.stack(), [1, 0, 2]), rt.transpose(moved.stack(), [1, 2, 0]), states.size()
 
+@rt.function(input_signature=[rt.TensorSpec([64, 30, 64], rt.float32), rt.TensorSpec([64, 64], rt.float32),
+                              rt.TensorSpec([64, 64], rt.float32)])
+def recurrence_states(xs, h, w):
+    # the lists' writes run in the product's parts (lowering/epilogue.py): 64x64 @ 64x64 products back to back
+    # split over the threads, each storing its rows of the state to both lists
+    steps = rt.shape(xs)[1]
+    seq = rt.transpose(xs, [1, 0, 2])
+    states = rt.TensorArray(rt.float32, size=steps)
+    doubled = rt.TensorArray(rt.float32, size=steps)
+    for t in rt.range(steps):
+        h = rt.tanh(h @ w + seq[t])
+        states = states.write(t, h)
+        doubled = doubled.write(t, h * 2.0)
+    return rt.transpose(states.stack(), [1, 0, 2]), doubled.stack(), h
+
 @rt.function(input_signature=[rt.TensorSpec([], rt.string)])
 def strings(s):
     return s + rt.constant("!")
@@ -278,6 +293,16 @@ def test_tensor_arrays_stacked_in_transposed_order(programs, batch, steps, units
     xs = data.draw(_vec(batch * steps * units)).numpy().reshape(batch, steps, units)
     h = data.draw(_vec(batch * units)).numpy().reshape(batch, units)
     _check(programs.stacked_states, rt.constant(xs), rt.constant(h))
+
+
+def test_tensor_array_writes_in_the_products_parts(programs):
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal((64, 30, 64)).astype(np.float32)
+    h, w = rng.standard_normal((64, 64)).astype(np.float32), (rng.standard_normal((64, 64)) * 0.2).astype(np.float32)
+    _check(programs.recurrence_states, rt.constant(xs), rt.constant(h), rt.constant(w))
+    transposed, doubled, last = (np.asarray(v) for v in programs.recurrence_states(xs, h, w))
+    np.testing.assert_array_equal(transposed * 2.0, doubled.transpose(1, 0, 2))
+    np.testing.assert_array_equal(doubled[-1], last * 2.0)
 
 
 @HYP

@@ -23,6 +23,11 @@ hidden layer's weights, which the gradients of the layers below separate from it
 runs in that product's parts too. The blocks and their order within each are the GEMM's own, so the
 result is the same bits as the product followed by the loop.
 
+Nests right after the fused one that read what it writes at the element it writes it (and ``C``), and write
+other memory at one element per iteration, join it in the parts (``_chained``): a TensorArray's write of a
+recurrence's state stores each thread's rows of the state to the list, its ``rt_list_set`` moved before the
+product.
+
 One kind of nest that could fuse runs apart instead (``_apart``): one that streams several big arrays
 besides ``C`` (Adam's moments and weight). Fused, those streams evict the packed operands each thread's
 part reuses; apart, the nest runs right after the product, on threads whenever the product did.
@@ -37,10 +42,12 @@ from transpiler.lowering.ir import (
     Arith,
     Assign,
     Call,
+    Cast,
     Check,
     Comment,
     Compare,
     Declare,
+    Field,
     For,
     Function,
     Lit,
@@ -82,7 +89,16 @@ def _fuse_block(stmts: list, locals_: list, owner: dict, names: Namer) -> bool:
                     changed = True
             elif found is not None:
                 end, moved, nest, passed = found
-                stmts[k:end + 1] = moved + _fused(s, nest, locals_, names.fresh("g")) + passed
+                nests, lists = [nest], {}
+                while not passed:
+                    chained = _chained(stmts, end + 1, s, nests, {**owner, **lists})
+                    if chained is None:
+                        break
+                    end, more, nest = chained
+                    moved += more
+                    nests.append(nest)
+                    lists.update(_list_data(more))
+                stmts[k:end + 1] = moved + _fused(s, nests, locals_, names.fresh("g")) + passed
                 k += len(moved)
                 changed = True
         k += 1
@@ -123,6 +139,103 @@ def _consumer(stmts: list, k: int, owner: dict):
             total |= part
         passed.append(s)
     return None
+
+
+CHAINED_CALLS = frozenset({"rt_list_set"})     # calls that touch only their list: they move up past a product
+
+
+def _chained(stmts: list, start: int, call: Call, nests: list, owner: dict):
+    """(index of the nest, the statements moved before the product) for a nest right after the nests fused into
+    the GEMM call ``call``'s parts (``nests``, before it was fused) that can run in the same parts after them, or
+    None. It covers ``C``'s elements too, reads what the fused nests write (and ``C``) only at the element they
+    write it, writes memory no one else in the parts touches, at one element per iteration, with rows that do not
+    overlap: a TensorArray's write of a recurrence's state, ``tanh(h @ w + x[t])``, copied by each thread from its
+    own rows of the state to the list (on the main thread, at AVX2 with the rows split over two threads, the
+    copy pulled half the state from the other core at every step). The statements between (the list's
+    ``rt_list_set``, the item's address) move before the product."""
+    gemm = call.gemm
+    block = [call] + [For("_", Poly.of(0), Poly.of(1), body) for _, body in nests]
+    effects = [set(), set(), set(), set()]
+    for s in block:
+        footprint = _footprint(s, owner)
+        if footprint is None:
+            return None
+        for total, part in zip(effects, footprint):
+            total |= part
+    if None in effects[0] | effects[1]:
+        return None
+    element = {owner.get(gemm.c, gemm.c): Poly.sym("i") * gemm.ldc + Poly.sym("j")}
+    for loops, body in nests:
+        mapping = _element_index(gemm, loops)
+        for memory, index, written in accesses([rename_indices(s, mapping) for s in body], owner):
+            if written:
+                element[memory] = index
+    moved = []
+    for end in range(start, min(len(stmts), start + PASS_MAX)):
+        s = stmts[end]
+        if isinstance(s, Comment):
+            moved.append(s)
+            continue
+        if isinstance(s, (Assign, Alloc, Check)) or (isinstance(s, Declare) and s.size is None) or \
+                (isinstance(s, Call) and s.name in CHAINED_CALLS):
+            if _precedes(_footprint(s, owner), effects):
+                moved.append(s)
+                continue
+            return None
+        nest = perfect_nest(s) if isinstance(s, For) else None
+        if nest is None or (nest[0][0].parallel and not _parallel_with(gemm)):
+            return None
+        mapping = _element_index(gemm, nest[0])
+        if mapping is None:
+            return None
+        seen = list(accesses([rename_indices(t, mapping) for t in nest[1]], {**owner, **_list_data(moved)}))
+        touched = effects[0] | effects[1]
+        pseudo = [For("i", Poly.of(0), gemm.m, []), For("j", Poly.of(0), gemm.n, [])]
+        for memory, index, written in seen:
+            if memory is None or index is None:
+                return None
+            if memory in element:
+                if written or index != element[memory]:
+                    return None
+            elif written:
+                indices = {ix for m, ix, _ in seen if m == memory}
+                if memory in touched or len(indices) != 1 or not _rows_apart(index, pseudo):
+                    return None
+        if not any(m in element for m, _, _ in seen):
+            return None
+        return end, moved, nest
+    return None
+
+
+def _list_data(moved: list) -> dict:
+    """{pointer: its memory} for the pointers ``moved`` sets into a list's buffer: ``(float *)lst->data``, or the
+    item ``rt_list_set`` returns. Only pointers whose memory is not known statically (``merge.memory_owners``:
+    None) can point into a list: the block a chained nest joins touches none but those of the lists of the nests
+    chained before (its footprint has no None), so each list's buffer is memory of its own; two list variables
+    are two buffers (a native list is used linearly: ``lists.py`` copies one passed to two loop variables)."""
+    data = {}
+    for s in moved:
+        if isinstance(s, Assign) and isinstance(s.value, Cast) and isinstance(s.value.value, Field) \
+                and s.value.value.name == "data" and isinstance(s.value.value.base, Var):
+            data[s.name] = f"{s.value.value.base.name}->data"
+        elif isinstance(s, Call) and s.name in CHAINED_CALLS and s.result is not None:
+            data[s.result] = f"{s.args[1].name}->data"
+    return data
+
+
+def _rows_apart(index: Poly, loops: list) -> bool:
+    """True when no two iterations of the nest ``loops`` give the same ``index``: dense (``merge.injective``), or
+    with constant coefficients each outer one past the span of the loops inside it (a row of a transposed stack,
+    ``6400 * i + j`` for ``j`` in ``[0, 64)``)."""
+    if injective(index, loops):
+        return True
+    span = 0
+    for f in reversed(loops):
+        coefficient, stop = index.coefficient(f.var).const, f.stop.const
+        if coefficient is None or stop is None or f.start != 0 or coefficient == 0 or abs(coefficient) <= span:
+            return False
+        span += abs(coefficient) * (stop - 1)
+    return True
 
 
 def _parallel_with(gemm) -> bool:
@@ -192,6 +305,10 @@ def _footprint(s, owner: dict):
     """(memory read, memory written, names read, names written) of a statement, or None when unknown."""
     if isinstance(s, Comment):
         return set(), set(), set(), set()
+    if isinstance(s, Call) and s.name in CHAINED_CALLS:      # rt_list_set(ctx, list, ...): the list's memory
+        lst = s.args[1].name
+        names = set().union(*(names_in(e) for e in s.exprs()))
+        return {owner.get(lst, lst)}, {owner.get(lst, lst)}, names, set(s.out_names())
     if isinstance(s, Call):
         if s.gemm is None:
             return None
@@ -286,24 +403,25 @@ def _reads_block(gemm, nest, owner: dict) -> bool:
     return True
 
 
-def _fused(call: Call, nest, locals_: list, g: str) -> list:
-    """The GEMM's parts, each followed by the nest over its block (see the module docstring); ``g``: the fresh
-    name the names of its locals derive from."""
+def _fused(call: Call, nests: list, locals_: list, g: str) -> list:
+    """The GEMM's parts, each followed by the nests over its block, one after the other at each element (see the
+    module docstring); ``g``: the fresh name the names of its locals derive from."""
     gemm = call.gemm
-    loops, body = nest
 
     def name(suffix: str) -> str:
         return Namer.derived(g, suffix)
     parts, tn, failed, part = Var(name("parts"), "int"), name("tn"), Var(name("failed"), "int"), name("part")
     i, j = name("i"), name("j")
-    mapping = {var: value.substitute({"i": Poly.sym(i), "j": Poly.sym(j)})
-               for var, value in _element_index(gemm, loops).items()}
-    body = [rename_indices(s, mapping) for s in body]
+    body = []
+    for loops, nest_body in nests:
+        mapping = {var: value.substitute({"i": Poly.sym(i), "j": Poly.sym(j)})
+                   for var, value in _element_index(gemm, loops).items()}
+        body += [rename_indices(s, mapping) for s in nest_body]
     one, zero = Lit(1, "int"), Lit(0, "int")
     locals_ += [Declare(tn, "int", one), Declare(parts.name, "int", one), Declare(failed.name, "int", zero)]
     bounds = [name(b) for b in ("ilo", "ihi", "jlo", "jhi")]
     rc = name("rc")
-    inner = For(j, Poly.sym(bounds[2]), Poly.sym(bounds[3]), body, simd=loops[-1].simd)
+    inner = For(j, Poly.sym(bounds[2]), Poly.sym(bounds[3]), body, simd=all(loops[-1].simd for loops, _ in nests))
     part_body = [Declare(b, "int64_t", Poly.of(0)) for b in bounds] + [
         Declare(rc, "int"),
         Call(f"rt_gemm_part_{gemm.suffix}", [

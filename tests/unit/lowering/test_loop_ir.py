@@ -383,6 +383,55 @@ def test_a_recurrence_over_any_batch_runs_its_activation_in_the_products_parts()
     assert checks                                    # still checked, before the product
 
 
+def _parts_loop(lowered) -> For:
+    (parts,) = [s for s in _loops(lowered.ir) if s.var.endswith("_part")]
+    return parts
+
+
+@pytest.mark.parametrize("perm", [[1, 0, 2], None])
+def test_a_tensor_array_write_of_the_state_runs_in_the_products_parts(perm):
+    """The TensorArray's write of a recurrence's state (a copy of ``tanh(h @ w + x[t])`` to the list, at the
+    state's place in the stack, or in the transposed stack) joins the activation in the product's parts: each
+    thread stores its own rows of the state; ``rt_list_set`` and the item's address move before the product."""
+    def rnn(inputs, h, w):
+        xs = rt.transpose(inputs, [1, 0, 2])
+        states = rt.TensorArray(F, size=100)
+        for t in rt.range(100):
+            h = rt.tanh(h @ w + xs[t])
+            states = states.write(t, h)
+        return states.stack() if perm is None else rt.transpose(states.stack(), perm)
+    lowered = _lower(rnn, rt.TensorSpec([32, 100, 64], F), rt.TensorSpec([32, 64], F), rt.TensorSpec([64, 64], F))
+    parts = _parts_loop(lowered)
+    (inner,) = [s for s in walk_stmts(parts.body) if isinstance(s, For) and s.simd]
+    stores = [s for s in inner.body if isinstance(s, Store)]
+    assert len(stores) == 2, str(lowered.ir)
+    state, item = stores
+    # the item: the state at the element just written
+    assert isinstance(item.value, Load) and (item.value.ptr, item.value.index) == (state.ptr, state.index)
+    row, col = (parts.var.replace("_part", suffix) for suffix in ("_i", "_j"))
+    assert item.index.coefficient(col) == Poly.of(1)
+    assert item.index.coefficient(row) == Poly.of(6400 if perm else 64), item.index
+    text = str(lowered.ir)
+    assert text.index("rt_list_set(") < text.index("rt_gemm_grid_float32("), text
+    assert not [f for f in _loops(lowered.ir) if f is not inner and f.simd and any(
+        isinstance(s, Store) and s.ptr == item.ptr for s in f.body)], "the item is still copied apart"
+
+
+def test_a_copy_reading_another_element_of_the_epilogues_result_stays_apart():
+    """A nest after the epilogue that reads the epilogue's result at another element than it wrote (the state's
+    rows reversed) would read another thread's rows: it stays after the product."""
+    def rnn(inputs, h, w):
+        xs = rt.transpose(inputs, [1, 0, 2])
+        states = rt.TensorArray(F, size=100)
+        for t in rt.range(100):
+            h = rt.tanh(h @ w + xs[t])
+            states = states.write(t, h[::-1])
+        return states.stack()
+    lowered = _lower(rnn, rt.TensorSpec([32, 100, 64], F), rt.TensorSpec([32, 64], F), rt.TensorSpec([64, 64], F))
+    (inner,) = [s for s in walk_stmts(_parts_loop(lowered).body) if isinstance(s, For) and s.simd]
+    assert len([s for s in inner.body if isinstance(s, Store)]) == 1, str(lowered.ir)
+
+
 def test_a_big_loop_after_a_product_too_small_for_threads_stays_parallel():
     lowered = _lower(lambda a, b: rt.nn.relu(rt.matmul(a, b)), rt.TensorSpec([1024, 1], F), rt.TensorSpec([1, 1024], F))
     assert "rt_gemm_part_float32" not in str(lowered.ir)
