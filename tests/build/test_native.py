@@ -116,6 +116,10 @@ def recurrence_states(xs, h, w):
         doubled = doubled.write(t, h * 2.0)
     return rt.transpose(states.stack(), [1, 0, 2]), doubled.stack(), h
 
+recurrence_states_any = rt.function(recurrence_states.python_function, input_signature=[
+    rt.TensorSpec([None, None, 64], rt.float32), rt.TensorSpec([None, 64], rt.float32),
+    rt.TensorSpec([64, 64], rt.float32)])
+
 @rt.function(input_signature=[rt.TensorSpec([], rt.string)])
 def strings(s):
     return s + rt.constant("!")
@@ -295,14 +299,18 @@ def test_tensor_arrays_stacked_in_transposed_order(programs, batch, steps, units
     _check(programs.stacked_states, rt.constant(xs), rt.constant(h))
 
 
-def test_tensor_array_writes_in_the_products_parts(programs):
+@pytest.mark.parametrize("batch, steps", [(64, 30), (64, 1), (7, 5), (130, 3)])
+def test_tensor_array_writes_in_the_products_parts(programs, batch, steps):
     rng = np.random.default_rng(5)
-    xs = rng.standard_normal((64, 30, 64)).astype(np.float32)
-    h, w = rng.standard_normal((64, 64)).astype(np.float32), (rng.standard_normal((64, 64)) * 0.2).astype(np.float32)
-    _check(programs.recurrence_states, rt.constant(xs), rt.constant(h), rt.constant(w))
-    transposed, doubled, last = (np.asarray(v) for v in programs.recurrence_states(xs, h, w))
-    np.testing.assert_array_equal(transposed * 2.0, doubled.transpose(1, 0, 2))
-    np.testing.assert_array_equal(doubled[-1], last * 2.0)
+    xs = rng.standard_normal((batch, steps, 64)).astype(np.float32)
+    h = rng.standard_normal((batch, 64)).astype(np.float32)
+    w = (rng.standard_normal((64, 64)) * 0.2).astype(np.float32)
+    functions = [programs.recurrence_states_any] + ([programs.recurrence_states] if (batch, steps) == (64, 30) else [])
+    for function in functions:
+        _check(function, rt.constant(xs), rt.constant(h), rt.constant(w))
+        transposed, doubled, last = (np.asarray(v) for v in function(xs, h, w))
+        np.testing.assert_array_equal(transposed * 2.0, doubled.transpose(1, 0, 2))
+        np.testing.assert_array_equal(doubled[-1], last * 2.0)
 
 
 @HYP

@@ -199,7 +199,7 @@ def _chained(stmts: list, start: int, call: Call, nests: list, owner: dict):
                     return None
             elif written:
                 indices = {ix for m, ix, _ in seen if m == memory}
-                if memory in touched or len(indices) != 1 or not _rows_apart(index, pseudo):
+                if memory in touched or len(indices) != 1 or not _rows_apart(index, pseudo, _list_lengths(moved)):
                     return None
         if not any(m in element for m, _, _ in seen):
             return None
@@ -223,19 +223,41 @@ def _list_data(moved: list) -> dict:
     return data
 
 
-def _rows_apart(index: Poly, loops: list) -> bool:
+def _rows_apart(index: Poly, loops: list, at_least_one: set = frozenset()) -> bool:
     """True when no two iterations of the nest ``loops`` give the same ``index``: dense (``merge.injective``), or
-    with constant coefficients each outer one past the span of the loops inside it (a row of a transposed stack,
-    ``6400 * i + j`` for ``j`` in ``[0, 64)``)."""
+    with each loop's coefficient at least the extent of the loops inside it (``c * n`` for an inner loop of ``n``
+    iterations ``c`` apart): by constants (a row of a transposed stack, ``6400 * i + j`` for ``j`` in ``[0, 64)``),
+    equal, or the extent times one of the symbols ``at_least_one`` (``64 * n * i + j``: a stack of ``n`` states,
+    ``n`` a list's length once an item is set)."""
     if injective(index, loops):
         return True
-    span = 0
+    names = {f.var for f in loops}
+    extent = None           # the loops inside reach offsets in [0, extent)
     for f in reversed(loops):
-        coefficient, stop = index.coefficient(f.var).const, f.stop.const
-        if coefficient is None or stop is None or f.start != 0 or coefficient == 0 or abs(coefficient) <= span:
+        coefficient = index.coefficient(f.var)
+        if f.start != 0 or coefficient.symbols() & names:
             return False
-        span += abs(coefficient) * (stop - 1)
+        if coefficient.const is not None and coefficient.const <= 0:
+            return False
+        if extent is not None and coefficient != extent \
+                and not any(coefficient == extent * Poly.sym(n) for n in at_least_one) \
+                and not (coefficient.const is not None and extent.const is not None and coefficient.const >= extent.const):
+            return False
+        extent = coefficient * f.stop
     return True
+
+
+def _list_lengths(moved: list) -> set:
+    """The names ``moved`` sets to a list's length after setting one of its items (``rt_list_set`` checked the
+    index against the length, or grew the list past it): each is at least 1 where the nest runs."""
+    lengths, set_lists = set(), set()
+    for s in moved:
+        if isinstance(s, Call) and s.name in CHAINED_CALLS:
+            set_lists.add(s.args[1].name)
+        elif isinstance(s, Assign) and isinstance(s.value, Field) and s.value.name == "length" \
+                and isinstance(s.value.base, Var) and s.value.base.name in set_lists:
+            lengths.add(s.name)
+    return lengths
 
 
 def _parallel_with(gemm) -> bool:

@@ -417,6 +417,39 @@ def test_a_tensor_array_write_of_the_state_runs_in_the_products_parts(perm):
         isinstance(s, Store) and s.ptr == item.ptr for s in f.body)], "the item is still copied apart"
 
 
+def test_with_unknown_dims_the_state_is_stored_in_the_products_parts_too():
+    """``None`` batch and time, the trip count from ``rt.shape``: the transposed stack's rows are ``64 * n`` apart,
+    ``n`` the list's length, at least 1 once ``rt_list_set`` set an item, so the rows of the state still land
+    apart and the write joins the product's parts."""
+    def rnn(inputs, h, w):
+        xs = rt.transpose(inputs, [1, 0, 2])
+        states = rt.TensorArray(F, size=rt.shape(inputs)[1])
+        for t in rt.range(rt.shape(inputs)[1]):
+            h = rt.tanh(h @ w + xs[t])
+            states = states.write(t, h)
+        return rt.transpose(states.stack(), [1, 0, 2])
+    lowered = _lower(rnn, rt.TensorSpec([None, None, 64], F), rt.TensorSpec([None, 64], F), rt.TensorSpec([64, 64], F))
+    parts = _parts_loop(lowered)
+    (inner,) = [s for s in walk_stmts(parts.body) if isinstance(s, For) and s.simd]
+    stores = [s for s in inner.body if isinstance(s, Store)]
+    assert len(stores) == 2, str(lowered.ir)
+    row = parts.var.replace("_part", "_i")
+    assert stores[1].index.coefficient(row).symbols(), stores[1].index      # 64 * n: the list's length
+
+
+def test_rows_apart_only_when_no_two_elements_share_an_address():
+    from transpiler.lowering.epilogue import _rows_apart
+    i, j, n, t = (Poly.sym(v) for v in ("i", "j", "n", "t"))
+    nest = [For("i", Poly.of(0), Poly.of(32), []), For("j", Poly.of(0), Poly.of(64), [])]
+    assert _rows_apart(64 * i + j, nest) and _rows_apart(6400 * i + j + 64 * t, nest)
+    assert _rows_apart(64 * n * i + j + 64 * t, nest, {"n"})
+    assert not _rows_apart(64 * n * i + j, nest)             # n could be 0: every row at one address
+    assert not _rows_apart(63 * i + j, nest)                 # rows overlap by one element
+    assert not _rows_apart(i + 64 * j, nest)                 # columns 64 apart, rows 1: row 1 is row 0's shift
+    batch = [For("i", Poly.of(0), n, []), For("j", Poly.of(0), Poly.of(64), [])]
+    assert _rows_apart(64 * t * i + j, batch, {"t"}) and not _rows_apart(32 * t * i + j, batch, {"t"})
+
+
 def test_a_copy_reading_another_element_of_the_epilogues_result_stays_apart():
     """A nest after the epilogue that reads the epilogue's result at another element than it wrote (the state's
     rows reversed) would read another thread's rows: it stays after the product."""
