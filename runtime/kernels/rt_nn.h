@@ -10,9 +10,10 @@
  * filters ([kh * kw * c, f] as stored) gives those pixels' outputs. The forward convolution and the
  * filter gradient give each thread panels of its own, small enough to stay in its core's L2 cache
  * between im2col writing them and the GEMM reading them (one parallel region, no synchronisation
- * inside; the filter gradient sums each thread's partial sums at the end). The input gradient (the
- * output gradient times the filters' transpose, added back window by window: col2im, whose windows
- * overlap between panels) runs panel after panel, each GEMM on all threads. GEMMs go to the kernel
+ * inside; the filter gradient sums each thread's partial sums at the end). The input gradient at stride 1 is
+ * the forward convolution of the output gradient with the filters turned around (rt_conv_input_as_forward); at
+ * other strides (the output gradient times the filters' transpose, added back window by window: col2im, whose
+ * windows overlap between panels) it runs panel after panel, each GEMM on all threads. GEMMs go to the kernel
  * library's blocked GEMM (rt_gemm.h; threads from OpenMP's one pool). Pooling (max and average) is a direct loop,
  * parallel over (image, output row), vectorised over channels; its gradient too (over images when the
  * windows of two output rows overlap).
@@ -127,9 +128,27 @@ static inline void rt_conv_inside(const rt_window *g, int64_t *lo, int64_t *hi) 
     *hi = b > a ? b : a;
 }
 
+/* A stride-1 input gradient is a forward convolution: dx[a, b] = sum over (i, j) of dy[a - i + top, b - j + left]
+ * W[i, j]^T is, with i' = kh - 1 - i, the correlation of dy (rows and columns outside it zero) with the filters
+ * turned around, W'[i', j', f, c] = W[kh - 1 - i', kw - 1 - j', c, f], padded kh - 1 - top rows before and
+ * kw - 1 - left columns, giving the input's h x w pixels. *gi is that convolution's geometry; 0 for other strides
+ * (their input gradient goes through col2im panels). As panels, a [16, 32, 32, 64] layer's input gradient ran each
+ * GEMM on all threads, then added its panel back window by window on one. */
+static inline int rt_conv_input_as_forward(const rt_window *g, rt_window *gi) {
+    if (g->sh != 1 || g->sw != 1) return 0;
+    gi->n = g->n; gi->h = g->oh; gi->w = g->ow; gi->c = g->f;
+    gi->kh = g->kh; gi->kw = g->kw; gi->f = g->c; gi->sh = 1; gi->sw = 1;
+    gi->top = g->kh - 1 - g->top; gi->left = g->kw - 1 - g->left;
+    gi->oh = g->h; gi->ow = g->w;
+    return 1;
+}
+
 /* Bytes of workspace a convolution kernel (kind 0: forward, 1: input gradient, 2: filter gradient) needs with
  * `threads` threads. */
 static inline size_t rt_conv_workspace_bytes(const rt_window *g, int kind, int threads, size_t itemsize) {
+    rt_window gi;
+    if (kind == 1 && rt_conv_input_as_forward(g, &gi))       /* the turned filters, then the forward's workspace */
+        return (size_t)(g->kh * g->kw * g->c * g->f) * itemsize + 64 + rt_conv_workspace_bytes(&gi, 0, threads, itemsize);
     const int64_t k = g->kh * g->kw * g->c;
     const int64_t lanes = RT_VEC_BYTES / (int64_t)itemsize, fp = (g->f + 2 * lanes - 1) / (2 * lanes) * 2 * lanes;
     if (kind == 0 && rt_conv_direct(g)) return (size_t)(k * fp) * itemsize + 64;     /* the padded filters */
@@ -151,9 +170,12 @@ static inline int64_t rt_conv_multiply_adds(const rt_window *g) {
     return g->n * g->oh * g->ow * g->kh * g->kw * g->c * g->f;
 }
 
-/* Threads worth starting for a convolution (kind 0: forward, 2: filter gradient) of this size: each should get a
- * few panels (a filter gradient's), or output rows (forward). */
+/* Threads worth starting for a convolution (kind 0: forward, 1: input gradient, 2: filter gradient) of this size:
+ * each should get a few panels (a filter gradient's), or output rows (forward, and an input gradient run as one);
+ * an input gradient through col2im panels runs each panel's GEMM on all of them. */
 static inline int rt_conv_threads(const rt_window *g, int kind, int threads, size_t itemsize) {
+    rt_window gi;
+    if (kind == 1) return rt_conv_input_as_forward(g, &gi) ? rt_conv_threads(&gi, 0, threads, itemsize) : threads;
     const int64_t total = g->n * g->oh * g->ow, rows = rt_panel_rows(g, itemsize, RT_THREAD_PANEL_BYTES);
     const int64_t panels = kind == 0 || rt_conv_direct(g) ? g->n * g->oh : (total + rows - 1) / rows;
     /* direct convolutions run at a quarter of the GEMM's multiply-adds per second or less */
@@ -454,6 +476,19 @@ RT_DEFINE_CONV_DIRECT(double, float64)
     /* dx = the adjoint of rt_conv2d with respect to x: col2im(dy[pixels] @ filt^T), panel after panel. */ \
     static int rt_conv2d_backprop_input_ws_##S(const T *filt, const T *dy, T *dx, const rt_window *g, int threads, \
                                                T *panel) { \
+        rt_window gi; \
+        if (rt_conv_input_as_forward(g, &gi)) { \
+            T *turned = (T *)(((uintptr_t)panel + 63) & ~(uintptr_t)63); \
+            const int64_t c = g->c, f = g->f; \
+            for (int64_t i = 0; i < g->kh; i++) \
+                for (int64_t j = 0; j < g->kw; j++) { \
+                    const T *src = filt + ((g->kh - 1 - i) * g->kw + (g->kw - 1 - j)) * c * f; \
+                    T *dst = turned + (i * g->kw + j) * f * c; \
+                    for (int64_t q = 0; q < f; q++) \
+                        for (int64_t p = 0; p < c; p++) dst[q * c + p] = src[p * f + q]; \
+                } \
+            return rt_conv2d_ws_##S(dy, turned, dx, &gi, threads, turned + g->kh * g->kw * c * f); \
+        } \
         const int64_t k = g->kh * g->kw * g->c, total = g->n * g->oh * g->ow; \
         const int64_t step = rt_panel_rows(g, sizeof(T), RT_PANEL_BYTES); \
         memset(dx, 0, (size_t)(g->n * g->h * g->w * g->c) * sizeof(T)); \
@@ -499,7 +534,7 @@ RT_DEFINE_CONV_DIRECT(double, float64)
     \
     /* The same with a workspace of their own (the generic executor's entry points). */ \
     static int rt_conv2d_run_plain_##S(int kind, const T *a, const T *b, T *out, const rt_window *g, int threads) { \
-        if (kind != 1) threads = rt_conv_threads(g, kind, threads, sizeof(T)); \
+        threads = rt_conv_threads(g, kind, threads, sizeof(T)); \
         T *work = (T *)malloc(rt_conv_workspace_bytes(g, kind, threads, sizeof(T))); \
         int rc = -1; \
         if (!work) return -1; \
@@ -740,7 +775,7 @@ RT_DEFINE_AVG_POOL(double, float64)
 #define RT_DEFINE_NN_ENTRIES(T, S) \
     static int rt_conv2d_run_##S(rt_ctx *ctx, int kind, const T *a, const T *b, T *out, const rt_window *g) { \
         const int wanted = rt_region_threads(ctx, rt_conv_multiply_adds(g)); \
-        const int threads = kind == 1 ? wanted : rt_conv_threads(g, kind, wanted, sizeof(T)); \
+        const int threads = rt_conv_threads(g, kind, wanted, sizeof(T)); \
         T *work = (T *)rt_alloc(ctx, rt_conv_workspace_bytes(g, kind, threads, sizeof(T))); \
         int rc = -1; \
         if (!work) return rt_fail(ctx, "out of memory for the convolution's panels"); \
