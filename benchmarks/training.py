@@ -2,7 +2,7 @@
 
 ``python -m benchmarks`` builds this module ahead of time. ``train_step`` is a whole MLP training step --
 forward, ``GradientTape``, sparse softmax cross entropy, Adam update of the weights in place; ``conv`` is
-the guide's ``Conv2D(100, 3)`` layer in a Function.
+the guide's ``Conv2D(100, 3)`` layer in a Function, ``conv_gradients`` a hidden convolution layer's backward pass.
 """
 import runtime as rt
 
@@ -37,6 +37,22 @@ conv_layer.build((1, IMAGE, IMAGE, CHANNELS))
 def conv(image):
     """The guide's convolution: ``Conv2D(100, 3)`` on one 200x200 image of 100 channels."""
     return conv_layer(image)
+
+
+GRAD_BATCH, GRAD_SIZE, GRAD_CHANNELS = 16, 32, 64
+grad_layer = rt.keras.layers.Conv2D(GRAD_CHANNELS, 3, padding="same")
+grad_layer.build((None, GRAD_SIZE, GRAD_SIZE, GRAD_CHANNELS))
+
+
+@rt.function(input_signature=[rt.TensorSpec([GRAD_BATCH, GRAD_SIZE, GRAD_SIZE, GRAD_CHANNELS], f32)])
+def conv_gradients(x):
+    """A hidden convolution layer's backward pass: the gradients of ``sum(y ** 2)`` with respect to its input,
+    kernel and bias (``Conv2D(64, 3, padding="same")`` on [16, 32, 32, 64])."""
+    with rt.GradientTape() as tape:
+        tape.watch(x)
+        y = grad_layer(x)
+        loss = rt.reduce_sum(y * y)
+    return tape.gradient(loss, [x, grad_layer.kernel, grad_layer.bias])
 
 
 @rt.function(input_signature=[rt.TensorSpec([GEMM, GEMM], f32), rt.TensorSpec([GEMM, GEMM], f32)])

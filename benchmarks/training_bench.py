@@ -14,7 +14,9 @@ step of training (weights and optimizer slots updated in place, as in a training
   built code's float32 product of two [1024, 1024] matrices, measured in the same run (not jax.jit's when the
   peers are held to a lower ISA level: XLA's GEMM ignores that limit).
 - convolution: the guide's ``Conv2D(100, 3)`` layer on a [1, 200, 200, 100] image, vs ``tf.function`` of a
-  tf.keras ``Conv2D`` with the same weights. Target: <= 1.5x tf.function.
+  tf.keras ``Conv2D`` with the same weights; and a hidden layer's gradients (input, kernel, bias of
+  ``Conv2D(64, 3, padding="same")`` on [16, 32, 32, 64]) vs ``tf.function`` of the same tape. Target: <= 1.5x
+  tf.function, each.
 """
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ BETA_1, BETA_2, EPSILON, LEARNING_RATE = 0.9, 0.999, 1e-7, 1e-3
 LOSS = Tolerance(rtol=1e-5)
 CONVOLUTION = Tolerance(rtol=1e-5, atol=1e-5)
 GEMM_PRODUCT = Tolerance(rtol=1e-4, atol=1e-4)
+# gradients summing 16 x 32 x 32 products (the kernel's) of values about 1 x 20, in other orders than TensorFlow's
+CONV_GRADIENTS = Tolerance(rtol=1e-4, atol=1e-2)
 
 TF_SPEEDUP, GEMM_SHARE = 3.0, 0.85
 # forward x @ w1 and h @ w2; backward dw1 = x^T dh, dw2 = h^T dlogits, dh = dlogits w2^T (no gradient of x)
@@ -225,4 +229,30 @@ def convolution(bench: Bench) -> list[Row]:
     row = bench.measure(name, {"built": lambda: built.conv(image), **conv_peers(image, kernel, bias)},
                         tolerance=CONVOLUTION)
     bench.within(row, "tf.function", 1.5)
-    return [row]
+    return [row, _conv_gradients_row(bench, built)]
+
+
+def _conv_gradients_row(bench: Bench, built) -> Row:
+    """The gradients of a hidden layer (input, kernel, bias), against tf.function of the same tape."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((training.GRAD_BATCH, training.GRAD_SIZE, training.GRAD_SIZE,
+                             training.GRAD_CHANNELS)).astype(f32)
+    kernel, bias = (w.numpy() for w in built.grad_layer.trainable_variables)
+
+    def tf_version(tf):
+        k, b, tensor = tf.constant(kernel), tf.constant(bias), tf.constant(x)
+
+        @tf.function
+        def gradients(x):
+            with tf.GradientTape() as tape:
+                tape.watch([x, k, b])
+                y = tf.nn.conv2d(x, k, 1, "SAME") + b
+                loss = tf.reduce_sum(y * y)
+            return tape.gradient(loss, [x, k, b])
+        return lambda: gradients(tensor)
+    name = (f"convolution gradients: Conv2D({training.GRAD_CHANNELS}, 3, SAME) on [{training.GRAD_BATCH}, "
+            f"{training.GRAD_SIZE}, {training.GRAD_SIZE}, {training.GRAD_CHANNELS}], input + kernel + bias")
+    row = bench.measure(name, {"built": lambda: built.conv_gradients(x), "tf.function": tf_version},
+                        tolerance=CONV_GRADIENTS)
+    bench.within(row, "tf.function", 1.5)
+    return row
