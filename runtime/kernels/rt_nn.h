@@ -514,7 +514,7 @@ RT_DEFINE_CONV_DIRECT(double, float64)
         const int64_t each = step * k + 2 * kf; \
         int used = threads > 1 && panels > 1 ? threads : 1, rc = 0; \
         for (int t = 0; t < used; t++) memset(work + t * each + step * k + kf, 0, (size_t)kf * sizeof(T)); \
-        _Pragma("omp parallel for schedule(dynamic, 1) num_threads(used) if(used > 1) reduction(|:rc)") \
+        _Pragma("omp parallel for schedule(static) num_threads(used) if(used > 1) reduction(|:rc)") \
         for (int64_t part = 0; part < panels; part++) { \
             T *panel = work + (int64_t)RT_THREAD_NUM() * each, *product = panel + step * k, *sum = product + kf; \
             const int64_t start = part * step, rows = total - start < step ? total - start : step; \
