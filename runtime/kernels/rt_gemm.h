@@ -382,13 +382,16 @@ RT_KERNELS_LIBRARY_FN(static inline) void RT_G_FN(rt_gemm_block_prepacked)(const
  * multiply-adds: packing a layer's [784, 128] weights took 8 of a 2-thread product's 108 us at AVX-512. Measured at
  * AVX2 and AVX-512 (Xeon, two threads), the split this picks against the other: x^T @ dy as [784, 256] @ [256, 128]
  * 230 against 247 us (AVX2, rows: columns lost A's packing), [1024, 512] @ [512, 128] 634 against 825 us, [128,
- * 256] @ [256, 784] 224 against 243 us (columns: split by rows each part packed all of B). */
+ * 256] @ [256, 784] 224 against 243 us (columns: split by rows each part packed all of B). `tiles_only`: the
+ * micro-tiles alone. */
 #define RT_G_COPY_MACS 8
-static inline int64_t RT_G_FN(rt_gemm_part_cost)(int64_t m, int64_t n, int ta, int tb, int tm, int tn) {
+static inline int64_t RT_G_FN(rt_gemm_part_cost)(int64_t m, int64_t n, int ta, int tb, int tm, int tn,
+                                                  int tiles_only) {
     const int64_t mr_t = RT_G_TILE_ROWS(n);
     const int64_t tiles_m = (m + mr_t - 1) / mr_t, tiles_n = (n + RT_G_NR_MAX - 1) / RT_G_NR_MAX;
     const int64_t m_part = (tiles_m + tm - 1) / tm * mr_t, n_part = (tiles_n + tn - 1) / tn * RT_G_NR_MAX;
     int64_t cost = m_part * n_part;
+    if (tiles_only) return cost;
     const int b_in_place = !tb && n * (int64_t)sizeof(RT_G_T) <= RT_G_INPLACE_B;
     if (!b_in_place) cost += RT_G_COPY_MACS * n_part;
     if (ta && n_part >= RT_G_PACK_A_SLIVERS * RT_G_NR_MAX) cost += RT_G_COPY_MACS * m_part;
@@ -409,14 +412,15 @@ static inline int RT_G_FN(rt_gemm_grid)(int64_t m, int64_t k, int64_t n, int ta,
             int f = 2;
             while (t % f) f++;
             /* Split the side whose parts cost least (rt_gemm_part_cost); on a tie, the rows. A small product
-             * split only because such products run back to back (a recurrence's h @ w in a loop) splits its rows
-             * whenever it can: each thread's rows of the result are its rows of the next step's A, in its own
-             * cache (B, the same at every step, is in both), where split by columns every row moves between the
-             * cores at every step (a 100-step RNN, 32 x 64 @ 64 x 64 at AVX2 on a Xeon: 705 us by columns, 374
-             * us by rows, 469 us on one thread). Rows are split on whole micro-tiles, columns on whole slivers. */
+             * split only because such products run back to back (a recurrence's h @ w in a loop) weighs its
+             * micro-tiles alone and splits its rows on a tie: each thread's rows of the result are its rows of the
+             * next step's A, in its own cache (B, the same at every step, is in both), where split by columns
+             * every row moves between the cores at every step (a 100-step RNN, 32 x 64 @ 64 x 64 at AVX2 on a
+             * Xeon: 705 us by columns, 374 us by rows, 469 us on one thread). Rows are split on whole
+             * micro-tiles, columns on whole slivers. */
             const int can_m = m / (tm * f) >= RT_GEMM_MR, can_n = n / (tn * f) >= RT_G_NR_MAX;
-            if (can_m && (!can_n || hot || RT_G_FN(rt_gemm_part_cost)(m, n, ta, tb, tm * f, tn)
-                                           <= RT_G_FN(rt_gemm_part_cost)(m, n, ta, tb, tm, tn * f)))
+            if (can_m && (!can_n || RT_G_FN(rt_gemm_part_cost)(m, n, ta, tb, tm * f, tn, hot)
+                                    <= RT_G_FN(rt_gemm_part_cost)(m, n, ta, tb, tm, tn * f, hot)))
                 tm *= f;
             else if (can_n) tn *= f;
             else break;

@@ -148,7 +148,8 @@ static inline int rt_conv_input_as_forward(const rt_window *g, rt_window *gi) {
 static inline size_t rt_conv_workspace_bytes(const rt_window *g, int kind, int threads, size_t itemsize) {
     rt_window gi;
     if (kind == 1 && rt_conv_input_as_forward(g, &gi))       /* the turned filters, then the forward's workspace */
-        return (size_t)(g->kh * g->kw * g->c * g->f) * itemsize + 64 + rt_conv_workspace_bytes(&gi, 0, threads, itemsize);
+        return (size_t)(g->kh * g->kw * g->c * g->f) * itemsize + 64
+               + rt_conv_workspace_bytes(&gi, 0, threads, itemsize);
     const int64_t k = g->kh * g->kw * g->c;
     const int64_t lanes = RT_VEC_BYTES / (int64_t)itemsize, fp = (g->f + 2 * lanes - 1) / (2 * lanes) * 2 * lanes;
     if (kind == 0 && rt_conv_direct(g)) return (size_t)(k * fp) * itemsize + 64;     /* the padded filters */

@@ -239,9 +239,10 @@ def _rows_apart(index: Poly, loops: list, at_least_one: set = frozenset()) -> bo
             return False
         if coefficient.const is not None and coefficient.const <= 0:
             return False
-        if extent is not None and coefficient != extent \
-                and not any(coefficient == extent * Poly.sym(n) for n in at_least_one) \
-                and not (coefficient.const is not None and extent.const is not None and coefficient.const >= extent.const):
+        by_constants = coefficient.const is not None and extent is not None and extent.const is not None \
+            and coefficient.const >= extent.const
+        if extent is not None and coefficient != extent and not by_constants \
+                and not any(coefficient == extent * Poly.sym(n) for n in at_least_one):
             return False
         extent = coefficient * f.stop
     return True

@@ -1,9 +1,9 @@
 /* rt_tanh_float32 (rt_kernels.h: inline at AVX2 with FMA, libmvec's tanhf otherwise) against tanh in double, for one
  * ISA level (tests/build/test_exp_accuracy.py compiles this file once per -march): every 61st float32 bit pattern
- * through a vectorised loop and through scalar calls (the inline one: the same result either way), at most MAX_ULPS
- * of the correctly rounded result (ulps of the smallest denormal below it) and x's sign, and the special cases exactly: NaN stays
- * NaN, +-0 and denormals keep their sign, +-inf and large |x| give +-1. Prints "ok" and the worst error, or the
- * first failures; exit status 1 on any. */
+ * through a vectorised loop and through scalar calls (the inline one: the same result either way), at most
+ * MAX_ULPS of the correctly rounded result (ulps of the smallest denormal below it) and x's sign, and the special
+ * cases exactly: NaN stays NaN, +-0 and denormals keep their sign, +-inf and large |x| give +-1. Prints "ok" and
+ * the worst error, or the first failures; exit status 1 on any. */
 #include "rt_kernels.h"
 #include <stdio.h>
 
