@@ -897,6 +897,10 @@ static inline double rt_sigmoid_float64(double a) { return 1.0 / (1.0 + exp(-a))
 #define RT_VEC_BYTES 16
 #define RT_GEMM_MR 4
 #endif
+/* Whether a short row's masked last block of 16 iterations (transpiler/lowering/lanes.py, ``_last_vector``) with
+ * `rest` of them live runs as 8: where 8 floats fill a vector (AVX2 and below) and cover the rest. At AVX-512 a
+ * constant 0: the compiler drops the 8-iteration copy. */
+static inline int rt_tail_in_half(int64_t rest) { return RT_VEC_BYTES <= 32 && rest <= 8; }
 RT_DEFINE_LANES16(float, float)
 RT_DEFINE_LANES16(double, double)
 /* ~80 us on one core: below it, waking a sleeping worker costs about what a second thread saves */

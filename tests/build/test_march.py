@@ -52,7 +52,21 @@ def _program(seed: int, k: int) -> str:
     return "\n".join(lines)
 
 
-SOURCE = "import runtime as rt\n\n\n" + "\n\n\n".join(_program(9000 + k, k) for k in range(COUNT)) + "\n"
+# Short rows (transpiler/lowering/lanes.py): whole vectors, then a masked last block of 16 lanes, run as 8 where
+# 8 floats fill a vector (AVX2 and below: rt_tail_in_half), its exponentials' scratch row loaded unmasked
+SHORT_ROWS = """
+def _softmax_rows(x):
+    e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
+    return e / rt.reduce_sum(e, axis=-1, keepdims=True), rt.reduce_sum(x * e, axis=-1)
+
+
+softmax_any = rt.function(_softmax_rows, input_signature=[rt.TensorSpec([None, None], rt.float32)])
+softmax_100 = rt.function(_softmax_rows, input_signature=[rt.TensorSpec([5, 100], rt.float32)])
+softmax_104 = rt.function(_softmax_rows, input_signature=[rt.TensorSpec([5, 104], rt.float32)])
+softmax_9 = rt.function(_softmax_rows, input_signature=[rt.TensorSpec([5, 9], rt.float32)])
+"""
+SOURCE = "import runtime as rt\n\n\n" + "\n\n\n".join(_program(9000 + k, k) for k in range(COUNT)) + "\n" \
+    + SHORT_ROWS
 
 
 def _levels() -> list[str]:
@@ -107,3 +121,28 @@ def test_constant_heavy_programs_at_every_level(modules, k):
         for index, (a, b) in enumerate(zip(native, eager)):
             assert a.shape == b.shape and a.dtype == b.dtype, (level, k, index)
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-5, err_msg=f"{level} f{k} result {index}")
+
+
+def _eager(function, *args):
+    rt.config.run_functions_eagerly(True)
+    try:
+        return [t.numpy() for t in function(*args)]
+    finally:
+        rt.config.run_functions_eagerly(False)
+
+
+def test_short_rows_of_every_length_at_every_level(modules):
+    """Rows of 1 to 40 and around 100 and 128 floats, of run-time and of static length, with inf and NaN in
+    some rows: eager's results at each level (the 8-lane last block runs at AVX2 and below only)."""
+    rng = np.random.default_rng(11)
+    for level, module in modules.items():
+        cases = [(module.softmax_any, n) for n in [*range(1, 41), 100, 104, 120, 127, 128, 129]]
+        cases += [(module.softmax_100, 100), (module.softmax_104, 104), (module.softmax_9, 9)]
+        for function, n in cases:
+            x = (rng.standard_normal((5, n)) * 4).astype(np.float32)
+            x[1, n - 1], x[3, 0] = np.nan, np.inf
+            x[4, n // 2] = -np.inf
+            assert function.get_concrete_function().native
+            native = [t.numpy() for t in function(rt.constant(x))]
+            for a, b in zip(native, _eager(function, rt.constant(x))):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"{level}, rows of {n}")

@@ -93,15 +93,16 @@ def peel_tails(fn: Function) -> bool:
     loads and stores of the 6 whole ones cost as much again. Only the last vector needs the mask. A row of
     unknown length (``pad_inner(short=True)``) runs its whole vectors, then, when the row has more, one masked
     vector of 16 iterations."""
-    return any([_peel_block(f.body, {}, {}, f.names) for f in (fn, fn.fallback) if f is not None])
+    return any([_peel_block(f.body, {}, {}, {}, f.names) for f in (fn, fn.fallback) if f is not None])
 
 
-def _peel_block(block: list, lengths: dict, padded: dict, names: Namer) -> bool:
+def _peel_block(block: list, lengths: dict, padded: dict, arrays: dict, names: Namer) -> bool:
     """``peel_tails`` in ``block`` and the blocks nested in it; ``lengths``: the static row lengths hidden from
     the C compiler (``rt_opaque_i64``) declared around ``block``, name -> value; ``padded``: the run-time row
-    lengths rounded up to whole vectors, name -> the length's name."""
+    lengths rounded up to whole vectors, name -> the length's name; ``arrays``: the local arrays declared around
+    it, name -> size."""
     changed = False
-    lengths, padded = dict(lengths), dict(padded)
+    lengths, padded, arrays = dict(lengths), dict(padded), dict(arrays)
     i = 0
     while i < len(block):
         s = block[i]
@@ -110,14 +111,16 @@ def _peel_block(block: list, lengths: dict, padded: dict, names: Namer) -> bool:
             lengths[s.name] = s.init.args[0].const
         elif isinstance(s, Declare) and _padded(s.init) is not None:
             padded[s.name] = next(iter(s.init.a.symbols()))
+        elif isinstance(s, Declare) and s.size is not None and not s.static:
+            arrays[s.name] = s.size
         elif isinstance(s, For) and s.simd and s.start == 0 and s.parallel is None:
-            split = _split(s, lengths, padded, names)
+            split = _split(s, lengths, padded, arrays, names)
             if split is not None:
                 block[i:i + 1] = split
                 i += len(split) - 1
                 changed = True
         for b in s.blocks():
-            changed |= _peel_block(b, lengths, padded, names)
+            changed |= _peel_block(b, lengths, padded, arrays, names)
         i += 1
     return changed
 
@@ -130,7 +133,7 @@ def _padded(e) -> Expr | None:
     return None
 
 
-def _split(loop: For, lengths: dict, padded: dict, names: Namer) -> list | None:
+def _split(loop: For, lengths: dict, padded: dict, arrays: dict, names: Namer) -> list | None:
     """The statements replacing ``loop``, a padded row loop: its whole vectors with the mask taken as true, then
     its last vector; None when ``loop`` is not one."""
     def masked(length: str) -> Compare | None:
@@ -148,17 +151,54 @@ def _split(loop: For, lengths: dict, padded: dict, names: Namer) -> list | None:
         # the last vector counted from 0 (``sum_lanes``'s blocks say why)
         lane = names.fresh("l")
         _substitute(loop.body, {loop.var: whole + Poly.sym(lane)})
+        _load_rows_whole(loop.body, whole + Poly.sym(lane), arrays, names)
         last = For(lane, Poly.of(0), Poly.of(LANES), loop.body, simd=True, reductions=list(loop.reductions))
         return [Declare(str(whole), "int64_t", Arith("&", length, Lit(-LANES, "int64_t"), "int64_t")), main,
-                If(Compare("<", whole, length), _stores_after(last, names))]
+                If(Compare("<", whole, length), _last_vector(last, length - whole, names))]
     for length, value in lengths.items():
         whole = value // LANES * LANES
         if whole and loop.stop == whole + LANES and (mask := masked(length)):
             main = For(loop.var, Poly.of(0), Poly.of(whole), _unmasked(deepcopy(loop.body), mask), simd=True,
                        reductions=list(loop.reductions))
             loop.start = Poly.of(whole)
-            return [main] + _stores_after(loop, names)
+            return [main] + _last_vector(loop, Poly.of(value - whole), names)
     return None
+
+
+def _load_rows_whole(body: list, index: Poly, arrays: dict, names: Namer) -> None:
+    """In a row's masked last block, make the masked loads ``live ? row[index] : x`` of local row arrays (a
+    softmax's exponentials, of ``PAD_MAX`` elements: every lane in bounds) plain loads before the select, in
+    place. GCC made them masked loads, which wait for the stores of the block before them to reach the cache
+    instead of taking their values: the sum of softmax's last vector over rows of 100 cost 9% of its time at
+    AVX2 on a Zen 5."""
+    loads: dict = {}
+
+    def plain(e):
+        if isinstance(e, Select) and isinstance(e.then, Load) and not e.then.indirect and e.then.index == index \
+                and arrays.get(e.then.ptr, 0) >= PAD_MAX:
+            if e.then.ptr not in loads:
+                loads[e.then.ptr] = (names.fresh("ld"), e.then)
+            return Select(map_expr(e.cond, on_node=plain), Var(loads[e.then.ptr][0], e.then.ctype),
+                          map_expr(e.orelse, on_node=plain), e.ctype)
+        return None
+    for s in walk_stmts(body):
+        s.map_exprs(lambda e: map_expr(e, on_node=plain))
+    body[:0] = [Declare(name, load.ctype, load) for name, load in loads.values()]
+
+
+def _last_vector(loop: For, rest: Poly, names: Namer) -> list:
+    """A row's masked last block of ``LANES`` iterations, ``rest`` of them live, with its stores after it
+    (``_stores_after``); a loop without reductions also as a block of ``LANES / 2`` iterations, taken where
+    those fill a vector and cover the rest (``rt_tail_in_half``: at AVX2 and below, at most 8 live). 16 floats
+    are two AVX2 vectors: softmax over rows of 100 (a last block of 4) computed the exp of a dead vector in
+    every row, 1.20x the time of rows of 96 on one thread of a Zen 5 (rows of 112: 0.98x). A reduction's block
+    stays whole: ``sum_lanes`` adds its terms as whole lane vectors, and its loops are cheap."""
+    full = _stores_after(loop, names) if loop.reductions else _stores_after(deepcopy(loop), names)
+    if loop.reductions or (rest.const is not None and rest.const > LANES // 2):
+        return full
+    half = deepcopy(loop)
+    half.stop = half.start + LANES // 2
+    return [If(Helper("rt_tail_in_half", (rest,), "int"), _stores_after(half, names), full)]
 
 
 def _stores_after(loop: For, names: Namer) -> list:
