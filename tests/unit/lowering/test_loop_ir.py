@@ -9,6 +9,7 @@ import pytest
 import runtime as rt
 from runtime.executor import run_graph
 from runtime.optimizer import optimize
+from tests.unit.lowering.test_lists import dynamic_rnn
 from transpiler.lowering import Poly, lower_function
 from transpiler.lowering.contract import contract_products
 from transpiler.lowering.ir import Alloc, Assign, Call, Check, Declare, For, If, Load, Loop, Store, walk_stmts
@@ -421,14 +422,7 @@ def test_with_unknown_dims_the_state_is_stored_in_the_products_parts_too():
     """``None`` batch and time, the trip count from ``rt.shape``: the transposed stack's rows are ``64 * n`` apart,
     ``n`` the list's length, at least 1 once ``rt_list_set`` set an item, so the rows of the state still land
     apart and the write joins the product's parts."""
-    def rnn(inputs, h, w):
-        xs = rt.transpose(inputs, [1, 0, 2])
-        states = rt.TensorArray(F, size=rt.shape(inputs)[1])
-        for t in rt.range(rt.shape(inputs)[1]):
-            h = rt.tanh(h @ w + xs[t])
-            states = states.write(t, h)
-        return rt.transpose(states.stack(), [1, 0, 2])
-    lowered = _lower(rnn, rt.TensorSpec([None, None, 64], F), rt.TensorSpec([None, 64], F), rt.TensorSpec([64, 64], F))
+    lowered = _lower(dynamic_rnn, rt.TensorSpec([None, None, 64], F), rt.TensorSpec([None, 64], F), rt.TensorSpec([64, 64], F))
     parts = _parts_loop(lowered)
     (inner,) = [s for s in walk_stmts(parts.body) if isinstance(s, For) and s.simd]
     stores = [s for s in inner.body if isinstance(s, Store)]
