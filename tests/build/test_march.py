@@ -100,6 +100,14 @@ def modules(tmp_path_factory):
     return out
 
 
+def _eager(function, *args):
+    rt.config.run_functions_eagerly(True)
+    try:
+        return [t.numpy() for t in function(*args)]
+    finally:
+        rt.config.run_functions_eagerly(False)
+
+
 def test_the_cpu_levels_are_known():
     assert _levels(), "this test needs an x86-64 CPU with SSE4.2 or better"
 
@@ -113,22 +121,9 @@ def test_constant_heavy_programs_at_every_level(modules, k):
         n = concrete.graph.inputs[0].shape[0]
         x = rt.constant(np.linspace(-1, 1, n, dtype=np.float32))
         native = [t.numpy() for t in function(x)]
-        rt.config.run_functions_eagerly(True)
-        try:
-            eager = [t.numpy() for t in function(x)]
-        finally:
-            rt.config.run_functions_eagerly(False)
-        for index, (a, b) in enumerate(zip(native, eager)):
+        for index, (a, b) in enumerate(zip(native, _eager(function, x))):
             assert a.shape == b.shape and a.dtype == b.dtype, (level, k, index)
             np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-5, err_msg=f"{level} f{k} result {index}")
-
-
-def _eager(function, *args):
-    rt.config.run_functions_eagerly(True)
-    try:
-        return [t.numpy() for t in function(*args)]
-    finally:
-        rt.config.run_functions_eagerly(False)
 
 
 def test_short_rows_of_every_length_at_every_level(modules):

@@ -193,12 +193,11 @@ def _last_vector(loop: For, rest: Poly, names: Namer) -> list:
     are two AVX2 vectors: softmax over rows of 100 (a last block of 4) computed the exp of a dead vector in
     every row, 1.20x the time of rows of 96 on one thread of a Zen 5 (rows of 112: 0.98x). A reduction's block
     stays whole: ``sum_lanes`` adds its terms as whole lane vectors, and its loops are cheap."""
-    full = _stores_after(loop, names) if loop.reductions else _stores_after(deepcopy(loop), names)
     if loop.reductions or (rest.const is not None and rest.const > LANES // 2):
-        return full
+        return _stores_after(loop, names)
     half = deepcopy(loop)
     half.stop = half.start + LANES // 2
-    return [If(Helper("rt_tail_in_half", (rest,), "int"), _stores_after(half, names), full)]
+    return [If(Helper("rt_tail_in_half", (rest,), "int"), _stores_after(half, names), _stores_after(loop, names))]
 
 
 def _stores_after(loop: For, names: Namer) -> list:
