@@ -293,7 +293,8 @@ def any_classes(logits, labels):
 
 ROW_SHAPES = [(3, 512), (2, 1030), (5, 7), (1, 1), (0, 700), (1, 2049), (2, 1024), (3, 16), (3, 17), (4, 50),
               (2, 100), (2, 128), (2, 600)]
-for shape in ROW_SHAPES + [(None, None)]:
+PIPELINED_SHAPES = [(1001, 100), (3, 10)]     # many short rows: each thread's rows pipelined (pipeline.py)
+for shape in ROW_SHAPES + PIPELINED_SHAPES + [(None, None)]:
     softmaxes.get_concrete_function(rt.TensorSpec(shape, F))
     softmax_only.get_concrete_function(rt.TensorSpec(shape, F))
     norms.get_concrete_function(rt.TensorSpec(shape, F), rt.TensorSpec(shape[1:], F))
@@ -1041,6 +1042,31 @@ def test_row_programs_of_every_row_length(programs):
     rms, normalized, var, total, mean = empty(rt.zeros([3, 0]), rt.zeros([0]))
     assert rms.shape == normalized.shape == (3, 0) and np.isnan(var.numpy()).all() and (total.numpy() == 0).all()
     assert np.isnan(mean.numpy()).all()
+
+
+def test_pipelined_rows_agree_however_the_rows_split_among_threads(programs):
+    """Row loops over short rows compute the next row's max or mean while they finish this one
+    (``lowering/pipeline.py``): every thread's first row, its last, a thread without rows (fewer rows than
+    threads), rows at and past the pipelined length (512, chosen at run time for [None, None]); a NaN or an inf
+    in the row computed ahead stays in its own row."""
+    rng = np.random.default_rng(11)
+    dynamic = rt.TensorSpec([None, None], rt.float32)
+    for rows, cols in [(1, 100), (2, 100), (3, 10), (5, 512), (1001, 100), (7, 513), (300, 37)]:
+        x = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
+        x[0, cols // 2], x[rows // 2, 0], x[-1, -1] = np.nan, np.inf, -np.inf
+        gamma = rt.constant(rng.uniform(0.5, 1.5, cols).astype(np.float32))
+        specs = [dynamic] + [rt.TensorSpec([rows, cols], rt.float32)] * ((rows, cols) in programs.PIPELINED_SHAPES)
+        for threads in (1, 2, 3):
+            rt.config.threading.set_intra_op_parallelism_threads(threads)
+            try:
+                for spec in specs:
+                    check(programs.softmax_only, (spec,), [rt.constant(x)])
+                    check(programs.norms, (spec, rt.TensorSpec(spec.shape.dims[1:], rt.float32)),
+                          [rt.constant(x), gamma])
+            finally:
+                rt.config.threading.set_intra_op_parallelism_threads(0)
+    soft = built(programs.softmax_only, dynamic)(rt.constant(x)).numpy()
+    assert np.isnan(soft[0]).all() and np.isnan(soft[rows // 2]).all() and np.isfinite(soft[1]).all()
 
 
 def test_row_sums_keep_float64_accuracy_across_chunks(programs):

@@ -14,6 +14,7 @@ from transpiler.lowering.epilogue import fuse_epilogues
 from transpiler.lowering.ir import Function
 from transpiler.lowering.lanes import peel_tails, sum_lanes
 from transpiler.lowering.merge import merge_loops
+from transpiler.lowering.pipeline import pipeline_rows
 from transpiler.lowering.unit import unit_inner
 from transpiler.lowering.verify import IRError, verify
 
@@ -33,6 +34,9 @@ PASSES: list[tuple[str, Pass]] = [
     # whole vectors and of its last one share their lanes.
     ("peel_tails", peel_tails),
     ("sum_lanes", sum_lanes),
+    # After the row's loops have their final shape: a parallel row loop computes the next row's leading
+    # reductions while it finishes this row.
+    ("pipeline_rows", pipeline_rows),
 ]
 
 PASS_NAMES = [name for name, _ in PASSES]

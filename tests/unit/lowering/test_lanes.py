@@ -73,6 +73,7 @@ def test_softmax_max_exponentials_and_stores_of_a_padded_row_are_split_too():
     assert text.count("p2[100 * k3 + r4] = vals") == 4
 
 
+@pytest.mark.usefixtures("before_pipelining")
 def test_short_rows_of_unknown_length_run_whole_vectors_then_a_masked_one_when_the_row_has_more():
     text = _listing(rt.nn.softmax, rt.TensorSpec([8, None], F))
     assert "if n1 <= 128LL:" in text and "if n1 <= 16LL:" in text

@@ -76,6 +76,7 @@ def _loads(expr):
     return loads([expr])
 
 
+@pytest.mark.usefixtures("before_pipelining")
 def test_softmax_and_layer_norm_are_one_loop_over_rows():
     """Layer norm: two reduction passes and the store. Softmax: the max, the exponentials into a scratch row
     (a loop without the sum, whose accumulator would live on the stack across each vector exp call), their
@@ -127,6 +128,7 @@ def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_a_scratch_row_and
     assert [s.ptr for s in walk_stmts(divided.then) if isinstance(s, Store)] == [result]   # written once
 
 
+@pytest.mark.usefixtures("before_pipelining")
 def test_rows_of_unknown_length_use_a_scratch_row_where_it_fits_and_the_result_row_otherwise():
     """[None, None]: rows up to one vector, rows up to PAD_MAX, else a run-time choice between the static
     spelling's loops (a scratch row of SCRATCH_MAX, the exponentials in a loop of their own, the result written

@@ -1,0 +1,103 @@
+"""``pipeline.pipeline_rows``: a loop over short rows computes the next row's leading reductions while it
+finishes this row."""
+from __future__ import annotations
+
+import pytest
+
+import runtime as rt
+from runtime.optimizer import optimize
+from transpiler.lowering import lower_function
+from transpiler.lowering.ir import Assign, Check, Declare, For, If, Lit, Load, Message, Poly, Store, walk_expr, \
+    walk_stmts
+from transpiler.lowering.pipeline import SHORT_ROW, _split
+
+F = rt.float32
+
+
+@pytest.fixture(autouse=True)
+def _verify_ir(monkeypatch):
+    monkeypatch.setenv("RT_VERIFY_IR", "1")
+
+
+def _lower(fn, *specs):
+    return lower_function(optimize(rt.function(fn).get_concrete_function(*specs).graph), "rt_fn_test").ir
+
+
+def _softmax(x):
+    e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
+    return e / rt.reduce_sum(e, axis=-1, keepdims=True)
+
+
+def _layer_norm(x):
+    mean = rt.reduce_mean(x, axis=-1, keepdims=True)
+    var = rt.reduce_mean(rt.square(x - mean), axis=-1, keepdims=True)
+    return (x - mean) / rt.sqrt(var + 1e-5)
+
+
+def _pipelined(body) -> list[For]:
+    """The loops over a thread's rows: from ``lo`` to ``hi``, the first two locals of a parallel loop over the
+    threads."""
+    found = []
+    for s in walk_stmts(body):
+        if isinstance(s, For) and s.parallel is not None and len(s.body) > 2 and isinstance(s.body[0], Declare):
+            lo, hi = Poly.sym(s.body[0].name), Poly.sym(s.body[1].name)
+            found += [x for x in walk_stmts(s.body) if isinstance(x, For) and (x.start, x.stop) == (lo, hi)]
+    return found
+
+
+def _rows_loaded(body, k: str, length: int) -> set:
+    """The rows (relative to row ``k``) of the loads in ``body``: each index with the other loop indices at 0."""
+    starts = {x.index.substitute({name: Poly.of(0) for name in x.index.symbols() - {k}})
+              for s in walk_stmts(body) for e in s.exprs() for x in walk_expr(e)
+              if isinstance(x, Load) and k in x.index.symbols()}
+    assert all(p.coefficient(k) == Poly.of(length) for p in starts), starts
+    return {(p - Poly.sym(k) * length).const // length for p in starts}
+
+
+@pytest.mark.parametrize("fn", [_softmax, _layer_norm])
+def test_short_rows_compute_the_next_rows_head_first(fn):
+    """Over [1024, 100]: each thread's rows in order; an iteration starts from the values carried from the one
+    before (the max; the mean and the scale), computes the next row's (loads of row k + 1, guarded by k + 1 <
+    hi) and then the rest of its row, which loads only row k."""
+    ir = _lower(fn, rt.TensorSpec([1024, 100], F))
+    (rows,) = _pipelined(ir.body)
+    k = Poly.sym(rows.var)
+    carried = next(i for i, s in enumerate(rows.body) if not isinstance(s, Declare))
+    copies, ahead, rest = rows.body[:carried], rows.body[carried], rows.body[carried + 1:]
+    assert all(isinstance(s, Declare) and s.init is not None and not s.size for s in copies)
+    assert isinstance(ahead, If) and ahead.cond.op == "<" and ahead.cond.a == k + 1
+    assert any(isinstance(s, For) for s in walk_stmts(ahead.then))
+    assert _rows_loaded(ahead.then, rows.var, 100) == {1}
+    assert _rows_loaded(rest, rows.var, 100) == {0}
+
+
+def test_long_rows_keep_one_parallel_loop_and_unknown_lengths_choose_at_run_time():
+    """Rows longer than SHORT_ROW are not latency-bound: one parallel loop over the rows, as lowered. Over
+    [None, None] the pipelined loop runs when the row has at most SHORT_ROW elements, the loop as lowered
+    otherwise."""
+    ir = _lower(_softmax, rt.TensorSpec([1024, 1024], F))
+    assert not _pipelined(ir.body)
+    (outer,) = [s for s in ir.body if isinstance(s, For)]
+    assert outer.parallel is not None and not outer.start.symbols()
+    ir = _lower(_softmax, rt.TensorSpec([None, None], F))
+    chosen = [s for s in walk_stmts(ir.body) if isinstance(s, If) and getattr(s.cond, "op", None) == "<="
+              and isinstance(s.cond.b, Lit) and s.cond.b.value == SHORT_ROW]
+    assert chosen and all(_pipelined(s.then) and not _pipelined(s.orelse) for s in chosen)
+    assert all(isinstance(s.orelse[0], For) and s.orelse[0].parallel is not None for s in chosen)
+
+
+def test_row_sums_are_left_alone():
+    """A row sum (nothing after the reduction but its store) is not pipelined."""
+    assert not _pipelined(_lower(lambda x: rt.reduce_sum(x, axis=-1), rt.TensorSpec([1024, 100], F)).body)
+
+
+@pytest.mark.usefixtures("before_pipelining")
+def test_heads_that_could_fail_or_write_memory_are_not_moved():
+    """The leading statements move ahead only when they write their own locals alone: not a check (it could
+    fail), a store to memory, or an assignment of a name declared outside the loop."""
+    (loop,) = [s for s in _lower(_softmax, rt.TensorSpec([1024, 100], F)).body if isinstance(s, For)]
+    assert _split(loop) is not None
+    for first in (Check(Lit(0, "int"), Message("never")), Store("p2", Poly.sym(loop.var), Lit(0.0, "float")),
+                  Assign("x1", Lit(0, "int"))):
+        assert _split(type(loop)(loop.var, loop.start, loop.stop, [first] + loop.body, parallel=loop.parallel)) \
+            is None
