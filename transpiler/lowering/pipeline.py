@@ -53,13 +53,17 @@ def pipeline_rows(fn: Function) -> bool:
     return changed
 
 
-def _pipeline_block(block: list, names: Namer) -> bool:
+def _pipeline_block(block: list, names: Namer, bounds: dict | None = None) -> bool:
+    """``bounds``: what the enclosing ``if``s tell of the dims (``n <= 128``: ``{"n": 128}``)."""
+    bounds = bounds or {}
     changed = False
     i = 0
     while i < len(block):
         s = block[i]
         split = _split(s) if isinstance(s, For) else None
         length = None if split is None else _row_length(split[0], s.var)
+        if length is not None and bounds.get(_symbol(length), SHORT_ROW + 1) <= SHORT_ROW:
+            length = Poly.of(SHORT_ROW)         # a row group's version for short rows
         if length is not None and (length.const is None or length.const <= SHORT_ROW):
             pipelined = _pipelined(s, *split, names)
             if length.const is None:        # chosen at run time: the original loop for long rows
@@ -68,10 +72,29 @@ def _pipeline_block(block: list, names: Namer) -> bool:
             i += len(pipelined)
             changed = True
             continue
-        for b in s.blocks():
-            changed |= _pipeline_block(b, names)
+        if isinstance(s, If):
+            changed |= _pipeline_block(s.then, names, bounds | _upper_bounds(s.cond))
+            changed |= _pipeline_block(s.orelse, names, bounds)
+        else:
+            for b in s.blocks():
+                changed |= _pipeline_block(b, names, bounds)
         i += 1
     return changed
+
+
+def _upper_bounds(cond) -> dict:
+    """``{dim: bound}`` when ``cond`` is ``dim <= bound`` or ``dim < bound + 1``."""
+    if isinstance(cond, Compare) and cond.op in ("<=", "<") and _symbol(cond.a) is not None:
+        bound = cond.b.value if isinstance(cond.b, Lit) else cond.b.const if isinstance(cond.b, Poly) else None
+        if isinstance(bound, int):
+            return {_symbol(cond.a): bound - (cond.op == "<")}
+    return {}
+
+
+def _symbol(p) -> str | None:
+    """The name of the one symbol ``p`` is, if it is one."""
+    names = p.symbols() if isinstance(p, Poly) else set()
+    return next(iter(names)) if len(names) == 1 and p == Poly.sym(next(iter(names))) else None
 
 
 def _split(loop: For) -> tuple[list, list, list] | None:
@@ -88,7 +111,8 @@ def _split(loop: For) -> tuple[list, list, list] | None:
         end += 1
     for j in range(end, 0, -1):
         head, rest = _trimmed(body[:j], body[j:])
-        carried = _carried(head, rest)
+        carried, invariant = _carried(head, rest, loop.var)
+        rest = deepcopy(invariant) + rest
         if carried is not None and any(isinstance(x, For) for x in walk_stmts(head)) \
                 and any(isinstance(x, For) for x in walk_stmts(rest)):
             return head, rest, carried
@@ -161,14 +185,44 @@ def _trimmed(head: list, rest: list) -> tuple[list, list]:
     return head, moved + tail + list(rest)
 
 
-def _carried(head: list, rest: list) -> list | None:
-    """The head's declarations that ``rest`` reads, when they are at most ``CARRIED`` scalars with a value."""
+def _carried(head: list, rest: list, k: str) -> tuple[list | None, list]:
+    """The head's declarations that ``rest`` reads: ``(carried, invariant)``, those whose value depends on the
+    row (at most ``CARRIED`` scalars, else None) and those the rest declares again (the same for every row: a row
+    length, its whole vectors)."""
     used = _used(rest)
-    carried = [s for s in head if isinstance(s, Declare) and s.name in used]
+    own = {s.name for s in head if isinstance(s, Declare)}
+    written = _written(head)
+    invariant, carried, same = [], [], set()
+    for s in head:
+        if not isinstance(s, Declare):
+            continue
+        if s.init is not None and s.name not in written \
+                and not (names_in(s.init) & (own - same) or k in names_in(s.init)) \
+                and not any(isinstance(x, Load) for x in walk_expr(s.init)):
+            same.add(s.name)
+            if s.name in used:
+                invariant.append(s)
+        elif s.name in used:
+            carried.append(s)
     if len(carried) > CARRIED or any(s.size is not None or s.static or s.ctype not in SCALAR_TYPES
                                      for s in carried):
-        return None
-    return carried
+        return None, invariant
+    return carried, invariant
+
+
+def _written(stmts: list) -> set:
+    """The names the statements set after declaring them: assignments, reductions, stores, a call's results."""
+    found = set()
+    for s in walk_stmts(stmts):
+        if isinstance(s, Assign):
+            found.add(s.name)
+        elif isinstance(s, Store):
+            found.add(s.ptr)
+        elif isinstance(s, For):
+            found |= {v for _, v in s.reductions}
+        elif isinstance(s, Call):
+            found |= set(s.out_names())
+    return found
 
 
 def _used(stmts) -> set:

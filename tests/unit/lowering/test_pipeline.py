@@ -7,8 +7,8 @@ import pytest
 import runtime as rt
 from runtime.optimizer import optimize
 from transpiler.lowering import lower_function
-from transpiler.lowering.ir import Assign, Check, Declare, For, If, Lit, Load, Message, Poly, Store, walk_expr, \
-    walk_stmts
+from transpiler.lowering.ir import (Assign, Check, Declare, For, If, Lit, Load, Message, Poly, Store, Var, walk_expr,
+                                    walk_stmts)
 from transpiler.lowering.pipeline import SHORT_ROW, _split
 
 F = rt.float32
@@ -101,3 +101,31 @@ def test_heads_that_could_fail_or_write_memory_are_not_moved():
                   Assign("x1", Lit(0, "int"))):
         assert _split(type(loop)(loop.var, loop.start, loop.stop, [first] + loop.body, parallel=loop.parallel)) \
             is None
+
+
+def test_versions_for_short_rows_need_no_second_choice_and_carry_only_the_rows_values():
+    """Over [None, None] the row group's versions for rows up to a vector and up to PAD_MAX are pipelined
+    without asking the length again; the row length and its whole vectors, the same for every row, are declared
+    again in the rest rather than carried: the max is the one value carried."""
+    from transpiler.lowering.kernels import PAD_LANES, PAD_MAX
+    ir = _lower(_softmax, rt.TensorSpec([None, None], F))
+
+    def choices(block, bound=None):
+        for s in block:
+            if isinstance(s, If):
+                limit = s.cond.b.value if getattr(s.cond, "op", None) == "<=" and isinstance(s.cond.b, Lit) else None
+                if limit == SHORT_ROW:
+                    yield bound
+                yield from choices(s.then, limit if limit is not None else bound)
+                yield from choices(s.orelse, bound)
+            else:
+                for b in s.blocks():
+                    yield from choices(b, bound)
+    assert all(bound is None or bound > SHORT_ROW for bound in choices(ir.body))
+    (short,) = [s for s in ir.body if isinstance(s, If)]
+    assert short.cond.b.value == PAD_LANES and short.orelse[0].cond.b.value == PAD_MAX
+    for version in (short.then, short.orelse[0].then):
+        (rows,) = _pipelined(version)
+        carried = [s for s in rows.body if isinstance(s, Declare) and isinstance(s.init, Var)
+                   and s.init.name.startswith("ahead")]
+        assert [s.ctype for s in carried] == ["float"], carried
