@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from runtime import dtypes
 from runtime.config import PARALLEL_MIN_ELEMENTS
 from transpiler.lowering.ir import (
     NUM_THREADS,
@@ -77,6 +78,15 @@ class NotInRow(Exception):
 # Elements of tensors at symbolic indices.
 
 
+def _below_its_max(t) -> bool:
+    """Whether ``t`` is ``x - reduce_max(x, axes, keepdims=True)``: at most 0 (or NaN) at every element, each
+    element of ``x`` minus the max of a set that holds it (a softmax's, a log-softmax's shift)."""
+    if t.op.type != "Sub":
+        return False
+    x, top = t.op.inputs
+    return top.op.type == "Max" and bool(top.op.attrs.get("keepdims")) and top.op.inputs[0].name == x.name
+
+
 @dataclass
 class Elements:
     """Builds element expressions for one kernel.
@@ -114,6 +124,8 @@ class Elements:
         out = op.outputs[position]
         if opdef.elementwise:
             args = tuple(self.of(x, self.broadcast(x, out, index)) for x in op.inputs)
+            if op.type == "Exp" and out.dtype == dtypes.float32 and _below_its_max(op.inputs[0]):
+                return Helper("rt_exp_nonpositive_float32", args, "float")
             return Apply(opdef, args, tuple(x.dtype for x in op.inputs), out.dtype)
         if opdef.generator:
             args = tuple(self.of(x, (0,) * len(cx.dims[id(x)])) if "{" + str(k) + "}" in opdef.c_expr

@@ -3,7 +3,8 @@
  * through a vectorised loop and through scalar calls, at most 1.05 ulp of the correctly rounded result (ulps of
  * the smallest denormal below it), and the special cases exactly: NaN stays NaN, +-inf, overflow to inf past
  * 88.7228, results rounding to 0 below -103.97, denormal results. Prints "ok" and the worst error, or the first
- * failures; exit status 1 on any. */
+ * failures; exit status 1 on any. rt_exp_nonpositive_float32 (a softmax's exp) gives the same bits for x <= 0 and NaN,
+ * vectorised too. */
 #include "rt_kernels.h"
 #include "ulp_check.h"
 
@@ -20,19 +21,24 @@ static void expect(const char *what, float x, float got, float want) {
 }
 
 int main(void) {
-    static float xs[CHUNK], vec[CHUNK];
+    static float xs[CHUNK], vec[CHUNK], nonpositive[CHUNK];
     double worst = 0;
     float worst_x = 0;
     uint64_t u = 0;
     for (int n; (n = next_chunk(&u, xs)) > 0;) {
 #pragma omp simd
         for (int i = 0; i < n; i++) vec[i] = rt_exp_float32(xs[i]);
+#pragma omp simd
+        for (int i = 0; i < n; i++) nonpositive[i] = rt_exp_nonpositive_float32(xs[i]);
         for (int i = 0; i < n; i++) {
             const float x = xs[i], scalar = rt_exp_float32(x);
             if (x != x) {
-                if (vec[i] == vec[i] || scalar == scalar) expect("NaN", x, vec[i], NAN);
+                expect("NaN, vectorised", x, vec[i], NAN);
+                expect("NaN, scalar", x, scalar, NAN);
+                expect("NaN, nonpositive", x, nonpositive[i], NAN);
                 continue;
             }
+            if (x <= 0) expect("nonpositive == exp", x, nonpositive[i], scalar);
             expect("vector == scalar", x, vec[i], scalar);
             const double err = ulps(x, scalar);
             if (err > worst) { worst = err; worst_x = x; }

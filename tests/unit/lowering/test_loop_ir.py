@@ -12,7 +12,8 @@ from runtime.optimizer import optimize
 from tests.unit.lowering.test_lists import dynamic_rnn
 from transpiler.lowering import Poly, lower_function
 from transpiler.lowering.contract import contract_products
-from transpiler.lowering.ir import Alloc, Assign, Call, Check, Declare, For, If, Load, Loop, Store, walk_stmts
+from transpiler.lowering.ir import (Alloc, Assign, Call, Check, Declare, For, Helper, If, Load, Loop, Store, walk_expr,
+                                    walk_stmts)
 from transpiler.lowering.kernels import PAD_LANES, PAD_MAX, SCRATCH_MAX, loads
 from transpiler.lowering.ops import SMALL_MATMUL
 
@@ -99,6 +100,11 @@ def test_softmax_and_layer_norm_are_one_loop_over_rows():
         assert len(allocs) == 1                                          # only the result
 
 
+def _exps(loop: For) -> bool:
+    """Whether ``loop`` computes exponentials (a softmax's: ``rt_exp_nonpositive_float32``)."""
+    return "type='Exp'" in repr(loop) or "rt_exp_nonpositive" in repr(loop)
+
+
 def _softmax(x):
     e = rt.exp(x - rt.reduce_max(x, axis=-1, keepdims=True))
     return e / rt.reduce_sum(e, axis=-1, keepdims=True)
@@ -121,7 +127,7 @@ def test_row_passes_sum_float32_in_chunks_keep_exponentials_in_a_scratch_row_and
     (exps,) = [s for s in outer.body if isinstance(s, For) and s.simd and s.stop == Poly.of(1100) and s.start == 0
                and any(isinstance(t, Store) for t in walk_stmts(s.body))]
     assert [s.ptr for s in walk_stmts(exps.body) if isinstance(s, Store)] == [scratch.name]   # e into the scratch
-    assert "type='Exp'" in repr(exps) and not exps.reductions
+    assert _exps(exps) and not exps.reductions
     (streamed,) = [s for s in outer.body if isinstance(s, If)]        # through a row buffer to memory, or not
     (divided,) = [s for s in streamed.orelse if isinstance(s, If)]
     assert "fabsf(" in str(divided.cond) and "RealDiv" not in str(divided.then) and "RealDiv" in str(divided.orelse)
@@ -145,7 +151,7 @@ def test_rows_of_unknown_length_use_a_scratch_row_where_it_fits_and_the_result_r
     assert choice.cond.op == "<=" and choice.cond.b.value == SCRATCH_MAX and choice.cond.a.symbols() == columns
     (scratch,) = [s for s in walk_stmts(choice.then) if isinstance(s, Declare) and s.size and _row_buffer(s)]
     assert scratch.size == SCRATCH_MAX
-    (exps,) = [s for s in walk_stmts(choice.then) if isinstance(s, For) and s.simd and "type='Exp'" in repr(s)
+    (exps,) = [s for s in walk_stmts(choice.then) if isinstance(s, For) and s.simd and _exps(s)
                and any(isinstance(t, Store) for t in walk_stmts(s.body))]
     assert not exps.reductions and [t.ptr for t in walk_stmts(exps.body) if isinstance(t, Store)] == [scratch.name]
     stores = [t.ptr for t in walk_stmts(choice.then) if isinstance(t, Store)]
@@ -608,3 +614,20 @@ def test_row_groups_prefetch_the_next_row_and_can_stream_their_results():
     text = str(_lower(norm, rt.TensorSpec([512, 1024], F), rt.TensorSpec([1024], F)).ir)
     assert "rt_prefetch_bytes(x1 + " in text and "rt_prefetch_bytes(x2" not in text, text
     assert "rt_prefetch_bytes" not in str(_lower(softmax, rt.TensorSpec([512, 16], F)).ir)
+
+
+def test_a_softmax_shift_takes_the_exp_of_non_positive_arguments():
+    """``exp(x - reduce_max(x, keepdims=True))`` is at most 1: its exp needs no overflow to inf (over any axes);
+    the exp of another difference, or of a float64 shift, is the general one."""
+    def helpers(fn, *specs):
+        ir = _lower(fn, *specs).ir
+        return {x.name for s in walk_stmts(ir.body) for e in s.exprs() for x in walk_expr(e) if isinstance(x, Helper)}
+    spec = rt.TensorSpec([64, 100], F)
+    assert "rt_exp_nonpositive_float32" in helpers(_softmax, spec)
+    assert "rt_exp_nonpositive_float32" in helpers(
+        lambda x: rt.exp(x - rt.reduce_max(x, axis=0, keepdims=True)), spec)
+    other = lambda x, y: rt.exp(x - rt.reduce_max(y, axis=-1, keepdims=True))    # noqa: E731
+    assert "rt_exp_nonpositive_float32" not in helpers(other, spec, spec)
+    reversed_shift = lambda x: rt.exp(rt.reduce_max(x, axis=-1, keepdims=True) - x)    # noqa: E731
+    assert "rt_exp_nonpositive_float32" not in helpers(reversed_shift, spec)
+    assert "rt_exp_nonpositive_float32" not in helpers(_softmax, rt.TensorSpec([64, 100], rt.float64))

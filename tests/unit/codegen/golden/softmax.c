@@ -36,7 +36,7 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
                     __attribute__((aligned(64))) float scratch6[16];
                     #pragma omp simd
                     for (int64_t r5 = 0; r5 < 16; r5++) {
-                        float e11 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row10))));
+                        float e11 = rt_exp_nonpositive_float32(((float)(x2[16 * k4 + r5] - row10)));
                         scratch6[r5] = e11;
                     }
                     double acc12 = 0;
@@ -95,7 +95,7 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
                     __attribute__((aligned(64))) float scratch6[16];
                     #pragma omp simd
                     for (int64_t r5 = 0; r5 < 16; r5++) {
-                        float e11 = ((float)rt_exp_float32(((float)(x2[16 * k4 + r5] - row10))));
+                        float e11 = rt_exp_nonpositive_float32(((float)(x2[16 * k4 + r5] - row10)));
                         scratch6[r5] = e11;
                     }
                     double acc12 = 0;
