@@ -47,11 +47,6 @@ LEAVES = {int, float, bool, type(None), OpDef, Reduction, DType,
           bytes}      # a big constant's bytes (Declare.blob): written to a file that .incbin embeds, never C text
 
 
-@pytest.fixture(autouse=True)
-def _verify_ir(monkeypatch):
-    """The loop IR is verified after lowering and after every IR pass (``transpiler/lowering/verify.py``)."""
-    monkeypatch.setenv("RT_VERIFY_IR", "1")
-
 
 def _c_text_fields(cls) -> list[str]:
     """The fields of dataclass ``cls`` whose type admits a string that is not a name, type, operator or message."""

@@ -16,11 +16,6 @@ F = rt.float32
 SEQ, STATE, W = rt.TensorSpec([None, None, 8], F), rt.TensorSpec([None, 8], F), rt.TensorSpec([8, 8], F)
 
 
-@pytest.fixture(autouse=True)
-def _verify_ir(monkeypatch):
-    """The loop IR is verified after lowering and after every IR pass (``transpiler/lowering/verify.py``)."""
-    monkeypatch.setenv("RT_VERIFY_IR", "1")
-
 
 def _graph(fn, *specs):
     return optimize(rt.function(fn).get_concrete_function(*specs).graph)

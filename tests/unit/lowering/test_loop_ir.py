@@ -20,11 +20,6 @@ from transpiler.lowering.ops import SMALL_MATMUL
 F = rt.float32
 
 
-@pytest.fixture(autouse=True)
-def _verify_ir(monkeypatch):
-    """The loop IR is verified after lowering and after every IR pass (``transpiler/lowering/verify.py``)."""
-    monkeypatch.setenv("RT_VERIFY_IR", "1")
-
 
 def _lower(fn, *specs):
     graph = optimize(rt.function(fn).get_concrete_function(*specs).graph)

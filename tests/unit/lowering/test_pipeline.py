@@ -14,10 +14,6 @@ from transpiler.lowering.pipeline import SHORT_ROW, _split
 F = rt.float32
 
 
-@pytest.fixture(autouse=True)
-def _verify_ir(monkeypatch):
-    monkeypatch.setenv("RT_VERIFY_IR", "1")
-
 
 def _lower(fn, *specs):
     return lower_function(optimize(rt.function(fn).get_concrete_function(*specs).graph), "rt_fn_test").ir

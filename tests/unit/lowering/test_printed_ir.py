@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import textwrap
 
-import pytest
 
 import runtime as rt
 from runtime.optimizer import optimize
@@ -14,11 +13,6 @@ from transpiler.lowering import lower_function
 
 F = rt.float32
 
-
-@pytest.fixture(autouse=True)
-def _verify_ir(monkeypatch):
-    """The loop IR is verified after lowering and after every IR pass (``transpiler/lowering/verify.py``)."""
-    monkeypatch.setenv("RT_VERIFY_IR", "1")
 
 
 def _listing(fn, *specs) -> str:

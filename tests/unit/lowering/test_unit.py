@@ -1,7 +1,6 @@
 """``unit.unit_inner``: nests whose inner extent is known only at run time get a version for an extent of one."""
 from __future__ import annotations
 
-import pytest
 
 import runtime as rt
 from runtime.optimizer import optimize
@@ -10,10 +9,6 @@ from transpiler.lowering.ir import Declare, For, If, Load, Poly, Store, walk_exp
 
 F = rt.float32
 
-
-@pytest.fixture(autouse=True)
-def _verify_ir(monkeypatch):
-    monkeypatch.setenv("RT_VERIFY_IR", "1")
 
 
 def _lower(fn, *specs):
