@@ -65,7 +65,9 @@ def _pipeline_block(block: list, names: Namer, bounds: dict | None = None) -> bo
         if length is not None and bounds.get(_symbol(length), SHORT_ROW + 1) <= SHORT_ROW:
             length = Poly.of(SHORT_ROW)         # a row group's version for short rows
         if length is not None and (length.const is None or length.const <= SHORT_ROW):
-            pipelined = _pipelined(s, *split, names)
+            head, rest, carried = split
+            # the rest's statements are still the original loop's, which the run-time choice keeps
+            pipelined = _pipelined(s, head, deepcopy(rest), carried, names)
             if length.const is None:        # chosen at run time: the original loop for long rows
                 pipelined = [If(Compare("<=", length, Lit(SHORT_ROW, "int64_t")), pipelined, [s])]
             block[i:i + 1] = pipelined
