@@ -30,9 +30,9 @@ from __future__ import annotations
 import re
 from copy import deepcopy
 
-from transpiler.lowering.ir import (Arith, Assign, Call, Comment, Compare, Declare, For, Function, If, Lit, Load,
-                                    Named, Namer, Poly, Store, Var, names_in, rename, walk_expr, walk_stmts)
-from transpiler.lowering.kernels import substitute
+from transpiler.lowering.ir import (Assign, Call, Comment, Compare, Declare, For, Function, If, Lit, Named, Namer,
+                                    Poly, Store, Var, names_in, rename, walk_stmts)
+from transpiler.lowering.kernels import chunk_bounds, loads, substitute
 
 # the head's values the rest of a row reads, carried from one iteration to the next
 CARRIED = 4
@@ -127,14 +127,11 @@ def _row_length(head: list, k: str) -> Poly | None:
     inner = {x.name for x in walk_stmts(head) if isinstance(x, Declare)} | {
         x.var for x in walk_stmts(head) if isinstance(x, For)}
     strides = set()
-    for x in walk_stmts(head):
-        for e in x.exprs():
-            for node in walk_expr(e):
-                if isinstance(node, Load):
-                    stride = node.index.coefficient(k)
-                    if stride.symbols() & inner:
-                        return None
-                    strides.add(stride)
+    for load in loads(e for x in walk_stmts(head) for e in x.exprs()):
+        stride = load.index.coefficient(k)
+        if stride.symbols() & inner:
+            return None
+        strides.add(stride)
     constant = [p.const for p in strides if p.const is not None]
     symbolic = [p for p in strides if p.const is None]
     if len(symbolic) > 1 or not strides:
@@ -200,7 +197,7 @@ def _carried(head: list, rest: list, k: str) -> tuple[list | None, list]:
             continue
         if s.init is not None and s.name not in written \
                 and not (names_in(s.init) & (own - same) or k in names_in(s.init)) \
-                and not any(isinstance(x, Load) for x in walk_expr(s.init)):
+                and not loads([s.init]):
             same.add(s.name)
             if s.name in used:
                 invariant.append(s)
@@ -249,18 +246,14 @@ def _pipelined(loop: For, head: list, rest: list, carried: list, names: Namer) -
     k = loop.var
     threads, t, lo, hi = names.fresh("nt"), names.fresh("t"), names.fresh("lo"), names.fresh("hi")
     slots = {s.name: names.fresh("ahead") for s in carried}
-    count = loop.stop - loop.start
-
-    def row_start(part: Poly) -> Arith:
-        return Arith("+", loop.start, Arith("/", count * part, Poly.sym(threads), "int64_t"), "int64_t")
-
+    first, last = loop.start + Poly.sym(lo), loop.start + Poly.sym(hi)
     body = ([Declare(s.name, s.ctype, Var(slots[s.name], s.ctype)) for s in carried]
-            + [If(Compare("<", Poly.sym(k) + 1, Poly.sym(hi)), _ahead(head, slots, {k: Poly.sym(k) + 1}, names))]
+            + [If(Compare("<", Poly.sym(k) + 1, last), _ahead(head, slots, {k: Poly.sym(k) + 1}, names))]
             + rest)
-    rows = For(k, Poly.sym(lo), Poly.sym(hi), body)
-    run = ([Declare(lo, "int64_t", row_start(Poly.sym(t))), Declare(hi, "int64_t", row_start(Poly.sym(t) + 1))]
+    rows = For(k, first, last, body)
+    run = (chunk_bounds(lo, hi, loop.stop - loop.start, Poly.sym(t), Poly.sym(threads))
            + [Declare(slots[s.name], s.ctype) for s in carried]
-           + [If(Compare("<", Poly.sym(lo), Poly.sym(hi)), _ahead(head, slots, {k: Poly.sym(lo)}, names) + [rows])])
+           + [If(Compare("<", Poly.sym(lo), Poly.sym(hi)), _ahead(head, slots, {k: first}, names) + [rows])])
     return [Declare(threads, "int64_t", Named("num_threads")),
             For(t, Poly.of(0), Poly.sym(threads), run, parallel=loop.parallel)]
 

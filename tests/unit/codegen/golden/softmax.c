@@ -7,8 +7,8 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
     if (64 * n1 >= RT_PARALLEL_MIN && ctx->num_threads > 1) {
         #pragma omp parallel for schedule(static) num_threads(ctx->num_threads)
         for (int64_t t20 = 0; t20 < nt19; t20++) {
-            int64_t lo21 = 0 + n1 * t20 / nt19;
-            int64_t hi22 = 0 + (n1 * t20 + n1) / nt19;
+            int64_t lo21 = n1 * t20 / nt19;
+            int64_t hi22 = n1 * (t20 + 1) / nt19;
             float ahead23;
             if (lo21 < hi22) {
                 float acc26 = ((float)-INFINITY);
@@ -66,8 +66,8 @@ static int rt_fn_softmax(rt_ctx *ctx, rt_tensor *in, rt_tensor *out) {
         }
     } else {
         for (int64_t t20 = 0; t20 < nt19; t20++) {
-            int64_t lo21 = 0 + n1 * t20 / nt19;
-            int64_t hi22 = 0 + (n1 * t20 + n1) / nt19;
+            int64_t lo21 = n1 * t20 / nt19;
+            int64_t hi22 = n1 * (t20 + 1) / nt19;
             float ahead23;
             if (lo21 < hi22) {
                 float acc26 = ((float)-INFINITY);
