@@ -365,6 +365,12 @@ class Compare(Expr):
     def rebuild(self, children, polys):
         return Compare(self.op, children[0], children[1])
 
+    def with_constant(self) -> tuple[Poly, int] | None:
+        """``(a, c)`` when this compares a polynomial ``a`` with an integer constant ``c`` (``n <= 16``: the run-time
+        choices that version loops by a dim), else None."""
+        bound = self.b.value if isinstance(self.b, Lit) else self.b.const if isinstance(self.b, Poly) else None
+        return (self.a, bound) if isinstance(self.a, Poly) and isinstance(bound, int) else None
+
 
 @dataclass(frozen=True)
 class And(Expr):
@@ -840,7 +846,9 @@ class For(Stmt):
     microseconds even when its ``if`` clause is false). ``simd`` marks a loop to vectorise; ``reductions``
     lists ``(operator, variable)`` pairs for its reduction clause. ``at_most``: for a run-time trip count, a
     bound the code around it guarantees, with the count a multiple of ``multiple_of`` (a short row's whole
-    vectors: ``lanes.peel_tails``).
+    vectors: ``lanes.peel_tails``). ``independent``: the iterations touch disjoint memory and may run in any
+    order, as a parallel loop's do, though this one runs on one thread (a row group under the parallel
+    threshold: ``pipeline.py`` overlaps its rows as it does a parallel one's).
     """
     var: Name
     start: Poly
@@ -851,6 +859,7 @@ class For(Stmt):
     reductions: list[tuple[Operator, Name]] = field(default_factory=list)
     at_most: int | None = None
     multiple_of: int = 1
+    independent: bool = False
     REDUCTIONS = ("+", "*", "max", "min", "|", "&")
 
     def blocks(self):
@@ -1100,6 +1109,8 @@ def _format_block(stmts: list, depth: int, lines: list) -> None:
             notes = []
             if s.parallel is not None:
                 notes.append("parallel" if s.parallel == ALWAYS else f"parallel if {s.parallel}")
+            elif s.independent:
+                notes.append("independent")
             if s.simd:
                 notes.append("simd")
             if s.reductions:

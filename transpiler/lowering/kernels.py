@@ -399,12 +399,13 @@ def parallel_condition(total: Poly, weight: int = 1) -> Expr | None:
 
 
 def wrap_loops(loops: list, body: list, parallel=None, simd: bool = True, reductions=None,
-               parallel_at: int | None = None) -> list:
+               parallel_at: int | None = None, independent: bool = False) -> list:
     """``loops`` (outermost first) around ``body``: the innermost vectorised, loop ``parallel_at``
-    (default: the outermost with more than 3 iterations) parallel under condition ``parallel``."""
+    (default: the outermost with more than 3 iterations) parallel under condition ``parallel``, and marked
+    ``independent`` when its iterations are (``For.independent``) whether or not it runs on threads."""
     if not loops:
         return body
-    if parallel is not None and parallel_at is None:
+    if (parallel is not None or independent) and parallel_at is None:
         parallel_at = 0
         for k, (_, extent, _) in enumerate(loops[:-1]):
             if extent.const is None or extent.const > 3:
@@ -417,7 +418,8 @@ def wrap_loops(loops: list, body: list, parallel=None, simd: bool = True, reduct
         if inner and simd and len(loops) > 1:
             before, body = hoist_row_indices(var, body)
         body = before + [For(var, Poly.of(0), extent, body, parallel=parallel if k == parallel_at else None,
-                             simd=simd and inner, reductions=list(reductions or []) if inner else [])]
+                             simd=simd and inner, reductions=list(reductions or []) if inner else [],
+                             independent=independent and k == parallel_at)]
     return body
 
 

@@ -138,6 +138,8 @@ def _merge(first: For, second: For, owner: dict) -> bool:
     body_b = [rename_indices(s, rename) for s in body_b]
     if not _independent(body_a, body_b, loops_a, owner):
         return False
+    for fa, fb in zip(loops_a, loops_b):
+        fa.independent = fa.independent and fb.independent
     loops_a[-1].body = body_a + body_b
     return True
 

@@ -17,8 +17,9 @@ iteration earlier:
                                                     m' = max(x[k + 1, :])
                                                   (the rest of row k, reading m)
 
-The loop is parallel, so its iterations are independent: computing part of row ``k + 1`` before the rest of
-row ``k`` reorders nothing that one iteration writes and another reads. The part moved ("the head") is the
+The loop is parallel, or a row group too small for threads whose rows are as independent (``For.independent``:
+one chunk, all its rows), so computing part of row ``k + 1`` before the rest of row ``k`` reorders nothing that
+one iteration writes and another reads. The part moved ("the head") is the
 longest leading run of statements that write only their own locals (no buffer, no run-time error, no callback)
 and loop over the row, such that what the rest reads of it is at most ``CARRIED`` scalars: a softmax's max, a
 layer norm's mean and scale. Rows of up to ``SHORT_ROW`` elements only, chosen at run time when the length is.
@@ -86,11 +87,10 @@ def _pipeline_block(block: list, names: Namer, bounds: dict | None = None) -> bo
 
 def _upper_bounds(cond) -> dict:
     """``{dim: bound}`` when ``cond`` is ``dim <= bound`` or ``dim < bound + 1``."""
-    if isinstance(cond, Compare) and cond.op in ("<=", "<") and _symbol(cond.a) is not None:
-        bound = cond.b.value if isinstance(cond.b, Lit) else cond.b.const if isinstance(cond.b, Poly) else None
-        if isinstance(bound, int):
-            return {_symbol(cond.a): bound - (cond.op == "<")}
-    return {}
+    known = cond.with_constant() if isinstance(cond, Compare) and cond.op in ("<=", "<") else None
+    if known is None or _symbol(known[0]) is None:
+        return {}
+    return {_symbol(known[0]): known[1] - (cond.op == "<")}
 
 
 def _symbol(p) -> str | None:
@@ -102,7 +102,7 @@ def _symbol(p) -> str | None:
 def _split(loop: For) -> tuple[list, list, list] | None:
     """``(head, rest, carried)`` for a loop worth pipelining: the head's statements, the rest of the body and the
     head's declarations the rest reads (scalars); None when the loop does not qualify."""
-    if loop.parallel is None or loop.simd or loop.reductions:
+    if (loop.parallel is None and not loop.independent) or loop.simd or loop.reductions:
         return None
     body, declared, end = loop.body, set(), 0
     for s in body:
@@ -254,7 +254,8 @@ def _pipelined(loop: For, head: list, rest: list, carried: list, names: Namer) -
     run = (chunk_bounds(lo, hi, loop.stop - loop.start, Poly.sym(t), Poly.sym(threads))
            + [Declare(slots[s.name], s.ctype) for s in carried]
            + [If(Compare("<", Poly.sym(lo), Poly.sym(hi)), _ahead(head, slots, {k: first}, names) + [rows])])
-    return [Declare(threads, "int64_t", Named("num_threads")),
+    serial = loop.parallel is None      # an independent loop on one thread: one chunk, all the rows
+    return [Declare(threads, "int64_t", Lit(1, "int64_t") if serial else Named("num_threads")),
             For(t, Poly.of(0), Poly.sym(threads), run, parallel=loop.parallel)]
 
 

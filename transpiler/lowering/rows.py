@@ -289,7 +289,7 @@ def _build(cx, region: Region) -> list:
             cond = None
         total = product(domain) * sum(nbytes for _, _, nbytes, _ in streamed)
         decide = [Declare(stream_flag, "int", Helper("rt_streams", (total,), "int"))] if streamed else []
-        return decide + wrap_loops(loops, body, cond, simd=False)
+        return decide + wrap_loops(loops, body, cond, simd=False, independent=True)
     if fits:
         return prelude + versions(cx, lambda el: build(el, shared, {})) + _values(cx, stored, targets)
     out = versions(cx, lambda el: build(el, [t for t in shared if id(t) in hosts], hosts))

@@ -59,10 +59,8 @@ def _version_block(block: list, chosen: frozenset = frozenset()) -> bool:
 
 def _bounded(cond) -> frozenset:
     """The symbols ``cond`` compares with a constant."""
-    if isinstance(cond, Compare) and isinstance(cond.a, Poly) and (
-            isinstance(cond.b, Lit) or isinstance(cond.b, Poly) and cond.b.const is not None):
-        return frozenset(cond.a.symbols())
-    return frozenset()
+    known = cond.with_constant() if isinstance(cond, Compare) else None
+    return frozenset(known[0].symbols()) if known is not None else frozenset()
 
 
 def _unit_candidate(outer: For) -> str | None:

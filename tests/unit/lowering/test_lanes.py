@@ -60,6 +60,7 @@ def test_long_rows_and_rows_of_unknown_length_keep_their_reduction_clause():
     assert "lanes" in _listing(lambda x: rt.reduce_sum(x, axis=-1), rt.TensorSpec([8, LANES * MAX_BLOCKS], F))
 
 
+@pytest.mark.usefixtures("before_pipelining")
 def test_softmax_max_exponentials_and_stores_of_a_padded_row_are_split_too():
     text = _listing(rt.nn.softmax, rt.TensorSpec([8, 100], F))
     assert text.count("for r4 in 96  [simd") == 4             # max, exponentials, the two stores (reciprocal or not)

@@ -31,11 +31,11 @@ def _layer_norm(x):
 
 
 def _pipelined(body) -> list[For]:
-    """The loops over a thread's rows: from ``lo`` to ``hi``, the first two locals of a parallel loop over the
-    threads."""
+    """The loops over a thread's rows: from ``lo`` to ``hi``, the first two locals of a loop over the threads
+    (parallel, or one thread's for a row group under the parallel threshold)."""
     found = []
     for s in walk_stmts(body):
-        if isinstance(s, For) and s.parallel is not None and len(s.body) > 2 and isinstance(s.body[0], Declare):
+        if isinstance(s, For) and len(s.body) > 2 and all(isinstance(x, Declare) for x in s.body[:2]):
             lo, hi = Poly.sym(s.body[0].name), Poly.sym(s.body[1].name)
             found += [x for x in walk_stmts(s.body) if isinstance(x, For) and (x.start, x.stop) == (lo, hi)]
     return found
@@ -50,12 +50,13 @@ def _rows_loaded(body, k: str, length: int) -> set:
     return {(p - Poly.sym(k) * length).const // length for p in starts}
 
 
+@pytest.mark.parametrize("rows", [1024, 64])
 @pytest.mark.parametrize("fn", [_softmax, _layer_norm])
-def test_short_rows_compute_the_next_rows_head_first(fn):
-    """Over [1024, 100]: each thread's rows in order; an iteration starts from the values carried from the one
-    before (the max; the mean and the scale), computes the next row's (loads of row k + 1, guarded by k + 1 <
-    hi) and then the rest of its row, which loads only row k."""
-    ir = _lower(fn, rt.TensorSpec([1024, 100], F))
+def test_short_rows_compute_the_next_rows_head_first(fn, rows):
+    """Over [1024, 100] (and [64, 100], on one thread): each thread's rows in order; an iteration starts from the
+    values carried from the one before (the max; the mean and the scale), computes the next row's (loads of row
+    k + 1, guarded by k + 1 < hi) and then the rest of its row, which loads only row k."""
+    ir = _lower(fn, rt.TensorSpec([rows, 100], F))
     (rows,) = _pipelined(ir.body)
     k = Poly.sym(rows.var)
     carried = next(i for i, s in enumerate(rows.body) if not isinstance(s, Declare))
@@ -80,6 +81,28 @@ def test_long_rows_keep_one_parallel_loop_and_unknown_lengths_choose_at_run_time
               and isinstance(s.cond.b, Lit) and s.cond.b.value == SHORT_ROW]
     assert chosen and all(_pipelined(s.then) and not _pipelined(s.orelse) for s in chosen)
     assert all(isinstance(s.orelse[0], For) and s.orelse[0].parallel is not None for s in chosen)
+
+
+def test_rows_too_few_for_threads_are_one_chunk_on_one_thread():
+    """A row group under the parallel threshold ([64, 100]) is a serial loop marked independent
+    (``For.independent``): pipelined as one thread's chunk of all the rows, its loop over the threads serial and
+    of one iteration. A single row ([1, 100]) has nothing to overlap and stays as lowered."""
+    ir = _lower(_softmax, rt.TensorSpec([64, 100], F))
+    (threads,) = [s for s in ir.body if isinstance(s, For) and _pipelined([s])]
+    assert threads.parallel is None
+    (count,) = [s for s in ir.body if isinstance(s, Declare) and Poly.sym(s.name) == threads.stop]
+    assert count.init == Lit(1, "int64_t")
+    assert not _pipelined(_lower(_softmax, rt.TensorSpec([1, 100], F)).body)
+
+
+def test_a_merged_loop_is_independent_only_when_both_were():
+    """Two nests merged into one loop keep ``independent`` only if both loops had it: a serial loop whose
+    iterations may depend on each other must not become a pipelined one by merging into a row group."""
+    from transpiler.lowering.merge import _merge
+    a = For("i", Poly.of(0), Poly.of(8), [Store("p", Poly.sym("i"), Lit(1.0, "float"))], independent=True)
+    b = For("j", Poly.of(0), Poly.of(8), [Store("q", Poly.sym("j"), Lit(2.0, "float"))])
+    assert _merge(a, b, {})
+    assert not a.independent and len(a.body) == 2
 
 
 def test_row_sums_are_left_alone():
