@@ -185,12 +185,17 @@ def branches(bench: Bench) -> list[Row]:
     a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     intra_threads(1)
     row = Row("two branches, 1 vs 2 inter-op threads")
-    rt.config.threading.set_inter_op_parallelism_threads(1)
-    row.times["1 inter-op thread"] = bench.time(lambda: kernels.two_branches(a, b), min_seconds=1.0)
-    one = float(kernels.two_branches(a, b).numpy())
-    rt.config.threading.set_inter_op_parallelism_threads(2)
-    row.times["built"] = bench.time(lambda: kernels.two_branches(a, b), min_seconds=1.0)
-    two = float(kernels.two_branches(a, b).numpy())
+    results = {}
+    # the two settings in alternation over rounds (the minimum of each counts), as best_times times
+    # implementations: a slow phase of the VM spoils one round of a setting, not its only block (one block each
+    # measured 1.26x on a Xeon whose two settings' code ran 2x apart in one process)
+    for _ in range(3):
+        for label, threads in (("1 inter-op thread", 1), ("built", 2)):
+            rt.config.threading.set_inter_op_parallelism_threads(threads)
+            seconds = bench.time(lambda: kernels.two_branches(a, b), min_seconds=0.4)
+            row.times[label] = min(row.times.get(label, seconds), seconds)
+            results[label] = float(kernels.two_branches(a, b).numpy())
+    one, two = results["1 inter-op thread"], results["built"]
     rt.config.threading.set_inter_op_parallelism_threads(0)
     intra_threads(0)
     bench.agree(row, two, {"1 inter-op thread": one}, EXACT)      # the same ops on each branch, in another order
