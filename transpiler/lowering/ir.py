@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NewType
 
 from runtime import dtypes
@@ -1141,8 +1141,7 @@ def format_stmt(s: Stmt) -> str:
     """One line for ``s`` (a compound statement's head)."""
     if isinstance(s, For):
         lines: list = []
-        _format_block([For(s.var, s.start, s.stop, [], s.parallel, s.simd, s.reductions, s.at_most, s.multiple_of)],
-                      0, lines)
+        _format_block([replace(s, body=[])], 0, lines)
         return lines[0]
     if isinstance(s, Loop):
         return "loop"

@@ -50,13 +50,13 @@ def _rows_loaded(body, k: str, length: int) -> set:
     return {(p - Poly.sym(k) * length).const // length for p in starts}
 
 
-@pytest.mark.parametrize("rows", [1024, 64])
+@pytest.mark.parametrize("count", [1024, 64])
 @pytest.mark.parametrize("fn", [_softmax, _layer_norm])
-def test_short_rows_compute_the_next_rows_head_first(fn, rows):
+def test_short_rows_compute_the_next_rows_head_first(fn, count):
     """Over [1024, 100] (and [64, 100], on one thread): each thread's rows in order; an iteration starts from the
     values carried from the one before (the max; the mean and the scale), computes the next row's (loads of row
     k + 1, guarded by k + 1 < hi) and then the rest of its row, which loads only row k."""
-    ir = _lower(fn, rt.TensorSpec([rows, 100], F))
+    ir = _lower(fn, rt.TensorSpec([count, 100], F))
     (rows,) = _pipelined(ir.body)
     k = Poly.sym(rows.var)
     carried = next(i for i, s in enumerate(rows.body) if not isinstance(s, Declare))
